@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Set up (or update) the project's virtualenv in .venv, then run a task.
+#
+#   ./run.sh demo    set up, then run the demo (the main job)
+#   ./run.sh test    set up, then run ruff and the whole test suite
+#   ./run.sh bench   set up, then run the attention benchmark (extra args are passed on)
+#
+# Needs only Python >= 3.11 (python3 on PATH, or set PYTHON=/path/to/python).
+# Installs pinned versions from constraints.txt, including the CPU build of torch.
+# With a CUDA build of torch already in .venv, set MFGTX_KEEP_TORCH=1 (see README).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+task="${1:-}"
+[ $# -gt 0 ] && shift
+case "$task" in
+  demo|test|bench) ;;
+  *) echo "usage: ./run.sh demo|test|bench [args...]" >&2; exit 2 ;;
+esac
+
+PYTHON="${PYTHON:-python3}"
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "error: mfgtx needs Python >= 3.11; '$PYTHON' is $("$PYTHON" --version 2>&1 || echo missing)" >&2
+  exit 2
+fi
+
+VENV=.venv
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "creating virtualenv $VENV" >&2
+  "$PYTHON" -m venv "$VENV"
+fi
+
+# Reinstall only when what we install from has changed.
+constraints=constraints.txt
+if [ "${MFGTX_KEEP_TORCH:-0}" = "1" ]; then
+  constraints="$VENV/constraints-keep-torch.txt"
+  grep -v '^torch==' constraints.txt > "$constraints"
+fi
+stamp="$VENV/.mfgtx-setup"
+want="$(cat pyproject.toml "$constraints" | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "installing mfgtx and its pinned dependencies into $VENV" >&2
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -c "$constraints" -e ".[dev]"
+  echo "$want" > "$stamp"
+fi
+
+case "$task" in
+  demo)
+    exec "$VENV/bin/mfgtx" demo "$@" ;;
+  test)
+    "$VENV/bin/ruff" check .
+    "$VENV/bin/ruff" format --check .
+    exec "$VENV/bin/python" -m pytest "$@" ;;
+  bench)
+    exec "$VENV/bin/python" benchmarks/attention.py "$@" ;;
+esac
