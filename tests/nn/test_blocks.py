@@ -1,0 +1,80 @@
+"""Encoder/decoder blocks: parity with PyTorch's layers in both norm orders."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from mfgtx.nn import DecoderBlock, EncoderBlock
+
+B, T, S, D, H, F = 2, 6, 4, 16, 4, 32
+
+
+def randomise(module: nn.Module) -> None:
+    with torch.no_grad():
+        for p in module.parameters():
+            p.normal_(0, 0.3)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_block_matches_torch(norm_first: bool, activation: str) -> None:
+    ref = nn.TransformerEncoderLayer(
+        D, H, F, dropout=0.1, activation=activation, batch_first=True, norm_first=norm_first
+    )
+    randomise(ref)
+    ref.eval()
+    ours = EncoderBlock.from_torch(ref).eval()
+    assert ours.norm_first is norm_first
+    x = torch.randn(B, T, D)
+    pad = torch.zeros(B, T, dtype=torch.bool)
+    pad[1, 4:] = True  # torch: True = padding
+    expected = ref(x, src_key_padding_mask=pad)
+    torch.testing.assert_close(ours(x, key_mask=~pad).output, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours(x).output, ref(x), atol=1e-5, rtol=1e-5)
+    causal = nn.Transformer.generate_square_subsequent_mask(T)
+    torch.testing.assert_close(
+        ours(x, is_causal=True).output,
+        ref(x, src_mask=causal, is_causal=True),
+        atol=1e-5,
+        rtol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_block_matches_torch(norm_first: bool) -> None:
+    ref = nn.TransformerDecoderLayer(D, H, F, batch_first=True, norm_first=norm_first)
+    randomise(ref)
+    ref.eval()
+    ours = DecoderBlock.from_torch(ref).eval()
+    x, mem = torch.randn(B, T, D), torch.randn(B, S, D)
+    mem_pad = torch.zeros(B, S, dtype=torch.bool)
+    mem_pad[0, -1] = True
+    expected = ref(
+        x,
+        mem,
+        tgt_mask=nn.Transformer.generate_square_subsequent_mask(T),
+        memory_key_padding_mask=mem_pad,
+        tgt_is_causal=True,
+    )
+    got = ours(x, mem, is_causal=True, memory_key_mask=~mem_pad)
+    torch.testing.assert_close(got.output, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_decoder_block_weights_shapes_and_memory_checks() -> None:
+    blk = DecoderBlock(D, H, F).eval()
+    x, mem = torch.randn(B, T, D), torch.randn(B, S, D)
+    out = blk(x, mem, need_weights=True)
+    assert out.weights.shape == (B, H, T, T) and out.cross_weights.shape == (B, H, T, S)
+    assert torch.all(out.weights.triu(1) == 0)  # causal by default
+    with pytest.raises(ValueError, match="needs memory"):
+        blk(x)
+    with pytest.raises(ValueError, match="without cross_attention"):
+        DecoderBlock(D, H, F, cross_attention=False)(x, mem)
+
+
+def test_from_torch_refuses_unknown_activation() -> None:
+    ref = nn.TransformerEncoderLayer(D, H, F, activation=nn.SiLU(), batch_first=True)
+    with pytest.raises(ValueError, match="not relu or exact gelu"):
+        EncoderBlock.from_torch(ref)
