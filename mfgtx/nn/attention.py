@@ -170,13 +170,16 @@ def attention(
         return AttentionOutput(out, None)
 
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = torch.matmul(q, k.transpose(-2, -1)).float() * scale  # (B, H, T, S)
+    # Softmax in fp32. In-place steps are safe for autograd: mul, add and masked_fill do not
+    # save the tensor they modify. Freeing `scores` keeps the peak near two (T, S) buffers.
+    scores = torch.matmul(q, k.transpose(-2, -1)).float().mul_(scale)  # (B, H, T, S)
     if attn_bias is not None:
-        scores = scores + attn_bias.float()
+        scores.add_(attn_bias.float())
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
+        scores.masked_fill_(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
-    if mask is not None:  # rows with no allowed key: zeros, not NaN
+    del scores
+    if attn_mask is not None:  # a user mask may leave a row with no key: zeros, not NaN
         weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
     weights = weights.to(q.dtype)
     mixed = F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights
