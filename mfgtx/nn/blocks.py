@@ -237,9 +237,8 @@ class DecoderBlock(nn.Module):
             )
             return self.dropout(out), w
 
-        def ca(h: Tensor) -> tuple[Tensor, Tensor | None]:
-            assert self.cross_attn is not None
-            out, w = self.cross_attn(
+        def ca(attn: MultiHeadAttention, h: Tensor) -> tuple[Tensor, Tensor | None]:
+            out, w = attn(
                 h,
                 memory if memory is not None else h,
                 key_mask=memory_key_mask,
@@ -252,15 +251,15 @@ class DecoderBlock(nn.Module):
         if self.norm_first:
             h, w = sa(self.norm1(x))
             x = x + h
-            if self.norm2 is not None:
-                h, cw = ca(self.norm2(x))
+            if self.cross_attn is not None and self.norm2 is not None:
+                h, cw = ca(self.cross_attn, self.norm2(x))
                 x = x + h
             x = x + self.dropout(self.ff(self.norm3(x)))
         else:
             h, w = sa(x)
             x = self.norm1(x + h)
-            if self.norm2 is not None:
-                h, cw = ca(x)
+            if self.cross_attn is not None and self.norm2 is not None:
+                h, cw = ca(self.cross_attn, x)
                 x = self.norm2(x + h)
             x = self.norm3(x + self.dropout(self.ff(x)))
         return BlockOutput(x, w, cw)
@@ -286,11 +285,8 @@ class DecoderBlock(nn.Module):
         with torch.no_grad():
             new.ff.linear1.load_state_dict(layer.linear1.state_dict())
             new.ff.linear2.load_state_dict(layer.linear2.state_dict())
-            for mine, theirs in (
-                (new.norm1, layer.norm1),
-                (new.norm2, layer.norm2),
-                (new.norm3, layer.norm3),
-            ):
-                assert mine is not None
-                _copy_norm(mine, theirs)
+            _copy_norm(new.norm1, layer.norm1)
+            _copy_norm(new.norm3, layer.norm3)
+            if new.norm2 is not None:
+                _copy_norm(new.norm2, layer.norm2)
         return new

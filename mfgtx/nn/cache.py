@@ -51,21 +51,21 @@ class LayerKV:
             )
         end = self.length + k.shape[2]
         if self._k is None or self._v is None or end > self._k.shape[2]:
-            self._grow(k, v, max(end, 2 * self.length, 16))
-        assert self._k is not None and self._v is not None
+            self._k, self._v = self._grown(k, v, max(end, 2 * self.length, 16))
         self._k[:, :, self.length : end] = k
         self._v[:, :, self.length : end] = v
         self.length = end
         return self._k[:, :, :end], self._v[:, :, :end]
 
-    def _grow(self, k: Tensor, v: Tensor, capacity: int) -> None:
+    def _grown(self, k: Tensor, v: Tensor, capacity: int) -> tuple[Tensor, Tensor]:
+        """New buffers of ``capacity`` positions holding what is cached so far."""
         B, H, _, Dk = k.shape
         new_k = k.new_empty(B, H, capacity, Dk)  # (B, H, cap, Dh)
         new_v = v.new_empty(B, H, capacity, v.shape[-1])
         if self._k is not None and self._v is not None:
             new_k[:, :, : self.length] = self._k[:, :, : self.length]
             new_v[:, :, : self.length] = self._v[:, :, : self.length]
-        self._k, self._v = new_k, new_v
+        return new_k, new_v
 
     def get(self) -> tuple[Tensor, Tensor]:
         """All cached keys and values; raises if the cache is empty."""
