@@ -1,0 +1,28 @@
+"""mfgtx.data: sensor tables, validation, windowing per lot, and train-only scaling.
+
+Typical use::
+
+    table = read_table("sensors.csv", ColumnMap(lot="lot", time="timestamp", targets="rul"))
+    windows = make_windows(table, window=64, stride=8)
+"""
+
+from mfgtx.data.batches import evaluation_batches, evaluation_loader
+from mfgtx.data.columns import ColumnMap
+from mfgtx.data.errors import DataError, DataWarning
+from mfgtx.data.scaling import SensorScaler
+from mfgtx.data.table import SensorTable, read_table
+from mfgtx.data.windowing import make_windows
+from mfgtx.data.windows import Windows
+
+__all__ = [
+    "ColumnMap",
+    "DataError",
+    "DataWarning",
+    "SensorScaler",
+    "SensorTable",
+    "Windows",
+    "evaluation_batches",
+    "evaluation_loader",
+    "make_windows",
+    "read_table",
+]

@@ -1,0 +1,92 @@
+"""The declared column mapping of a sensor table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["ColumnMap"]
+
+Layout = Literal["wide", "long"]
+
+
+def _names(value: object, field: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(
+            f"{field} must be a column name or a list of column names, found {value!r}"
+        )
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which column of a plant export means what.
+
+    Args:
+        lot: the lot (batch, unit, engine, machine) id column; windows never cross lots.
+        time: the timestamp column (ISO 8601 text, or a datetime column in Parquet).
+        sensors: sensor columns (wide layout). ``None``: every numeric column that is not
+            mapped to something else; the non-numeric columns left out are named in a warning.
+        targets: target columns (quality value, pass/fail, remaining useful life...). A target
+            is never also a sensor.
+        label_time: optional column with the time each row's label (an inspection result)
+            became known. Without it a label counts as known at its row's timestamp.
+        keys: extra columns carried along unchanged (for example the production line); each
+            must be constant within a lot.
+        layout: ``"wide"`` (one column per sensor) or ``"long"`` (one row per reading).
+        sensor_name: long layout: the column naming the sensor.
+        value: long layout: the column holding the reading.
+
+    Example:
+        >>> ColumnMap(lot="lot", time="timestamp", targets="passed").targets
+        ('passed',)
+        >>> ColumnMap(lot="lot", time="lot")
+        Traceback (most recent call last):
+        ...
+        ValueError: column 'lot' is mapped twice: as lot and as time
+    """
+
+    lot: str
+    time: str
+    sensors: tuple[str, ...] | None = None
+    targets: tuple[str, ...] = ()
+    label_time: str | None = None
+    keys: tuple[str, ...] = ()
+    layout: Layout = "wide"
+    sensor_name: str = "sensor"
+    value: str = "value"
+
+    def __post_init__(self) -> None:
+        for field in ("lot", "time"):
+            if not isinstance(getattr(self, field), str) or not getattr(self, field):
+                raise ValueError(f"{field} must be a column name, found {getattr(self, field)!r}")
+        if self.sensors is not None:
+            object.__setattr__(self, "sensors", _names(self.sensors, "sensors"))
+            if not self.sensors:
+                raise ValueError("sensors must name at least one column, or be None for all")
+        object.__setattr__(self, "targets", _names(self.targets, "targets"))
+        object.__setattr__(self, "keys", _names(self.keys, "keys"))
+        if self.layout not in ("wide", "long"):
+            raise ValueError(f"layout must be 'wide' or 'long', found {self.layout!r}")
+        roles: list[tuple[str, str]] = [("lot", self.lot), ("time", self.time)]
+        if self.label_time is not None:
+            roles.append(("label_time", self.label_time))
+        roles += [("target", t) for t in self.targets] + [("key", k) for k in self.keys]
+        if self.layout == "long":
+            roles += [("sensor_name", self.sensor_name), ("value", self.value)]
+        roles += [("sensor", s) for s in self.sensors or ()]
+        seen: dict[str, str] = {}
+        for role, name in roles:
+            if name in seen:
+                raise ValueError(f"column {name!r} is mapped twice: as {seen[name]} and as {role}")
+            seen[name] = role
+
+    @property
+    def non_sensor_columns(self) -> tuple[str, ...]:
+        """Every mapped column that is not a sensor."""
+        cols = [self.lot, self.time, *self.targets, *self.keys]
+        if self.label_time is not None:
+            cols.append(self.label_time)
+        return tuple(cols)

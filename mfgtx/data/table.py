@@ -1,0 +1,523 @@
+"""Reading and validating sensor tables: CSV or Parquet, wide or long, or a DataFrame.
+
+A :class:`SensorTable` is the validated, wide, sorted form every later step works on: one
+row per (lot, time), one float column per sensor (NaN where a reading is missing), targets,
+an optional label-availability time, carried key columns, and ``_row``, the row's position in
+the input (reported as a file line for CSV, so an engineer can find it in a spreadsheet).
+
+Nothing is dropped or filled silently. Bad input raises :class:`~mfgtx.data.DataError`
+naming the file, column, lot and line; a fix the reader makes itself (sorting rows) or a
+column it leaves out (non-numeric columns when sensors are not listed) comes with a
+:class:`~mfgtx.data.DataWarning` and is recorded in :attr:`SensorTable.notes`.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mfgtx.data.columns import ColumnMap
+from mfgtx.data.errors import DataError, DataWarning
+
+__all__ = ["SensorTable", "read_table"]
+
+log = logging.getLogger(__name__)
+
+_TZ_SUFFIX = r"\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:Z|UTC|[+-]\d{2}(?::?\d{2})?)$"
+_BOOL_WORDS = {"true": 1.0, "false": 0.0, "pass": 1.0, "fail": 0.0, "yes": 1.0, "no": 0.0}
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".txt", ".tsv")
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Names an input row the way the user sees it: a file line (CSV) or a row number."""
+
+    source: str
+    is_file_line: bool
+
+    def __call__(self, position: int) -> str:
+        if self.is_file_line:
+            return f"{self.source} line {position + 2}"  # +1 for 1-based, +1 for the header
+        return f"{self.source} row {position}"
+
+
+@dataclass(frozen=True, eq=False)
+class SensorTable:
+    """A validated sensor table (see :func:`read_table`).
+
+    Attributes:
+        frame: one row per (lot, time), sorted by lot (in order of first appearance) and time,
+            with the lot column as ``str``, the time column as UTC datetimes (naive if the
+            input had no zone) or numbers (cycles), float sensors, targets, key columns, the
+            label time if mapped, and ``_row``, the input position of the row.
+        columns: the column mapping, with ``sensors`` resolved to the actual list.
+        source: where the data came from (file name or ``"DataFrame"``).
+        notes: what the reader changed or left out, in words.
+    """
+
+    frame: pd.DataFrame
+    columns: ColumnMap
+    source: str
+    notes: tuple[str, ...] = ()
+    _is_file_line: bool = False
+
+    @property
+    def sensors(self) -> tuple[str, ...]:
+        return self.columns.sensors or ()
+
+    @property
+    def lots(self) -> list[str]:
+        return list(pd.unique(self.frame[self.columns.lot]))
+
+    @property
+    def numeric_time(self) -> bool:
+        """True when time is a number (cycles, seconds) rather than a timestamp."""
+        return not pd.api.types.is_datetime64_any_dtype(self.frame[self.columns.time])
+
+    def where(self, position: int) -> str:
+        """How to find input row ``position`` (the ``_row`` value) in the source."""
+        return _Where(self.source, self._is_file_line)(position)
+
+    def lot_bounds(self) -> dict[str, tuple[int, int]]:
+        """``{lot: (first_row, stop_row)}`` in :attr:`frame` (lots are contiguous)."""
+        lots = self.frame[self.columns.lot].to_numpy()
+        change = np.flatnonzero(lots[1:] != lots[:-1]) + 1
+        starts = np.concatenate([[0], change])
+        stops = np.concatenate([change, [len(lots)]])
+        return {str(lots[a]): (int(a), int(b)) for a, b in zip(starts, stops, strict=True)}
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _load(source: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, _Where]:
+    if isinstance(source, pd.DataFrame):
+        return source.reset_index(drop=True).copy(), _Where("DataFrame", False)
+    path = Path(source)
+    name = path.name.lower()
+    if not path.exists():
+        raise DataError(f"data file not found: {path}")
+    if name.endswith(_CSV_SUFFIXES):
+        sep = "\t" if name.endswith(".tsv") else ","
+        try:  # everything as text: numbers and times are parsed here, with line numbers
+            df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+        except (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError) as err:
+            raise DataError(f"cannot read {path.name} as CSV: {err}") from err
+        return df, _Where(path.name, True)
+    if name.endswith(_PARQUET_SUFFIXES):
+        try:
+            df = pd.read_parquet(path, engine="pyarrow")
+        except Exception as err:  # pyarrow raises several types for corrupt files
+            raise DataError(f"cannot read {path.name} as Parquet: {err}") from err
+        return df.reset_index(drop=True), _Where(path.name, False)
+    raise DataError(
+        f"{path.name}: unknown file type; expected one of "
+        f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)}"
+    )
+
+
+def _require(df: pd.DataFrame, columns: ColumnMap, where: _Where) -> None:
+    needed: list[tuple[str, str]] = [("lot", columns.lot), ("time", columns.time)]
+    if columns.label_time is not None:
+        needed.append(("label_time", columns.label_time))
+    needed += [("targets", t) for t in columns.targets] + [("keys", k) for k in columns.keys]
+    if columns.layout == "long":
+        needed += [("sensor_name", columns.sensor_name), ("value", columns.value)]
+    else:
+        needed += [("sensors", s) for s in columns.sensors or ()]
+    missing = [(role, name) for role, name in needed if name not in df.columns]
+    if missing:
+        listed = ", ".join(f"{name!r} (ColumnMap.{role})" for role, name in missing)
+        raise DataError(
+            f"{where.source}: missing column(s) {listed}; found columns {list(df.columns)}",
+            column=missing[0][1],
+        )
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _first(mask: np.ndarray | pd.Series) -> int:
+    return int(np.flatnonzero(np.asarray(mask))[0])
+
+
+def _lot_of(df: pd.DataFrame, columns: ColumnMap, i: int) -> str:
+    return str(df[columns.lot].iloc[i])
+
+
+def _parse_lots(s: pd.Series, column: str, where: _Where) -> pd.Series:
+    missing = s.isna().to_numpy() | (s.astype(str).str.strip() == "").to_numpy()
+    if missing.any():
+        i = _first(missing)
+        raise DataError(
+            f"{where(i)}: no lot id in column {column!r} ({int(missing.sum())} such rows); "
+            "every reading must belong to a lot",
+            column=column,
+            row=i,
+        )
+    return s.astype(str).str.strip()
+
+
+def _parse_times(s: pd.Series, column: str, where: _Where, lots: pd.Series) -> pd.Series:
+    """Timestamps -> UTC (or naive) datetimes; numbers (cycles) stay numbers."""
+    if pd.api.types.is_datetime64_any_dtype(s):
+        out = s.dt.tz_convert("UTC") if s.dt.tz is not None else s
+    elif pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        out = s.astype(float)
+        if np.isinf(out).any():
+            i = _first(np.isinf(out))
+            raise DataError(f"{where(i)}: infinite time in column {column!r}", column=column, row=i)
+    else:
+        text = s.astype("string").str.strip()
+        missing = (text.isna() | (text == "")).to_numpy()
+        if missing.any():
+            i = _first(missing)
+            raise DataError(
+                f"{where(i)} (lot {lots.iloc[i]}): no time in column {column!r} "
+                f"({int(missing.sum())} such rows)",
+                column=column,
+                lot=str(lots.iloc[i]),
+                row=i,
+            )
+        as_number = pd.to_numeric(text, errors="coerce")
+        if as_number.notna().all():
+            return _check_finite_time(as_number.astype(float), column, where, lots)
+        aware = text.str.contains(_TZ_SUFFIX, regex=True).to_numpy()
+        if aware.any() and not aware.all():
+            i, j = _first(aware), _first(~aware)
+            raise DataError(
+                f"mixed time zones in column {column!r}: {where(i)} has a zone "
+                f"({text.iloc[i]!r}), {where(j)} has none ({text.iloc[j]!r}); export all "
+                "times with an offset (e.g. +00:00) or all without",
+                column=column,
+                row=j,
+            )
+        out = pd.to_datetime(text, utc=bool(aware.all()), format="ISO8601", errors="coerce")
+        if out.isna().any():  # not ISO 8601: let pandas infer one format for the whole column
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                inferred = pd.to_datetime(text, utc=bool(aware.all()), errors="coerce")
+            if inferred.isna().sum() < out.isna().sum():
+                out = inferred
+        bad = out.isna().to_numpy()
+        if bad.any():
+            i = _first(bad)
+            raise DataError(
+                f"{where(i)} (lot {lots.iloc[i]}): cannot parse {text.iloc[i]!r} in column "
+                f"{column!r} as a time ({int(bad.sum())} such rows); expected ISO 8601 such "
+                "as 2026-03-02T06:00:00+00:00",
+                column=column,
+                lot=str(lots.iloc[i]),
+                row=i,
+            )
+    if pd.api.types.is_datetime64_any_dtype(out):
+        out = out.astype("datetime64[ns, UTC]" if out.dt.tz is not None else "datetime64[ns]")
+        if out.isna().any():
+            i = _first(out.isna())
+            raise DataError(f"{where(i)}: no time in column {column!r}", column=column, row=i)
+        return out
+    return _check_finite_time(out, column, where, lots)
+
+
+def _check_finite_time(out: pd.Series, column: str, where: _Where, lots: pd.Series) -> pd.Series:
+    bad = ~np.isfinite(out.to_numpy(dtype=float))
+    if bad.any():
+        i = _first(bad)
+        raise DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): no finite time in column {column!r}",
+            column=column,
+            row=i,
+        )
+    return out
+
+
+def _to_float(
+    s: pd.Series, column: str, where: _Where, lots: pd.Series, *, words: bool = False
+) -> pd.Series:
+    """Numbers -> float64; NaN stays NaN; anything else or inf raises, naming the line."""
+    if pd.api.types.is_bool_dtype(s):
+        return s.astype(float)
+    if pd.api.types.is_numeric_dtype(s):
+        out = s.astype(float)
+    else:
+        text = s.astype("string").str.strip()
+        if words:
+            text = text.str.lower().replace(_BOOL_WORDS).astype("string")
+        out = pd.to_numeric(text, errors="coerce").astype(float)
+        bad = (out.isna() & text.notna() & (text.str.lower() != "nan")).to_numpy()
+        if bad.any():
+            i = _first(bad)
+            raise DataError(
+                f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {s.iloc[i]!r}, "
+                f"expected a number ({int(bad.sum())} such values)",
+                column=column,
+                lot=str(lots.iloc[i]),
+                row=i,
+            )
+    inf = np.isinf(out.to_numpy())
+    if inf.any():
+        i = _first(inf)
+        raise DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {out.iloc[i]}, expected "
+            f"a finite number or empty for missing ({int(inf.sum())} such values)",
+            column=column,
+            lot=str(lots.iloc[i]),
+            row=i,
+        )
+    return out
+
+
+def _numeric_columns(
+    df: pd.DataFrame, candidates: list[str], where: _Where
+) -> tuple[list[str], list[str]]:
+    """Split candidate sensor columns into numeric ones and descriptions of the others."""
+    numeric, left_out = [], []
+    for c in candidates:
+        s = df[c]
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+            numeric.append(c)
+            continue
+        text = s.astype("string").str.strip()
+        parsed = pd.to_numeric(text, errors="coerce")
+        bad = (parsed.isna() & text.notna()).to_numpy()
+        if not bad.any() and text.notna().any():
+            numeric.append(c)
+        else:
+            i = _first(bad) if bad.any() else 0
+            left_out.append(f"{c!r} (e.g. {s.iloc[i]!r} at {where(i)})")
+    return numeric, left_out
+
+
+# --------------------------------------------------------------------------- layout
+
+
+def _pivot_long(df: pd.DataFrame, columns: ColumnMap, where: _Where) -> pd.DataFrame:
+    lot, time, name = columns.lot, columns.time, columns.sensor_name
+    no_name = (df[name].isna() | (df[name].astype(str).str.strip() == "")).to_numpy()
+    if no_name.any():
+        i = _first(no_name)
+        row = int(df["_row"].iloc[i])
+        raise DataError(f"{where(row)}: no sensor name in column {name!r}", column=name, row=row)
+    df[name] = df[name].astype(str).str.strip()
+    if columns.sensors is not None:
+        found = set(df[name])
+        missing = [s for s in columns.sensors if s not in found]
+        if missing:
+            raise DataError(
+                f"{where.source}: sensor(s) {missing} not found in column {name!r}; found "
+                f"{sorted(found)}",
+                column=name,
+            )
+        df = df[df[name].isin(columns.sensors)]
+    dup = df.duplicated([lot, time, name], keep=False).to_numpy()
+    if dup.any():
+        rows = df["_row"].to_numpy()[dup][:2]
+        i = _first(dup)
+        raise DataError(
+            f"lot {df[lot].iloc[i]}: sensor {df[name].iloc[i]!r} has two readings at "
+            f"{df[time].iloc[i]} ({where(int(rows[0]))} and {where(int(rows[1]))})",
+            column=name,
+            lot=str(df[lot].iloc[i]),
+            row=int(rows[0]),
+        )
+    per_row = [c for c in columns.non_sensor_columns if c not in (lot, time)]
+    wide = df.pivot(index=[lot, time], columns=name, values=columns.value)
+    wide.columns = [str(c) for c in wide.columns]
+    grouped = df.groupby([lot, time], sort=False)
+    extra = grouped[[*per_row, "_row"]].first() if per_row else grouped[["_row"]].first()
+    for c in per_row:  # a per-row value must agree across the readings of one time step
+        conflict = grouped[c].nunique(dropna=False) > 1
+        if conflict.any():
+            key = conflict[conflict].index[0]
+            raise DataError(
+                f"lot {key[0]} at {key[1]}: column {c!r} has different values across the "
+                "sensor readings of one time step",
+                column=c,
+                lot=str(key[0]),
+            )
+    out = extra.join(wide).reset_index()
+    return out.sort_values("_row", kind="stable").reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- the reader
+
+
+def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorTable:
+    """Read and validate a sensor table.
+
+    Args:
+        source: a CSV (``.csv``, ``.csv.gz``, ``.tsv``, ``.txt``) or Parquet file, or a
+            DataFrame.
+        columns: the :class:`~mfgtx.data.ColumnMap` saying which column means what.
+
+    Returns:
+        A :class:`SensorTable`, wide, sorted by lot and time.
+
+    Raises:
+        DataError: missing columns; a row without lot or time; unparseable times, or times
+            with and without a zone mixed; non-numeric or infinite sensor or target values;
+            two rows of one lot at the same time; a label known before its row was measured;
+            a key column that changes within a lot; a lot with no observed sensor value.
+
+    Example:
+        >>> df = pd.DataFrame({"lot": ["A", "A", "B"],
+        ...                    "timestamp": ["2026-03-02T06:01:00Z", "2026-03-02T06:00:00Z",
+        ...                                  "2026-03-02T07:00:00Z"],
+        ...                    "temp": [20.5, None, 21.0]})
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     t = read_table(df, ColumnMap(lot="lot", time="timestamp"))
+        >>> t.sensors, t.frame["temp"].tolist(), str(caught[0].message)[:36]
+        (('temp',), [nan, 20.5, 21.0], 'DataFrame rows were not in time orde')
+    """
+    df, where = _load(source)
+    _require(df, columns, where)
+    df["_row"] = np.arange(len(df))
+    notes: list[str] = []
+
+    lots = _parse_lots(df[columns.lot], columns.lot, where)
+    df[columns.lot] = lots
+    df[columns.time] = _parse_times(df[columns.time], columns.time, where, lots)
+    if columns.label_time is not None:
+        df[columns.label_time] = _parse_times(
+            df[columns.label_time], columns.label_time, where, lots
+        )
+
+    for c in columns.targets:  # before any reshaping, so that positions are input rows
+        df[c] = _to_float(df[c], c, where, lots, words=True)
+    if columns.layout == "long":
+        df[columns.value] = _to_float(df[columns.value], columns.value, where, lots)
+        df = _pivot_long(df, columns, where)
+        mapped = {*columns.non_sensor_columns, "_row"}
+        sensors = list(columns.sensors or sorted(c for c in df.columns if c not in mapped))
+    else:
+        if columns.sensors is not None:
+            sensors = list(columns.sensors)
+        else:
+            candidates = [c for c in df.columns if c not in (*columns.non_sensor_columns, "_row")]
+            sensors, left_out = _numeric_columns(df, candidates, where)
+            if left_out:
+                note = (
+                    f"{where.source}: non-numeric column(s) left out of the sensors: "
+                    f"{', '.join(left_out)}; list ColumnMap.sensors to choose explicitly"
+                )
+                notes.append(note)
+                warnings.warn(note, DataWarning, stacklevel=2)
+            if not sensors:
+                raise DataError(f"{where.source}: no numeric sensor column found")
+        for c in sensors:
+            df[c] = _to_float(df[c], c, where, lots)
+
+    lots = df[columns.lot]
+    rows = df["_row"].to_numpy()
+
+    def where_pos(i: int) -> str:  # position in df -> input row
+        return where(int(rows[i]))
+
+    # rows in order: lots contiguous (in order of first appearance), time increasing
+    codes, _ = pd.factorize(lots)
+    time_values = df[columns.time].to_numpy()
+    out_of_order = (codes[1:] < codes[:-1]) | (
+        (codes[1:] == codes[:-1]) & (time_values[1:] < time_values[:-1])
+    )
+    if out_of_order.any():
+        order = np.lexsort((time_values, codes))
+        i = _first(out_of_order) + 1
+        note = (
+            f"{where.source} rows were not in time order within lots (first out of order: "
+            f"{where_pos(i)}, lot {lots.iloc[i]}); sorted them by lot and time"
+        )
+        notes.append(note)
+        warnings.warn(note, DataWarning, stacklevel=2)
+        df = df.iloc[order].reset_index(drop=True)
+        lots = df[columns.lot]
+        rows = df["_row"].to_numpy()
+
+    same = (lots.to_numpy()[1:] == lots.to_numpy()[:-1]) & (
+        df[columns.time].to_numpy()[1:] == df[columns.time].to_numpy()[:-1]
+    )
+    if same.any():
+        i = _first(same)
+        raise DataError(
+            f"lot {lots.iloc[i]}: two rows at time {df[columns.time].iloc[i]} "
+            f"({where_pos(i)} and {where_pos(i + 1)}); each lot needs one row per time",
+            column=columns.time,
+            lot=str(lots.iloc[i]),
+            row=int(rows[i + 1]),
+        )
+
+    if columns.label_time is not None:
+        lt, t = df[columns.label_time], df[columns.time]
+        if pd.api.types.is_datetime64_any_dtype(lt) != pd.api.types.is_datetime64_any_dtype(t):
+            raise DataError(
+                f"{where.source}: {columns.label_time!r} and {columns.time!r} must both be times "
+                "or both be numbers",
+                column=columns.label_time,
+            )
+        if pd.api.types.is_datetime64_any_dtype(t) and (lt.dt.tz is None) != (t.dt.tz is None):
+            raise DataError(
+                f"{where.source}: {columns.label_time!r} and {columns.time!r} must both have a "
+                "time zone or both have none",
+                column=columns.label_time,
+            )
+        early = (lt < t).to_numpy()
+        if early.any():
+            i = _first(early)
+            raise DataError(
+                f"{where_pos(i)} (lot {lots.iloc[i]}): label known at {lt.iloc[i]}, before "
+                f"the row was measured at {t.iloc[i]}; check column {columns.label_time!r}",
+                column=columns.label_time,
+                lot=str(lots.iloc[i]),
+                row=int(rows[i]),
+            )
+
+    for k in columns.keys:
+        varying = df.groupby(columns.lot, sort=False)[k].nunique(dropna=False) > 1
+        if varying.any():
+            lot = str(varying[varying].index[0])
+            raise DataError(
+                f"lot {lot}: key column {k!r} changes within the lot; keys must be constant "
+                "per lot",
+                column=k,
+                lot=lot,
+            )
+
+    observed = df[sensors].notna().any(axis=1).groupby(lots.to_numpy(), sort=False).any()
+    if not observed.all():
+        empty = [str(x) for x in observed[~observed].index]
+        raise DataError(
+            f"{where.source}: lot(s) {empty[:5]} have no observed sensor value "
+            f"({len(empty)} lots); remove them or fix the export",
+            lot=empty[0],
+        )
+
+    keep = [columns.lot, columns.time, *columns.keys, *sensors, *columns.targets]
+    if columns.label_time is not None:
+        keep.append(columns.label_time)
+    frame = df[[*keep, "_row"]].reset_index(drop=True)
+    resolved = ColumnMap(
+        lot=columns.lot,
+        time=columns.time,
+        sensors=tuple(sensors),
+        targets=columns.targets,
+        label_time=columns.label_time,
+        keys=columns.keys,
+        layout=columns.layout,
+        sensor_name=columns.sensor_name,
+        value=columns.value,
+    )
+    log.info(
+        "read %s: %d rows, %d lots, %d sensors",
+        where.source,
+        len(frame),
+        frame[columns.lot].nunique(),
+        len(sensors),
+    )
+    return SensorTable(frame, resolved, where.source, tuple(notes), where.is_file_line)

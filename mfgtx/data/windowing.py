@@ -1,0 +1,173 @@
+"""Cutting a sensor table into windows, lot by lot.
+
+Shape legend: ``N`` windows, ``T`` window length, ``H`` horizon, ``K`` target columns.
+
+Within each lot, window ``j`` covers rows ``s .. s+T-1`` with ``s = j * stride``; with a
+forecast horizon the next ``H`` rows hold its target. A window never crosses lots, and a lot
+too short for one window is an error (or, with ``on_short="skip"``, left out with a warning
+that names it). The prediction time of a window is the time of its last feature row; its
+label becomes known at the label-availability time of its label row (or that row's time
+when none is mapped), or, for forecasts, at the time of the last horizon row.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from mfgtx.data.errors import DataError, DataWarning
+from mfgtx.data.table import SensorTable
+from mfgtx.data.windows import Windows
+
+__all__ = ["make_windows"]
+
+log = logging.getLogger(__name__)
+
+
+def _as_array(s: pd.Series) -> np.ndarray:
+    """Times as ``datetime64[ns]`` (UTC, zone dropped) or float; numbers as float."""
+    if pd.api.types.is_datetime64_any_dtype(s):
+        if s.dt.tz is not None:
+            s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+        return s.to_numpy(dtype="datetime64[ns]")
+    return s.to_numpy(dtype=float)
+
+
+def _as_of_value(as_of: object, numeric: bool) -> np.ndarray:
+    if numeric:
+        return np.asarray(float(as_of))  # type: ignore[arg-type]
+    ts = pd.Timestamp(as_of)  # type: ignore[arg-type]
+    if ts.tzinfo is not None:
+        ts = ts.tz_convert("UTC").tz_localize(None)
+    return np.asarray(ts.to_datetime64(), dtype="datetime64[ns]")
+
+
+def make_windows(
+    table: SensorTable,
+    window: int,
+    *,
+    stride: int = 1,
+    horizon: int = 0,
+    forecast: tuple[str, ...] | list[str] | None = None,
+    as_of: object | None = None,
+    on_short: Literal["error", "skip"] = "error",
+) -> Windows:
+    """Windows of ``window`` rows over every lot of ``table``.
+
+    Args:
+        table: a validated :class:`~mfgtx.data.SensorTable`.
+        window: rows per window ``T``.
+        stride: rows between the starts of consecutive windows of a lot.
+        horizon: ``0``: the label is the targets at the window's last row (quality, RUL).
+            ``H > 0``: forecasting; the label is the next ``H`` rows of the ``forecast``
+            columns.
+        forecast: columns to forecast (sensors or targets); default: the targets if the
+            table has any, else every sensor.
+        as_of: build the data set as it was known at this time. Any window with a feature
+            row stamped after ``as_of`` or a label that became known after it is an error
+            (select the windows known by then with :meth:`Windows.known_at` instead).
+        on_short: ``"error"`` (default) or ``"skip"`` for lots shorter than
+            ``window + horizon`` rows.
+
+    Returns:
+        :class:`~mfgtx.data.Windows`.
+
+    Example:
+        >>> df = pd.DataFrame({"lot": ["A"] * 5 + ["B"] * 4, "t": list(range(5)) + list(range(4)),
+        ...                    "x": range(9), "rul": [4, 3, 2, 1, 0, 3, 2, 1, 0]})
+        >>> from mfgtx.data import ColumnMap, read_table
+        >>> w = make_windows(read_table(df, ColumnMap("lot", "t", targets="rul")), 3)
+        >>> len(w), w.lot.tolist(), w.y[:, 0].tolist()
+        (5, ['A', 'A', 'A', 'B', 'B'], [2.0, 1.0, 0.0, 1.0, 0.0])
+    """
+    for name, value, low in (("window", window, 1), ("stride", stride, 1), ("horizon", horizon, 0)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, found {value!r}")
+    if on_short not in ("error", "skip"):
+        raise ValueError(f"on_short must be 'error' or 'skip', found {on_short!r}")
+    cols = table.columns
+    frame = table.frame
+    sensors = table.sensors
+    if horizon > 0:
+        targets = tuple(forecast) if forecast is not None else (cols.targets or sensors)
+        unknown = [c for c in targets if c not in (*sensors, *cols.targets)]
+        if unknown:
+            raise ValueError(
+                f"forecast columns {unknown} are neither sensors nor targets of the table; "
+                f"sensors {list(sensors)}, targets {list(cols.targets)}"
+            )
+    else:
+        if forecast is not None:
+            raise ValueError("forecast columns need horizon > 0")
+        targets = cols.targets
+
+    times = _as_array(frame[cols.time])
+    label_rows = _as_array(frame[cols.label_time]) if cols.label_time else times
+    need = window + horizon
+    starts: list[np.ndarray] = []
+    short: list[str] = []
+    for lot, (a, b) in table.lot_bounds().items():
+        n = b - a
+        if n < need:
+            short.append(f"{lot} ({n} rows)")
+            continue
+        starts.append(np.arange(a, b - need + 1, stride))
+    if short:
+        msg = (
+            f"{len(short)} lot(s) shorter than window + horizon = {need} rows: "
+            f"{', '.join(short[:10])}{' ...' if len(short) > 10 else ''}"
+        )
+        if on_short == "error":
+            raise DataError(
+                msg + "; use a shorter window or on_short='skip'", lot=short[0].split()[0]
+            )
+        warnings.warn(msg + "; left out", DataWarning, stacklevel=2)
+    if not starts:
+        raise DataError(f"no lot of {table.source} is long enough for one window of {need} rows")
+    row_start = np.concatenate(starts).astype(np.int64)
+    last = row_start + window - 1  # (N,) last feature row: the prediction time
+
+    if horizon == 0:
+        label_time = label_rows[last]
+        y = frame[list(targets)].to_numpy(dtype=np.float32)[last] if targets else None
+    else:
+        horizon_rows = last[:, None] + 1 + np.arange(horizon)[None, :]  # (N, H)
+        label_time = label_rows[horizon_rows].max(axis=1)
+        y = frame[list(targets)].to_numpy(dtype=np.float32)[horizon_rows]  # (N, H, K)
+
+    result = Windows(
+        values=frame[list(sensors)].to_numpy(dtype=np.float32),
+        row_start=row_start,
+        lot=frame[cols.lot].to_numpy(dtype=object)[row_start].astype(str),
+        start=times[row_start],
+        end=times[last],
+        label_time=label_time,
+        y=y,
+        sensors=tuple(sensors),
+        targets=tuple(targets),
+        window=window,
+        stride=stride,
+        horizon=horizon,
+    )
+    if as_of is not None:
+        t = _as_of_value(as_of, table.numeric_time)
+        late_feature = result.end > t
+        late_label = result.label_time > t
+        for bad, what, when in (
+            (late_feature, "has feature rows stamped after", result.end),
+            (late_label, "has a label that became known after", result.label_time),
+        ):
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise DataError(
+                    f"window {i} (lot {result.lot[i]}) {what} as_of={as_of} ({when[i]}); "
+                    f"{int(bad.sum())} windows in all. Use Windows.known_at(as_of) to keep only "
+                    "windows known by then",
+                    lot=str(result.lot[i]),
+                )
+    log.info("%d windows of %d rows from %d lots", len(result), window, len(starts))
+    return result

@@ -1,0 +1,115 @@
+"""Fixed-length windows cut from a sensor table, one lot at a time.
+
+Shape legend: ``N`` windows, ``R`` table rows, ``T`` window length (time steps), ``C``
+sensors, ``H`` forecast horizon, ``K`` target columns.
+
+A :class:`Windows` does not copy the sensor values per window: it keeps the table's
+``(R, C)`` values once and, per window, the first row. :meth:`Windows.features` gathers the
+``(N, T, C)`` inputs for the windows asked for. Every window records its lot, the time of
+its first and last feature row (``start``, ``end``: ``end`` is the prediction time), and the
+time its label became known (``label_time``), which is what the splitters and the audit use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Windows"]
+
+
+class _Transform(Protocol):
+    def transform(self, x: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True, eq=False)
+class Windows:
+    """Windows over a sensor table (see :func:`mfgtx.data.make_windows`).
+
+    Attributes:
+        values: ``(R, C)`` float32 sensor values of the whole table, NaN where missing
+            (unscaled).
+        row_start: ``(N,)`` first table row of each window; its rows are
+            ``row_start .. row_start + window - 1``, all of one lot.
+        lot: ``(N,)`` lot id of each window (str).
+        start: ``(N,)`` time of the first feature row: ``datetime64[ns]`` (UTC), or float
+            when the table's time is a number (cycles).
+        end: ``(N,)`` time of the last feature row: the prediction time.
+        label_time: ``(N,)`` time the window's label became known.
+        y: targets, ``(N, K)`` (``horizon == 0``) or ``(N, H, K)`` (forecasting); ``None``
+            when the table has no target.
+        sensors: the ``C`` sensor names, in column order.
+        targets: the ``K`` target names.
+        window: ``T``.
+        stride: step between window starts within a lot.
+        horizon: ``H`` (0 when the label sits at the window's last row).
+    """
+
+    values: np.ndarray
+    row_start: np.ndarray
+    lot: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    label_time: np.ndarray
+    y: np.ndarray | None
+    sensors: tuple[str, ...]
+    targets: tuple[str, ...]
+    window: int
+    stride: int
+    horizon: int
+
+    def __len__(self) -> int:
+        return int(self.row_start.shape[0])
+
+    @property
+    def lots(self) -> np.ndarray:
+        """Distinct lot ids, in order of first appearance."""
+        _, first = np.unique(self.lot, return_index=True)
+        return self.lot[np.sort(first)]
+
+    def known_at(self, t: object) -> np.ndarray:
+        """Indices of the windows whose features and label were both known at time ``t``."""
+        if np.issubdtype(self.end.dtype, np.datetime64):
+            ts = pd.Timestamp(t)  # type: ignore[arg-type]
+            if ts.tzinfo is not None:
+                ts = ts.tz_convert("UTC").tz_localize(None)
+            limit = np.datetime64(ts.to_datetime64(), "ns")
+        else:
+            limit = float(t)  # type: ignore[arg-type]
+        return np.flatnonzero((self.end <= limit) & (self.label_time <= limit))
+
+    def labelled(self) -> np.ndarray:
+        """Indices of the windows with every target value present (not NaN)."""
+        if self.y is None:
+            return np.empty(0, dtype=np.int64)
+        flat = self.y.reshape(len(self), -1)
+        return np.flatnonzero(~np.isnan(flat).any(axis=1))
+
+    def rows(self, indices: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+        """Sorted distinct table rows covered by the given windows (all windows if ``None``)."""
+        starts = self.row_start if indices is None else self.row_start[np.asarray(indices)]
+        if starts.size == 0:
+            return np.empty(0, dtype=np.int64)
+        covered = starts[:, None] + np.arange(self.window)[None, :]  # (n, T)
+        return np.unique(covered)
+
+    def features(
+        self, indices: Sequence[int] | np.ndarray, scaler: _Transform | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Inputs of the given windows: ``x (n, T, C)`` float32 and ``observed (n, T, C)`` bool.
+
+        Missing values are reported in ``observed`` and set to 0 in ``x`` *after* scaling, so a
+        missing value reads as the training mean (or median). Nothing is interpolated, so
+        nothing crosses a lot boundary.
+        """
+        idx = np.asarray(indices, dtype=np.int64)
+        rows = self.row_start[idx][:, None] + np.arange(self.window)[None, :]  # (n, T)
+        x = self.values[rows]  # (n, T, C)
+        if scaler is not None:
+            x = scaler.transform(x)
+        observed = ~np.isnan(x)
+        return np.where(observed, x, 0.0).astype(np.float32), observed

@@ -1,0 +1,445 @@
+"""Deterministic generator of the synthetic sample plant in ``sample_data/``.
+
+Writes four CSV files (see ``sample_data/README.md`` for every column and the story):
+
+* ``sensors.csv``      1-minute wide sensor log of 36 lots on three production lines;
+* ``quality.csv``      one row per lot: inspection time, surface roughness Ra, pass/fail;
+* ``faults.csv``       ground truth of the sensor faults injected into ``sensors.csv``;
+* ``degradation.csv``  run-to-failure cycles of 14 machines, with the true RUL (target only).
+
+Usage::
+
+    python sample_data/generate.py [--out DIR] [--seed N]
+
+The same seed gives byte-identical files. Only numpy and pandas are needed.
+"""
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_SEED = 20260302
+DEFAULT_OUT = Path(__file__).resolve().parent
+
+PLANT_START = pd.Timestamp("2026-03-02T06:00:00Z")  # Monday, first shift
+FLEET_START = pd.Timestamp("2026-01-05T00:00:00Z")
+SENSORS = ("temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a")
+DECIMALS = {"temperature_c": 2, "pressure_bar": 3, "vibration_mm_s": 3, "motor_current_a": 2}
+
+LOTS_PER_LINE = 12
+LOT_MINUTES = (180, 480)  # inclusive range of lot durations
+CHANGEOVER_MINUTES = (20, 75)  # inclusive range of gaps between lots of one campaign
+WARMUP_MINUTES = 30  # the first minutes of a lot are the heat-up ramp
+INSPECTION_DELAY_H = (2.0, 12.0)  # the quality result is known this long after lot_end
+RA_SPEC_UM = 1.6  # upper spec limit of the surface roughness Ra (lower is better)
+
+N_MACHINES = 14
+LIFE_CYCLES = (120, 350)  # inclusive range of cycles to failure
+CYCLE_MINUTES = (110, 130)  # inclusive range of minutes between two cycles
+
+
+@dataclass(frozen=True)
+class LineSpec:
+    """Nominal behaviour of one production line (one product family per line)."""
+
+    temp_sp_c: float  # centre of the recipe temperature set-points
+    temp_opt_c: float  # process temperature that gives the smoothest surface
+    pressure_sp_bar: float
+    vibration_mm_s: float  # nominal RMS vibration velocity of a healthy spindle
+    current_a: float  # nominal motor current
+    ra_base_um: float  # roughness of a perfect lot
+    temp_drift_c_per_day: float  # slow upward drift of the real temperature (heater control)
+    vib_drift_per_day: float  # relative growth of vibration per day (spindle wear)
+
+
+LINES: dict[str, LineSpec] = {
+    "L1": LineSpec(185.0, 185.0, 5.20, 2.2, 12.0, 0.95, 0.00, 0.000),
+    "L2": LineSpec(195.0, 195.0, 6.00, 2.6, 14.5, 0.95, 0.15, 0.008),
+    "L3": LineSpec(172.0, 173.0, 4.60, 1.8, 10.5, 0.95, 0.00, 0.000),
+}
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """One injected sensor fault: which lot and sensor, what kind; the timing is drawn."""
+
+    kind: str  # "missing", "stuck", "spike" or "offset"
+    lot: str
+    sensor: str  # a column of SENSORS, or "all" for a data-logger outage
+    detail: float = 0.0  # spike count, or the offset of a calibration jump
+
+
+# Which lots get which fault is fixed, so the README table holds for every seed; the exact
+# minutes are drawn from the seed and written to faults.csv.
+FAULT_PLAN: tuple[FaultPlan, ...] = (
+    FaultPlan("missing", "L1-0003", "all"),
+    FaultPlan("missing", "L1-0007", "vibration_mm_s"),
+    FaultPlan("missing", "L1-0010", "pressure_bar"),
+    FaultPlan("missing", "L1-0012", "temperature_c"),
+    FaultPlan("missing", "L2-0002", "motor_current_a"),
+    FaultPlan("missing", "L2-0005", "all"),
+    FaultPlan("missing", "L2-0009", "temperature_c"),
+    FaultPlan("missing", "L2-0011", "vibration_mm_s"),
+    FaultPlan("missing", "L3-0001", "pressure_bar"),
+    FaultPlan("missing", "L3-0004", "temperature_c"),
+    FaultPlan("missing", "L3-0006", "all"),
+    FaultPlan("missing", "L3-0010", "motor_current_a"),
+    FaultPlan("stuck", "L2-0006", "pressure_bar"),
+    FaultPlan("stuck", "L3-0009", "vibration_mm_s"),
+    FaultPlan("spike", "L1-0008", "temperature_c", 4),
+    FaultPlan("spike", "L2-0010", "pressure_bar", 3),
+    FaultPlan("spike", "L3-0003", "vibration_mm_s", 5),
+    FaultPlan("offset", "L3-0008", "temperature_c", 5.0),
+)
+
+
+def iso_utc(ts: pd.Series | pd.DatetimeIndex) -> pd.Series:
+    """Format UTC timestamps as ISO 8601 with an explicit offset: 2026-03-02T06:00:00+00:00."""
+    return pd.Series(pd.DatetimeIndex(ts).strftime("%Y-%m-%dT%H:%M:%S+00:00"))
+
+
+def ar1(rng: np.random.Generator, n: int, phi: float, sigma: float) -> np.ndarray:
+    """Stationary AR(1) series x[t] = phi x[t-1] + e[t] with marginal std ``sigma``."""
+    eps = rng.normal(0.0, sigma * np.sqrt(1.0 - phi**2), n)
+    out = np.empty(n)
+    out[0] = rng.normal(0.0, sigma)
+    for t in range(1, n):
+        out[t] = phi * out[t - 1] + eps[t]
+    return out
+
+
+# --------------------------------------------------------------------------- schedule
+
+
+def make_schedule(rng: np.random.Generator) -> pd.DataFrame:
+    """Lots per line in campaigns of 2-3 back-to-back lots, with 2-5 idle days in between."""
+    rows = []
+    for line_no, line in enumerate(LINES):
+        day = line_no % 2  # stagger the lines a little
+        lot_no = 0
+        while lot_no < LOTS_PER_LINE:
+            start = PLANT_START + pd.Timedelta(days=day, minutes=int(rng.integers(0, 151)))
+            campaign = min(int(rng.integers(2, 4)), LOTS_PER_LINE - lot_no)
+            for _ in range(campaign):
+                lot_no += 1
+                minutes = int(rng.integers(LOT_MINUTES[0], LOT_MINUTES[1] + 1))
+                end = start + pd.Timedelta(minutes=minutes)
+                rows.append(
+                    {
+                        "line": line,
+                        "lot": f"{line}-{lot_no:04d}",
+                        "lot_start": start,
+                        "lot_end": end,
+                        "minutes": minutes,
+                    }
+                )
+                gap = int(rng.integers(CHANGEOVER_MINUTES[0], CHANGEOVER_MINUTES[1] + 1))
+                start = end + pd.Timedelta(minutes=gap)
+            day = (end - PLANT_START).days + int(rng.integers(3, 7))
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- one lot
+
+
+@dataclass
+class Lot:
+    """Measured signals of one lot (noise added, no faults yet) and the true drivers of quality."""
+
+    measured: dict[str, np.ndarray]
+    drivers: dict[str, float]
+
+
+def simulate_lot(rng: np.random.Generator, spec: LineSpec, n: int, days_in: float) -> Lot:
+    """Simulate ``n`` one-minute samples of one lot started ``days_in`` days after plant start."""
+    t = np.arange(n, dtype=float)
+    hours = t / 60.0
+
+    # Temperature: recipe set-point, heat-up ramp, slow drift within the lot, AR(1) wander,
+    # and the line-level drift over weeks (L2's heater control creeps upwards).
+    setpoint = spec.temp_sp_c + round(float(rng.normal(0.0, 2.5)) * 2) / 2
+    line_drift = spec.temp_drift_c_per_day * days_in
+    ramp = -rng.uniform(8.0, 20.0) * np.exp(-t / rng.uniform(5.0, 12.0))
+    lot_drift = rng.normal(0.0, 0.4) * hours
+    temp_wander = rng.lognormal(np.log(0.6), 0.4)
+    temp = setpoint + line_drift + ramp + lot_drift + ar1(rng, n, 0.97, temp_wander)
+
+    # Pressure: set-point, a little thermal coupling, lot-specific instability and pump pulsation.
+    p_instab = rng.lognormal(np.log(0.045), 0.5)
+    pulsation = rng.uniform(0.0, 0.04) * np.sin(
+        2 * np.pi * t / rng.uniform(8, 25) + rng.uniform(0, 6.3)
+    )
+    pressure = (
+        spec.pressure_sp_bar * (1 + rng.normal(0.0, 0.01))
+        + 0.01 * (temp - setpoint - line_drift)
+        + ar1(rng, n, 0.8, p_instab)
+        + pulsation
+    )
+
+    # Vibration (RMS velocity, positive): lot-level tool condition, wear within the lot, line wear
+    # over weeks, multiplicative noise. Motor jams add short bumps below.
+    tool = rng.lognormal(0.0, 0.18)
+    wear = 1.0 + rng.uniform(0.0, 0.15) * t / max(n - 1, 1)
+    line_wear = 1.0 + spec.vib_drift_per_day * days_in
+    vibration = spec.vibration_mm_s * tool * wear * line_wear * np.exp(ar1(rng, n, 0.6, 0.07))
+
+    # Motor current: nominal, load from pressure and vibration, noise; plus jams (real events).
+    current = (
+        spec.current_a * (1 + rng.normal(0.0, 0.02))
+        + 1.2 * (pressure - spec.pressure_sp_bar)
+        + 0.8 * (vibration - spec.vibration_mm_s)
+        + ar1(rng, n, 0.5, 0.12)
+    )
+    jam_rate_per_h = rng.gamma(0.6, 0.35)
+    n_jams = int(rng.poisson(jam_rate_per_h * n / 60.0))
+    for _ in range(n_jams):
+        at = int(rng.integers(WARMUP_MINUTES, n - 3))
+        length = int(rng.integers(1, 4))
+        current[at : at + length] += rng.uniform(3.0, 6.0)
+        vibration[at : at + length] *= rng.uniform(1.3, 1.8)
+
+    # Quality depends on the true process, not on what the (possibly faulty) sensors report.
+    steady = slice(WARMUP_MINUTES, None)
+    drivers = {
+        "temp_dev_c": float(np.mean(temp[steady]) - spec.temp_opt_c),
+        "temp_std_c": float(np.std(temp[steady])),
+        "pressure_std_bar": float(np.std(pressure[steady])),
+        "vib_ratio": float(np.mean(vibration) / spec.vibration_mm_s),
+        "jams_per_h": n_jams / (n / 60.0),
+    }
+    # Measurement noise of the instruments; faults are injected later, on the measured copy.
+    measured = {
+        "temperature_c": temp + rng.normal(0.0, 0.25, n),
+        "pressure_bar": pressure + rng.normal(0.0, 0.01, n),
+        "vibration_mm_s": vibration * np.exp(rng.normal(0.0, 0.03, n)),
+        "motor_current_a": current + rng.normal(0.0, 0.08, n),
+    }
+    return Lot(measured=measured, drivers=drivers)
+
+
+def roughness_um(rng: np.random.Generator, spec: LineSpec, d: dict[str, float]) -> float:
+    """Surface roughness Ra (µm) of a lot from its true process drivers, with material noise."""
+    log_ra = (
+        np.log(spec.ra_base_um)
+        + 0.010 * d["temp_dev_c"] ** 2
+        + 0.25 * (d["temp_std_c"] - 0.75)
+        + 3.0 * (d["pressure_std_bar"] - 0.055)
+        + 1.1 * np.log(d["vib_ratio"])
+        + 0.30 * d["jams_per_h"]
+        + rng.normal(0.0, 0.15)
+    )
+    return float(np.exp(log_ra))
+
+
+# --------------------------------------------------------------------------- faults
+
+
+def inject_faults(rng: np.random.Generator, sensors: pd.DataFrame) -> pd.DataFrame:
+    """Apply FAULT_PLAN to the measured columns of ``sensors`` in place; return the fault log."""
+    records = []
+    for plan in FAULT_PLAN:
+        lot_rows = np.flatnonzero(sensors["lot"].to_numpy() == plan.lot)
+        n = len(lot_rows)
+        columns = list(SENSORS) if plan.sensor == "all" else [plan.sensor]
+        if plan.kind == "missing":
+            length = int(rng.integers(5, 31))
+            first = int(rng.integers(WARMUP_MINUTES, n - length))
+            idx = lot_rows[first : first + length]
+            for col in columns:
+                sensors.loc[idx, col] = np.nan
+            spans = [(idx[0], idx[-1], "")]
+        elif plan.kind == "stuck":
+            length = int(rng.integers(45, 151))
+            first = int(rng.integers(WARMUP_MINUTES, n - length))
+            idx = lot_rows[first : first + length]
+            value = sensors.at[idx[0], plan.sensor]
+            sensors.loc[idx, plan.sensor] = value
+            spans = [(idx[0], idx[-1], f"held at {value:.{DECIMALS[plan.sensor]}f}")]
+        elif plan.kind == "spike":
+            picks = np.sort(
+                rng.choice(np.arange(WARMUP_MINUTES, n), int(plan.detail), replace=False)
+            )
+            spans = []
+            for i in lot_rows[picks]:
+                before = float(sensors.at[i, plan.sensor])
+                if plan.sensor == "vibration_mm_s":
+                    after = before * rng.uniform(5.0, 9.0)
+                elif plan.sensor == "pressure_bar":
+                    after = before + rng.choice([-1.0, 1.0]) * rng.uniform(1.5, 3.0)
+                else:
+                    after = before + rng.uniform(25.0, 60.0)
+                sensors.at[i, plan.sensor] = after
+                digits = DECIMALS[plan.sensor]
+                spans.append((i, i, f"{before:.{digits}f} -> {after:.{digits}f}"))
+        elif plan.kind == "offset":
+            line = plan.lot.split("-")[0]
+            first = lot_rows[int(rng.integers(n // 4, 3 * n // 4))]
+            affected = np.flatnonzero(sensors["line"].to_numpy() == line)
+            idx = affected[affected >= first]
+            sensors.loc[idx, plan.sensor] += plan.detail
+            spans = [(idx[0], idx[-1], f"{plan.detail:+.1f} on every later {line} sample")]
+        else:
+            raise ValueError(f"unknown fault kind {plan.kind!r}")
+        for first_i, last_i, detail in spans:
+            records.append(
+                {
+                    "kind": plan.kind,
+                    "line": plan.lot.split("-")[0],
+                    "lot": plan.lot,
+                    "sensor": plan.sensor,
+                    "start": sensors.at[first_i, "timestamp"],
+                    "end": sensors.at[last_i, "timestamp"],
+                    "n_samples": int(last_i - first_i + 1),
+                    "detail": detail,
+                }
+            )
+    return pd.DataFrame(records)
+
+
+# --------------------------------------------------------------------------- plant
+
+
+def make_plant(
+    rng_sched: np.random.Generator, rng_proc: np.random.Generator, rng_fault: np.random.Generator
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Return (sensors, quality, faults) data frames, timestamps still as pandas Timestamps."""
+    schedule = make_schedule(rng_sched)
+    frames = []
+    quality = []
+    for row in schedule.itertuples(index=False):
+        spec = LINES[row.line]
+        days_in = (row.lot_start - PLANT_START) / pd.Timedelta(days=1)
+        lot = simulate_lot(rng_proc, spec, row.minutes, days_in)
+        stamps = pd.date_range(row.lot_start, periods=row.minutes, freq="min")
+        frame = pd.DataFrame({"line": row.line, "lot": row.lot, "timestamp": stamps})
+        for col in SENSORS:
+            frame[col] = lot.measured[col]
+        frames.append(frame)
+        ra = round(roughness_um(rng_proc, spec, lot.drivers), 3)
+        low, high = (int(h * 60) for h in INSPECTION_DELAY_H)
+        delay = pd.Timedelta(minutes=int(rng_proc.integers(low, high + 1)))
+        quality.append(
+            {
+                "line": row.line,
+                "lot": row.lot,
+                "lot_start": row.lot_start,
+                "lot_end": row.lot_end,
+                "inspected_at": row.lot_end + delay,
+                "quality_value": ra,
+                "passed": bool(ra <= RA_SPEC_UM),
+            }
+        )
+    sensors = pd.concat(frames, ignore_index=True)
+    sensors = sensors.sort_values(["line", "lot", "timestamp"], kind="stable", ignore_index=True)
+    faults = inject_faults(rng_fault, sensors)
+    for col in SENSORS:
+        sensors[col] = sensors[col].round(DECIMALS[col])
+    return sensors, pd.DataFrame(quality), faults
+
+
+# --------------------------------------------------------------------------- run to failure
+
+
+def make_degradation(rng: np.random.Generator) -> pd.DataFrame:
+    """Run-to-failure cycles of N_MACHINES machines with an exponential health index."""
+    frames = []
+    start = FLEET_START
+    for m in range(1, N_MACHINES + 1):
+        life = int(rng.integers(LIFE_CYCLES[0], LIFE_CYCLES[1] + 1))
+        cycle = np.arange(1, life + 1)
+        # Damage 0 when new, 1 at failure; k sets how late and how sharply it bends upwards.
+        k = rng.uniform(3.0, 6.5)
+        damage = np.expm1(k * cycle / life) / np.expm1(k)
+
+        # Load: piecewise-constant duty regimes (each held 5-40 cycles) plus a little jitter.
+        load = np.empty(life)
+        i = 0
+        while i < life:
+            hold = int(rng.integers(5, 41))
+            load[i : i + hold] = rng.choice([40.0, 55.0, 70.0, 85.0, 100.0])
+            i += hold
+        load = np.clip(load + rng.normal(0.0, 2.5, life), 20.0, 105.0)
+
+        gaps = rng.integers(CYCLE_MINUTES[0], CYCLE_MINUTES[1] + 1, life)
+        stamps = start + pd.to_timedelta(np.cumsum(gaps) - gaps[0], unit="min")
+        hour = (stamps.hour + stamps.minute / 60.0).to_numpy()
+        ambient = 21.0 + 3.5 * np.sin(2 * np.pi * (hour - 9.0) / 24.0) + rng.normal(0, 0.6, life)
+
+        v0 = rng.uniform(1.4, 2.4)
+        i0 = rng.uniform(9.0, 13.0)
+        vibration = (v0 * (0.7 + 0.006 * load) + 5.5 * damage**1.2) * np.exp(
+            rng.normal(0.0, 0.08 + 0.06 * damage, life)
+        )
+        current = i0 * (0.45 + 0.0055 * load) + 2.8 * damage + rng.normal(0.0, 0.25, life)
+        bearing = ambient + 14.0 + 0.22 * load + 28.0 * damage**1.5 + ar1(rng, life, 0.7, 1.2)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "machine": f"M{m:02d}",
+                    "cycle": cycle,
+                    "timestamp": stamps,
+                    "load_pct": load.round(1),
+                    "ambient_temp_c": ambient.round(2),
+                    "vibration_mm_s": vibration.round(3),
+                    "motor_current_a": current.round(2),
+                    "bearing_temp_c": bearing.round(2),
+                    "rul_cycles": life - cycle,
+                }
+            )
+        )
+        # The next machine is installed 2-6 days after this one (staggered, overlapping runs).
+        start = start + pd.Timedelta(
+            days=int(rng.integers(2, 7)), minutes=int(rng.integers(0, 600))
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def write_csv(frame: pd.DataFrame, path: Path) -> Path:
+    """Write ``frame`` as plain CSV with fixed line endings and empty cells for NaN."""
+    frame = frame.copy()
+    for col in frame.columns:
+        if isinstance(frame[col].dtype, pd.DatetimeTZDtype):
+            frame[col] = iso_utc(frame[col]).to_numpy()
+    frame.to_csv(path, index=False, lineterminator="\n", na_rep="")
+    return path
+
+
+def generate(out_dir: Path, seed: int = DEFAULT_SEED) -> dict[str, Path]:
+    """Generate every file into ``out_dir`` (created if needed); return name -> path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # Independent streams: changing one part of the generator leaves the others unchanged.
+    ss_sched, ss_proc, ss_fault, ss_deg = np.random.SeedSequence(seed).spawn(4)
+    sensors, quality, faults = make_plant(
+        np.random.default_rng(ss_sched),
+        np.random.default_rng(ss_proc),
+        np.random.default_rng(ss_fault),
+    )
+    degradation = make_degradation(np.random.default_rng(ss_deg))
+    return {
+        "sensors": write_csv(sensors, out_dir / "sensors.csv"),
+        "quality": write_csv(quality, out_dir / "quality.csv"),
+        "faults": write_csv(faults, out_dir / "faults.csv"),
+        "degradation": write_csv(degradation, out_dir / "degradation.csv"),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed")
+    args = parser.parse_args(argv)
+    for name, path in generate(args.out, args.seed).items():
+        print(f"{name:12s} {path} ({path.stat().st_size / 1024:.0f} KiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

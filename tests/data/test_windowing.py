@@ -1,0 +1,167 @@
+"""make_windows: per-lot windows, label times, as_of rules; scaler; evaluation batches."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from mfgtx.data import (
+    ColumnMap,
+    DataError,
+    DataWarning,
+    SensorScaler,
+    evaluation_batches,
+    evaluation_loader,
+    make_windows,
+    read_table,
+)
+
+
+def table(lengths=(10, 7, 4), *, label_delay_h: float = 5.0, nan_at: int | None = None):
+    rows = []
+    t0 = pd.Timestamp("2026-03-02T06:00:00Z")
+    for k, n in enumerate(lengths):
+        start = t0 + pd.Timedelta(hours=3 * k)
+        lot_end = start + pd.Timedelta(minutes=n - 1)
+        for i in range(n):
+            rows.append(
+                {
+                    "lot": f"L{k}",
+                    "timestamp": start + pd.Timedelta(minutes=i),
+                    "temp": 100.0 * k + i,
+                    "pres": float(i % 3),
+                    "quality": float(k),
+                    "inspected_at": lot_end + pd.Timedelta(hours=label_delay_h),
+                }
+            )
+    df = pd.DataFrame(rows)
+    if nan_at is not None:
+        df.loc[nan_at, "temp"] = np.nan
+    cols = ColumnMap(
+        lot="lot",
+        time="timestamp",
+        sensors=("temp", "pres"),
+        targets="quality",
+        label_time="inspected_at",
+    )
+    return read_table(df, cols)
+
+
+def test_windows_stay_within_lots_and_record_times() -> None:
+    w = make_windows(table(), 4, stride=2)
+    # lot sizes 10, 7, 4 -> starts 0,2,4,6 | 0,2 | 0
+    assert w.lot.tolist() == ["L0"] * 4 + ["L1"] * 2 + ["L2"]
+    assert w.row_start.tolist() == [0, 2, 4, 6, 10, 12, 17]
+    x, observed = w.features(np.arange(len(w)))
+    assert x.shape == (7, 4, 2) and observed.all()
+    assert x[4, :, 0].tolist() == [100, 101, 102, 103]  # lot L1's own rows
+    assert w.end[0] - w.start[0] == np.timedelta64(3, "m")
+    assert (w.label_time > w.end).all()  # inspection known hours after the lot ends
+    assert w.y[:, 0].tolist() == [0, 0, 0, 0, 1, 1, 2]
+
+
+def test_no_window_crosses_a_lot_boundary_for_any_stride() -> None:
+    t = table((9, 5, 6, 8))
+    bounds = t.lot_bounds()
+    for window in (1, 3, 5):
+        for stride in (1, 2, 4):
+            w = make_windows(t, window, stride=stride)
+            for lot, start in zip(w.lot, w.row_start, strict=True):
+                a, b = bounds[lot]
+                assert a <= start and start + window <= b
+
+
+def test_missing_values_become_mask_not_fill() -> None:
+    w = make_windows(table(nan_at=2), 4)
+    x, observed = w.features([0, 1])
+    assert not observed[0, 2, 0] and observed[0, 2, 1]
+    assert x[0, 2, 0] == 0.0
+    scaler = SensorScaler.fit(w, [0, 1, 2])
+    xs, obs = w.features([0], scaler)
+    assert not obs[0, 2, 0] and xs[0, 2, 0] == 0.0  # missing reads as the training mean
+
+
+def test_forecast_windows() -> None:
+    t = table((12,))
+    w = make_windows(t, 5, stride=1, horizon=3, forecast=["temp"])
+    assert len(w) == 12 - 5 - 3 + 1
+    assert w.y.shape == (5, 3, 1)
+    assert w.y[0, :, 0].tolist() == [5.0, 6.0, 7.0]  # the rows after the window
+    # a forecast label is known when its last horizon row is measured (no label column wins)
+    assert (w.label_time >= w.end).all()
+
+
+def test_short_lots_error_or_skip_with_warning() -> None:
+    t = table((10, 3, 8))
+    with pytest.raises(
+        DataError, match=r"1 lot\(s\) shorter than window \+ horizon = 5 rows: L1 \(3 rows\)"
+    ):
+        make_windows(t, 5)
+    with pytest.warns(DataWarning, match=r"L1 \(3 rows\); left out"):
+        w = make_windows(t, 5, on_short="skip")
+    assert "L1" not in set(w.lot)
+
+
+def test_as_of_refuses_labels_not_yet_known_and_late_features() -> None:
+    t = table((10, 10), label_delay_h=5)
+    # after lot L1 ended but before its inspection result came in
+    as_of = "2026-03-02T09:30:00+00:00"
+    with pytest.raises(DataError, match=r"lot L0\) has a label that became known after as_of"):
+        make_windows(t, 4, as_of=as_of)
+    with pytest.raises(DataError, match=r"lot L1\) has feature rows stamped after as_of"):
+        make_windows(t, 4, as_of="2026-03-02T09:05:00+00:00")  # while L1 was still running
+    w = make_windows(t, 4)
+    known = w.known_at("2026-03-02T11:30:00+00:00")  # L0's inspection known, L1's not yet
+    assert set(w.lot[known]) == {"L0"} and len(known) == 7
+
+
+def test_bad_window_arguments() -> None:
+    t = table()
+    with pytest.raises(ValueError, match="window must be an integer >= 1, found 0"):
+        make_windows(t, 0)
+    with pytest.raises(ValueError, match="stride must be an integer >= 1"):
+        make_windows(t, 2, stride=0)
+    with pytest.raises(ValueError, match=r"forecast columns \['flow'\] are neither"):
+        make_windows(t, 2, horizon=1, forecast=["flow"])
+    with pytest.raises(ValueError, match="forecast columns need horizon > 0"):
+        make_windows(t, 2, forecast=["temp"])
+
+
+def test_scaler_fits_training_rows_only_and_round_trips_json() -> None:
+    w = make_windows(table(), 4, stride=2)
+    train = np.flatnonzero(w.lot == "L0")
+    s = SensorScaler.fit(w, train)
+    rows = w.rows(train)
+    assert s.fit_rows == ((0, 10),) and np.array_equal(s.fitted_rows(), rows)
+    temp = w.values[rows, 0]
+    assert s.center[0] == pytest.approx(temp.mean()) and s.scale[0] == pytest.approx(temp.std())
+    again = SensorScaler.from_dict(json.loads(json.dumps(s.to_dict())))
+    assert again == s
+    x = w.values[:5]
+    np.testing.assert_allclose(s.inverse_transform(s.transform(x)), x, rtol=1e-5, atol=1e-4)
+    robust = SensorScaler.fit(w, train, method="robust")
+    assert robust.center[0] == pytest.approx(np.median(temp))
+    with pytest.raises(ValueError, match="scaler state must have keys"):
+        SensorScaler.from_dict({"sensors": ["temp"]})
+    with pytest.raises(ValueError, match="fitted on 2 sensors"):
+        s.transform(np.zeros((3, 5)))
+
+
+def test_evaluation_batches_cover_every_window_once() -> None:
+    batches = list(evaluation_batches(np.arange(103), 10))
+    assert len(batches) == 11 and len(batches[-1]) == 3
+    assert np.array_equal(np.concatenate(batches), np.arange(103))
+
+
+def test_evaluation_loader_keeps_the_last_partial_batch_and_refuses_drop_last() -> None:
+    data = torch.utils.data.TensorDataset(torch.arange(103))
+    seen = torch.cat([b[0] for b in evaluation_loader(data, 10)])
+    assert seen.tolist() == list(range(103))
+    with pytest.raises(ValueError, match="drop_last=True would leave the last test windows"):
+        evaluation_loader(data, 10, drop_last=True)
+    with pytest.raises(ValueError, match="shuffle"):
+        evaluation_loader(data, 10, shuffle=True)
