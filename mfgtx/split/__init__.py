@@ -1,0 +1,12 @@
+"""mfgtx.split: leakage-safe splits of sensor windows by lot and time, and their audit.
+
+:class:`LotTimeSplit` splits (scikit-learn splitter protocol), :func:`audit` proves a split —
+ours or one made by hand — free of the usual leaks and returns an :class:`AuditReport` to save
+next to the model.
+"""
+
+from mfgtx.split.audit import audit
+from mfgtx.split.report import AuditReport, Check, LeakageError
+from mfgtx.split.splitter import LotTimeSplit, SplitSets
+
+__all__ = ["AuditReport", "Check", "LeakageError", "LotTimeSplit", "SplitSets", "audit"]
