@@ -1,0 +1,113 @@
+"""Training configuration: frozen and validated."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+__all__ = ["Precision", "TrainConfig"]
+
+Precision = Literal["auto", "fp32", "bf16"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How :func:`mfgtx.train.fit` trains.
+
+    Args:
+        epochs: maximum number of passes over the training data.
+        batch_size: samples per optimizer step (per process under ``torchrun``).
+        lr: peak learning rate of AdamW.
+        weight_decay: AdamW weight decay (not applied to biases, norms and embeddings of
+            positions: parameters with fewer than two dimensions).
+        betas: AdamW betas.
+        warmup_fraction: share of all steps spent warming the learning rate up linearly
+            from 0; then it decays along a cosine to ``min_lr_ratio * lr``.
+        min_lr_ratio: final learning rate as a fraction of ``lr``.
+        grad_clip: clip the global gradient norm to this value (``None``: no clipping).
+        patience: stop after this many epochs without improvement of the validation loss
+            and restore the best weights (``None``: train all epochs, still restore the best).
+        min_delta: the smallest decrease of the validation loss that counts as improvement.
+        seed: seeds torch, numpy and random; also fixes the per-epoch shuffling order.
+        deterministic: ask torch for deterministic kernels (slower; bitwise repeatable on
+            one machine).
+        precision: ``"auto"`` (bf16 autocast where the hardware runs it fast: CUDA with bf16,
+            CPUs with AMX or AVX512-BF16; fp32 otherwise), ``"fp32"`` or ``"bf16"``. bf16 has
+            fp32's exponent range, so no loss scaling is needed.
+        device: ``"auto"`` (CUDA if available, else CPU), ``"cpu"`` or ``"cuda"``.
+        checkpoint_dir: where ``last.ckpt`` is written atomically at the end of every epoch
+            (``None``: no checkpoints).
+        resume: continue from ``checkpoint_dir/last.ckpt`` if it exists.
+        num_workers: DataLoader worker processes.
+        progress: ``"auto"`` (a progress bar when a person watches a terminal, log lines
+            otherwise), ``"bar"``, ``"log"`` or ``"off"``.
+        log_every: steps between progress log lines.
+
+    Example:
+        >>> TrainConfig(epochs=3, lr=3e-4).precision
+        'auto'
+        >>> TrainConfig(batch_size=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: batch_size must be a positive integer, found 0
+    """
+
+    epochs: int = 20
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup_fraction: float = 0.05
+    min_lr_ratio: float = 0.0
+    grad_clip: float | None = 1.0
+    patience: int | None = 5
+    min_delta: float = 0.0
+    seed: int = 0
+    deterministic: bool = False
+    precision: Precision = "auto"
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    checkpoint_dir: str | None = None
+    resume: bool = False
+    num_workers: int = 0
+    progress: Literal["auto", "bar", "log", "off"] = "auto"
+    log_every: int = 50
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "log_every"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, found {v!r}")
+        if not isinstance(self.num_workers, int) or self.num_workers < 0:
+            raise ValueError(f"num_workers must be an integer >= 0, found {self.num_workers!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, found {self.lr!r}")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, found {self.weight_decay!r}")
+        object.__setattr__(self, "betas", tuple(self.betas))
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+            raise ValueError(f"betas must be two numbers in [0, 1), found {self.betas!r}")
+        if not 0 <= self.warmup_fraction < 1:
+            raise ValueError(f"warmup_fraction must be in [0, 1), found {self.warmup_fraction!r}")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"min_lr_ratio must be in [0, 1], found {self.min_lr_ratio!r}")
+        if self.grad_clip is not None and not self.grad_clip > 0:
+            raise ValueError(f"grad_clip must be positive or None, found {self.grad_clip!r}")
+        if self.patience is not None and (not isinstance(self.patience, int) or self.patience < 1):
+            raise ValueError(
+                f"patience must be a positive integer or None, found {self.patience!r}"
+            )
+        if self.min_delta < 0:
+            raise ValueError(f"min_delta must be >= 0, found {self.min_delta!r}")
+        choices: dict[str, tuple[str, ...]] = {
+            "precision": ("auto", "fp32", "bf16"),
+            "device": ("auto", "cpu", "cuda"),
+            "progress": ("auto", "bar", "log", "off"),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, found {getattr(self, name)!r}")
+        if self.resume and self.checkpoint_dir is None:
+            raise ValueError("resume=True needs a checkpoint_dir to resume from")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

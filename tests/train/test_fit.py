@@ -1,0 +1,189 @@
+"""The training engine: convergence, flash kernel, precision, early stopping, errors."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+import torch
+from tiny import TinyRegressor, WindowData
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from mfgtx.train import (
+    CheckpointError,
+    NonFiniteLossError,
+    TrainConfig,
+    cpu_has_fast_bf16,
+    evaluate,
+    fit,
+    load_checkpoint,
+    predict,
+    resolve_precision,
+)
+
+
+def cfg(**kw) -> TrainConfig:
+    base = dict(epochs=3, batch_size=16, lr=3e-3, precision="fp32", progress="off", seed=0)
+    return TrainConfig(**(base | kw))
+
+
+def test_fit_learns_and_restores_best_weights() -> None:
+    model = TinyRegressor()
+    train, val = WindowData(128, seed=1), WindowData(48, seed=2)
+    before = evaluate(model, val)["loss"]
+    result = fit(model, train, val, cfg(epochs=6))
+    after = evaluate(model, val)["loss"]
+    assert after < 0.5 * before
+    assert after == pytest.approx(result.best_val_loss, rel=1e-5)  # the best weights are back
+    assert result.precision == "fp32" and result.world_size == 1
+    assert [h["epoch"] for h in result.history] == [1, 2, 3, 4, 5, 6]
+    assert all(h["samples_per_s"] > 0 for h in result.history)
+    assert not model.training
+
+
+def test_fit_runs_on_the_flash_kernel() -> None:
+    model = TinyRegressor()
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):  # raises if any attention call cannot use it
+        result = fit(model, WindowData(32, seed=1), WindowData(16, seed=2), cfg(epochs=1))
+    assert len(result.history) == 1
+
+
+def test_bf16_autocast_runs_and_is_reported() -> None:
+    model = TinyRegressor()
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        result = fit(
+            model, WindowData(32, seed=1), WindowData(16, seed=2), cfg(epochs=1, precision="bf16")
+        )
+    assert result.precision == "bf16"
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # master weights stay fp32
+
+
+def test_auto_precision_follows_the_hardware() -> None:
+    assert cpu_has_fast_bf16("flags : sse avx512_bf16") and not cpu_has_fast_bf16("flags : avx2")
+    expected = "bf16" if cpu_has_fast_bf16() else "fp32"
+    assert resolve_precision("auto", torch.device("cpu")) == expected
+    assert resolve_precision("fp32", torch.device("cpu")) == "fp32"
+
+
+def test_early_stopping_stops_and_keeps_the_best_epoch() -> None:
+    model = TinyRegressor()
+    # validation targets unrelated to training: the val loss soon stops improving
+    val = WindowData(32, seed=2)
+    val.y = torch.randn(32) * 5
+    result = fit(model, WindowData(64, seed=1), val, cfg(epochs=30, patience=2, lr=1e-2))
+    assert result.stopped_early and len(result.history) < 30
+    assert result.best_epoch == min(result.history, key=lambda h: h["val_loss"])["epoch"]
+    assert evaluate(model, val)["loss"] == pytest.approx(result.best_val_loss, rel=1e-5)
+
+
+def test_non_finite_loss_names_the_step_and_keeps_the_checkpoint(tmp_path: Path) -> None:
+    train = WindowData(64, seed=1, poison_index=5)
+    # shuffling puts sample 5 somewhere in epoch 1; find out where to check the message
+    with pytest.raises(NonFiniteLossError, match=r"loss became nan at epoch 1, step \d+ of 4"):
+        fit(TinyRegressor(), train, WindowData(16, seed=2), cfg(checkpoint_dir=str(tmp_path)))
+    # a run whose data goes bad in epoch 2: the checkpoint of epoch 1 must stay as it was
+    train = WindowData(64, seed=1)
+
+    def poison_after_epoch_1(step: int, loss: float) -> None:
+        if step == 4:  # 64 samples / 16 per batch: the last step of epoch 1
+            train.x[7] = float("nan")
+
+    ckpt = tmp_path / "run2"
+    with pytest.raises(
+        NonFiniteLossError, match=r"at epoch 2, step \d+ of 4 .*last good checkpoint: .*last.ckpt"
+    ):
+        fit(
+            TinyRegressor(),
+            train,
+            WindowData(16, seed=2),
+            cfg(checkpoint_dir=str(ckpt)),
+            on_step=poison_after_epoch_1,
+        )
+    good = (ckpt / "last.ckpt").read_bytes()
+    assert load_checkpoint(ckpt / "last.ckpt")["epoch"] == 1
+    with pytest.raises(NonFiniteLossError):  # resuming meets the same bad sample again
+        fit(
+            TinyRegressor(),
+            train,
+            WindowData(16, seed=2),
+            cfg(checkpoint_dir=str(ckpt), resume=True),
+        )
+    assert (ckpt / "last.ckpt").read_bytes() == good
+
+
+def test_corrupted_checkpoint_is_refused(tmp_path: Path) -> None:
+    fit(
+        TinyRegressor(),
+        WindowData(32, seed=1),
+        WindowData(16, seed=2),
+        cfg(epochs=1, checkpoint_dir=str(tmp_path)),
+    )
+    path = tmp_path / "last.ckpt"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="last.ckpt is corrupted: sha256"):
+        fit(
+            TinyRegressor(),
+            WindowData(32, seed=1),
+            WindowData(16, seed=2),
+            cfg(epochs=2, checkpoint_dir=str(tmp_path), resume=True),
+        )
+
+
+def test_resume_refuses_a_changed_configuration(tmp_path: Path) -> None:
+    fit(
+        TinyRegressor(),
+        WindowData(32, seed=1),
+        WindowData(16, seed=2),
+        cfg(epochs=1, checkpoint_dir=str(tmp_path)),
+    )
+    with pytest.raises(CheckpointError, match=r"configuration changed \(lr: 0.003 -> 0.01\)"):
+        fit(
+            TinyRegressor(),
+            WindowData(32, seed=1),
+            WindowData(16, seed=2),
+            cfg(epochs=1, lr=1e-2, checkpoint_dir=str(tmp_path), resume=True),
+        )
+
+
+def test_predict_scores_every_sample_once_in_order() -> None:
+    model = TinyRegressor().eval()
+    data = WindowData(37, seed=3)
+    out = predict(model, data, batch_size=8)  # 4 full batches and one of 5
+    assert out.shape == (37,)
+    with torch.no_grad():
+        expected = model.predict({"x": data.x})
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_log_lines_when_nobody_watches(caplog) -> None:
+    with caplog.at_level(logging.INFO, logger="mfgtx.train"):
+        fit(
+            TinyRegressor(),
+            WindowData(64, seed=1),
+            WindowData(16, seed=2),
+            cfg(epochs=1, progress="log", log_every=2),
+        )
+    text = caplog.text
+    assert "samples/s" in text and "epoch 1: train" in text and "precision fp32" in text
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"epochs": 0}, "epochs must be a positive integer, found 0"),
+        ({"precision": "fp16"}, "precision must be one of"),
+        ({"resume": True}, "resume=True needs a checkpoint_dir"),
+        ({"warmup_fraction": 1.5}, "warmup_fraction"),
+    ],
+)
+def test_config_validation(kw: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        cfg(**kw)
+
+
+def test_model_without_loss_is_refused() -> None:
+    with pytest.raises(TypeError, match="has no loss"):
+        fit(torch.nn.Linear(2, 2), WindowData(8, seed=1), WindowData(8, seed=2), cfg())

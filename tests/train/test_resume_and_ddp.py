@@ -1,0 +1,85 @@
+"""Kill a training job with SIGKILL and resume it; train with torchrun on 2 processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+JOB = Path(__file__).with_name("_job.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    env = os.environ | {"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    return load_file(path)
+
+
+def test_killed_mid_epoch_and_resumed_ends_with_the_same_weights(tmp_path: Path) -> None:
+    full, broken = tmp_path / "full", tmp_path / "broken"
+    done = run(str(JOB), str(full), "--epochs", "3")
+    assert done.returncode == 0, done.stderr
+    # 96 samples / 8 per batch = 12 steps per epoch: step 18 is in the middle of epoch 2
+    killed = run(str(JOB), str(broken), "--epochs", "3", "--kill-at", "18")
+    assert killed.returncode == -signal.SIGKILL
+    assert not (broken / "final_rank0.safetensors").exists()
+    resumed = run(str(JOB), str(broken), "--epochs", "3", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    info = json.loads((broken / "rank0.json").read_text())
+    assert info["resumed_from_epoch"] == 1
+    a, b = weights(full / "final_rank0.safetensors"), weights(broken / "final_rank0.safetensors")
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    history_full = json.loads((full / "rank0.json").read_text())["history"]
+    assert [h["val_loss"] for h in info["history"]] == [h["val_loss"] for h in history_full]
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
+def test_torchrun_two_processes_converge_with_identical_weights(tmp_path: Path) -> None:
+    out = tmp_path / "ddp"
+    proc = run(
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(JOB),
+        str(out),
+        "--epochs",
+        "6",
+        "--lr",
+        "1e-2",
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r0, r1 = (json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1))
+    assert r0["world_size"] == r1["world_size"] == 2
+    w0, w1 = weights(out / "final_rank0.safetensors"), weights(out / "final_rank1.safetensors")
+    for k in w0:
+        assert torch.equal(w0[k], w1[k]), k
+    losses = [h["val_loss"] for h in r0["history"]]
+    assert losses[-1] < 0.5 * losses[0]
+    keys = ("epoch", "train_loss", "val_loss", "lr")  # reduced across both processes
+    assert [[h[k] for k in keys] for h in r0["history"]] == [
+        [h[k] for k in keys] for h in r1["history"]
+    ]
+    # every training sample once per epoch, split between the two processes
+    for epoch in range(6):
+        s0 = r0["seen"][epoch * 48 : (epoch + 1) * 48]
+        s1 = r1["seen"][epoch * 48 : (epoch + 1) * 48]
+        assert sorted(s0 + s1) == list(range(96))
+    # only rank 0 wrote the checkpoint
+    assert sorted(p.name for p in (out / "ckpt").iterdir()) == ["last.ckpt", "last.ckpt.sha256"]
