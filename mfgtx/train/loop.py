@@ -10,7 +10,6 @@ default: any attention dropout sends the CPU kernel to the unfused path.
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import math
 import time
@@ -195,6 +194,37 @@ def _mean_loss(
     return total / max(count_f, 1.0)
 
 
+@dataclass
+class _RunState:
+    """Everything that a checkpoint must carry besides weights, optimizer and scheduler."""
+
+    epoch: int = 0  # completed epochs
+    global_step: int = 0
+    best_loss: float = math.inf
+    best_epoch: int = 0
+    bad_epochs: int = 0
+    best_state: dict[str, Tensor] | None = None
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+@dataclass
+class _Run:
+    """The pieces of one training run, built once by :func:`fit`."""
+
+    model: nn.Module
+    net: nn.Module  # the loss module, DDP-wrapped under torchrun
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    train_sampler: ShardSampler
+    train_loader: DataLoader
+    val_loader: DataLoader
+    device: torch.device
+    precision: str
+    env: DistEnv
+    config: TrainConfig
+    ckpt_path: Path | None
+
+
 def fit(
     model: nn.Module,
     train_data: Dataset,
@@ -227,176 +257,203 @@ def fit(
     Raises:
         NonFiniteLossError: the training loss became NaN or infinite (the message names
             the epoch and step; the last checkpoint is left as it was).
+        CheckpointError: ``resume=True`` met a corrupted checkpoint or one written with
+            another training configuration.
     """
+    run = _build_run(model, train_data, val_data, config)
+    state = _RunState()
+    if config.resume and run.ckpt_path is not None and run.ckpt_path.exists():
+        state = _restore(run, run.ckpt_path)
+    resumed_from = state.epoch
+    progress = Progress(
+        config.progress if run.env.is_main else "off",
+        epochs=config.epochs,
+        steps_per_epoch=len(run.train_loader),
+        log_every=config.log_every,
+    )
+    log.info(
+        "training on %s, precision %s, %d process(es), %d steps per epoch",
+        run.device,
+        run.precision,
+        run.env.world_size,
+        len(run.train_loader),
+    )
+    patience = config.patience or math.inf
+    while state.epoch < config.epochs and state.bad_epochs < patience:
+        t0 = time.perf_counter()
+        train_loss, samples_per_s = _train_epoch(run, state, progress, on_step)
+        run.net.eval()
+        val_loss = _mean_loss(run.net, run.val_loader, run.device, run.precision, run.env)
+        state.epoch += 1
+        if val_loss < state.best_loss - config.min_delta:
+            state.best_loss, state.best_epoch, state.bad_epochs = val_loss, state.epoch, 0
+            state.best_state = {
+                k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()
+            }
+        else:
+            state.bad_epochs += 1
+        state.history.append(
+            {
+                "epoch": state.epoch,
+                "train_loss": train_loss,
+                "val_loss": val_loss,
+                "lr": run.scheduler.get_last_lr()[0],
+                "seconds": time.perf_counter() - t0,
+                "samples_per_s": samples_per_s,
+            }
+        )
+        progress.end_epoch(
+            f"epoch {state.epoch}: train {train_loss:.4g} val {val_loss:.4g} "
+            f"({samples_per_s:.0f} samples/s)"
+        )
+        _save(run, state)
+    stopped_early = state.epoch < config.epochs
+    if stopped_early:
+        log.info("early stop after epoch %d: best epoch %d", state.epoch, state.best_epoch)
+    if state.best_state is not None:
+        model.load_state_dict(state.best_state)
+    model.eval()
+    return FitResult(
+        history=tuple(state.history),
+        best_epoch=state.best_epoch,
+        best_val_loss=state.best_loss,
+        stopped_early=stopped_early,
+        precision=run.precision,
+        device=str(run.device),
+        world_size=run.env.world_size,
+        resumed_from_epoch=resumed_from,
+        checkpoint=str(run.ckpt_path) if run.ckpt_path else None,
+        config=config.to_dict(),
+    )
+
+
+def _build_run(
+    model: nn.Module, train_data: Dataset, val_data: Dataset, config: TrainConfig
+) -> _Run:
     if not callable(getattr(model, "loss", None)):
         raise TypeError(f"{type(model).__name__} has no loss(batch) method; see Trainable")
     n_train = _check_data("train_data", train_data)
-    _check_data("val_data", val_data)
+    n_val = _check_data("val_data", val_data)
     device = _device(config)
     env = setup_distributed(device.type)
     if env.is_distributed and device.type == "cuda":
         device = torch.device("cuda", env.local_rank)
-    precision = resolve_precision(config.precision, device)
     _seed_everything(config.seed, config.deterministic)
-
     model.to(device)
     net: nn.Module = _LossModule(model)
     if env.is_distributed:
-        net = DistributedDataParallel(
-            net, device_ids=[device.index] if device.type == "cuda" else None
-        )
+        ids = [device.index] if device.type == "cuda" else None
+        net = DistributedDataParallel(net, device_ids=ids)
     optimizer = torch.optim.AdamW(
         _param_groups(model, config.weight_decay), lr=config.lr, betas=config.betas
     )
-    train_sampler = ShardSampler(
-        n_train, rank=env.rank, world_size=env.world_size, seed=config.seed
-    )
-    val_sampler = ShardSampler(
-        len(val_data), rank=env.rank, world_size=env.world_size, shuffle=False
-    )  # type: ignore[arg-type]
+    shard = {"rank": env.rank, "world_size": env.world_size}
+    train_sampler = ShardSampler(n_train, seed=config.seed, **shard)
+    val_sampler = ShardSampler(n_val, shuffle=False, **shard)
     train_loader = _loader(train_data, config.batch_size, train_sampler, config.num_workers)
-    val_loader = _loader(val_data, config.batch_size, val_sampler, config.num_workers)
-    steps_per_epoch = len(train_loader)
-    total_steps = steps_per_epoch * config.epochs
+    total_steps = len(train_loader) * config.epochs
     warmup = int(config.warmup_fraction * total_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: warmup_cosine(s, total_steps, warmup, config.min_lr_ratio)
     )
-
-    ckpt_path = Path(config.checkpoint_dir) / CHECKPOINT_NAME if config.checkpoint_dir else None
-    start_epoch, global_step, bad_epochs = 0, 0, 0
-    best_loss, best_epoch = math.inf, 0
-    best_state: dict[str, Tensor] | None = None
-    history: list[dict[str, float]] = []
-    if config.resume and ckpt_path is not None and ckpt_path.exists():
-        state = load_checkpoint(ckpt_path)
-        _check_resumable(state, config, ckpt_path)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        _set_rng_state(state["rng"])
-        start_epoch, global_step = int(state["epoch"]), int(state["global_step"])
-        best_loss, best_epoch = float(state["best_loss"]), int(state["best_epoch"])
-        bad_epochs, best_state = int(state["bad_epochs"]), state["best_state"]
-        history = [dict(h) for h in state["history"]]
-        log.info("resumed from %s after epoch %d", ckpt_path, start_epoch)
-    resumed_from = start_epoch
-
-    progress = Progress(
-        config.progress if env.is_main else "off",
-        epochs=config.epochs,
-        steps_per_epoch=steps_per_epoch,
-        log_every=config.log_every,
+    return _Run(
+        model=model,
+        net=net,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        train_sampler=train_sampler,
+        train_loader=train_loader,
+        val_loader=_loader(val_data, config.batch_size, val_sampler, config.num_workers),
+        device=device,
+        precision=resolve_precision(config.precision, device),
+        env=env,
+        config=config,
+        ckpt_path=Path(config.checkpoint_dir) / CHECKPOINT_NAME if config.checkpoint_dir else None,
     )
-    log.info(
-        "training on %s, precision %s, %d process(es), %d samples, %d steps per epoch",
-        device,
-        precision,
-        env.world_size,
-        n_train,
-        steps_per_epoch,
+
+
+def _train_epoch(
+    run: _Run, state: _RunState, progress: Progress, on_step: Callable[[int, float], None] | None
+) -> tuple[float, float]:
+    """One pass over this process's shard; returns (mean train loss, samples/s)."""
+    run.train_sampler.set_epoch(state.epoch)
+    run.net.train()
+    progress.start_epoch(state.epoch)
+    total, count = 0.0, 0
+    steps = len(run.train_loader)
+    uneven = (
+        run.net.join() if isinstance(run.net, DistributedDataParallel) else contextlib.nullcontext()
     )
-    stopped_early = start_epoch < config.epochs and bad_epochs >= (config.patience or math.inf)
-    for epoch in range(start_epoch, config.epochs):
-        if stopped_early:
-            break
-        t0 = time.perf_counter()
-        train_sampler.set_epoch(epoch)
-        net.train()
-        progress.start_epoch(epoch)
-        total, count = 0.0, 0
-        join = net.join() if isinstance(net, DistributedDataParallel) else contextlib.nullcontext()
-        with join:
-            for i, batch in enumerate(train_loader):
-                batch = _to(batch, device)
-                with _autocast(precision, device):
-                    loss = net(batch)
-                value = float(loss.detach())
-                if not math.isfinite(value):
-                    where = (
-                        f"epoch {epoch + 1}, step {i + 1} of {steps_per_epoch} "
-                        f"(global step {global_step + 1})"
-                    )
-                    kept = (
-                        f"; last good checkpoint: {ckpt_path}"
-                        if ckpt_path and ckpt_path.exists()
-                        else ""
-                    )
-                    raise NonFiniteLossError(f"loss became {value} at {where}{kept}")
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if config.grad_clip is not None:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-                optimizer.step()
-                scheduler.step()
-                global_step += 1
-                n = _batch_len(batch)
-                total += value * n
-                count += n
-                progress.step(i, value, n, scheduler.get_last_lr()[0])
-                if on_step is not None:
-                    on_step(global_step, value)
-        samples_per_s = progress.samples_per_s() * env.world_size
-        total, count_f = env.all_sum([total, float(count)])
-        train_loss = total / max(count_f, 1.0)
-        net.eval()
-        val_loss = _mean_loss(net, val_loader, device, precision, env)
-        if val_loss < best_loss - config.min_delta:
-            best_loss, best_epoch, bad_epochs = val_loss, epoch + 1, 0
-            best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-        else:
-            bad_epochs += 1
-        record = {
-            "epoch": epoch + 1,
-            "train_loss": train_loss,
-            "val_loss": val_loss,
-            "lr": scheduler.get_last_lr()[0],
-            "seconds": time.perf_counter() - t0,
-            "samples_per_s": samples_per_s,
-        }
-        history.append(record)
-        progress.end_epoch(
-            f"epoch {epoch + 1}: train {train_loss:.4g} val {val_loss:.4g} "
-            f"({samples_per_s:.0f} samples/s)"
-        )
-        stopped_early = config.patience is not None and bad_epochs >= config.patience
-        if ckpt_path is not None:
-            if env.is_main:
-                save_checkpoint(
-                    ckpt_path,
-                    {
-                        "model": model.state_dict(),
-                        "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(),
-                        "rng": _rng_state(),
-                        "epoch": epoch + 1,
-                        "global_step": global_step,
-                        "best_loss": best_loss,
-                        "best_epoch": best_epoch,
-                        "bad_epochs": bad_epochs,
-                        "best_state": best_state,
-                        "history": history,
-                        "config": _resume_key(config),
-                    },
+    with uneven:  # shards may differ by one batch: DDP's join keeps the processes in step
+        for i, batch in enumerate(run.train_loader):
+            batch = _to(batch, run.device)
+            with _autocast(run.precision, run.device):
+                loss = run.net(batch)
+            value = float(loss.detach())
+            if not math.isfinite(value):
+                kept = run.ckpt_path if run.ckpt_path and run.ckpt_path.exists() else None
+                raise NonFiniteLossError(
+                    f"loss became {value} at epoch {state.epoch + 1}, step {i + 1} of {steps} "
+                    f"(global step {state.global_step + 1})"
+                    + (f"; last good checkpoint: {kept}" if kept else "")
                 )
-            env.barrier()
-        if stopped_early:
-            log.info("early stop after epoch %d: best epoch %d", epoch + 1, best_epoch)
+            run.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if run.config.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.config.grad_clip)
+            run.optimizer.step()
+            run.scheduler.step()
+            state.global_step += 1
+            n = _batch_len(batch)
+            total, count = total + value * n, count + n
+            progress.step(i, value, n, run.scheduler.get_last_lr()[0])
+            if on_step is not None:
+                on_step(state.global_step, value)
+    samples_per_s = progress.samples_per_s() * run.env.world_size
+    total, count_f = run.env.all_sum([total, float(count)])
+    return total / max(count_f, 1.0), samples_per_s
 
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    model.eval()
-    return FitResult(
-        history=tuple(history),
-        best_epoch=best_epoch,
-        best_val_loss=best_loss,
-        stopped_early=stopped_early and len(history) < config.epochs,
-        precision=precision,
-        device=str(device),
-        world_size=env.world_size,
-        resumed_from_epoch=resumed_from,
-        checkpoint=str(ckpt_path) if ckpt_path else None,
-        config=config.to_dict(),
+
+def _save(run: _Run, state: _RunState) -> None:
+    if run.ckpt_path is None:
+        return
+    if run.env.is_main:
+        save_checkpoint(
+            run.ckpt_path,
+            {
+                "model": run.model.state_dict(),
+                "optimizer": run.optimizer.state_dict(),
+                "scheduler": run.scheduler.state_dict(),
+                "rng": _rng_state(),
+                "epoch": state.epoch,
+                "global_step": state.global_step,
+                "best_loss": state.best_loss,
+                "best_epoch": state.best_epoch,
+                "bad_epochs": state.bad_epochs,
+                "best_state": state.best_state,
+                "history": state.history,
+                "config": _resume_key(run.config),
+            },
+        )
+    run.env.barrier()
+
+
+def _restore(run: _Run, path: Path) -> _RunState:
+    ckpt = load_checkpoint(path)
+    _check_resumable(ckpt, run.config, path)
+    run.model.load_state_dict(ckpt["model"])
+    run.optimizer.load_state_dict(ckpt["optimizer"])
+    run.scheduler.load_state_dict(ckpt["scheduler"])
+    _set_rng_state(ckpt["rng"])
+    log.info("resumed from %s after epoch %d", path, int(ckpt["epoch"]))
+    return _RunState(
+        epoch=int(ckpt["epoch"]),
+        global_step=int(ckpt["global_step"]),
+        best_loss=float(ckpt["best_loss"]),
+        best_epoch=int(ckpt["best_epoch"]),
+        bad_epochs=int(ckpt["bad_epochs"]),
+        best_state=ckpt["best_state"],
+        history=[dict(h) for h in ckpt["history"]],
     )
 
 
@@ -474,8 +531,3 @@ def predict(model: nn.Module, data: Dataset, *, batch_size: int = 256) -> Tensor
     finally:
         model.train(was_training)
     return torch.cat(outs)
-
-
-def copy_model(model: nn.Module) -> nn.Module:
-    """A deep copy (used by tests and benchmarks to compare runs)."""
-    return copy.deepcopy(model)
