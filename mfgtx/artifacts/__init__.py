@@ -1,0 +1,57 @@
+"""mfgtx.artifacts: model bundles that never run code when loaded and refuse corrupted files.
+
+A bundle is a directory::
+
+    model-2026-11-03/
+        weights.safetensors   the model's state_dict (safetensors: tensors only, no pickle)
+        manifest.json         what the model is and how it was made (strict JSON, sorted keys)
+        checksum.sha256       sha256 of every other file, in ``sha256sum`` format
+
+Integrity: ``checksum.sha256`` lists ``manifest.json`` and every data file, and can be checked
+by hand with ``sha256sum -c checksum.sha256`` inside the bundle; ``manifest.json`` lists the
+size and sha256 of every data file again (``files``), so the manifest is protected by the
+checksum file and the weights by both, which must agree. :func:`load_bundle` checks all of it
+before it parses the manifest or deserialises a tensor, and deserialises the very bytes it
+checked. A file in the directory that the bundle does not list (``Thumbs.db`` on a shared
+drive) is never read, and raises a :class:`BundleWarning`. Checksums catch corruption and
+accidental edits; they are not a signature: whoever can write all three files can forge a
+bundle.
+
+``manifest.json`` keys: ``format`` (``"mfgtx.bundle"``), ``format_version`` (1),
+``created_utc``, ``versions`` (mfgtx, torch, safetensors, python), ``model`` (registered
+``class`` name, ``config_class``, ``config``, tied-tensor ``aliases``, ``parameters``),
+``precision``, ``files``, and the optional objects (or null) ``data_schema``, ``scaler``,
+``split``, ``audit``, ``metrics``, ``baseline_metrics``, ``train_config``, ``extra``. A bundle
+with another format version, with another top-level key set, or written by a newer major
+mfgtx is refused. ``bundle_id`` is the sha256 of ``manifest.json``.
+
+Models are rebuilt only from classes registered with :func:`register_model`: a bundleable
+model is an ``nn.Module`` built as ``cls(config)``, the argument annotated with its frozen
+config dataclass, which is stored as JSON and rebuilt field by field.
+
+Typical use::
+
+    @register_model
+    class Forecaster(nn.Module):
+        def __init__(self, config: ForecasterConfig) -> None: ...
+
+    save_bundle("models/line3", model, scaler=scaler, audit=report, metrics={"mae": 0.41})
+    bundle = load_bundle("models/line3")        # BundleError if anything is wrong
+"""
+
+from mfgtx.artifacts._manifest import FORMAT_VERSION
+from mfgtx.artifacts.bundle import Bundle, load_bundle, save_bundle, verify_bundle
+from mfgtx.artifacts.errors import BundleError, BundleWarning
+from mfgtx.artifacts.registry import register_model, registered_models
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Bundle",
+    "BundleError",
+    "BundleWarning",
+    "load_bundle",
+    "register_model",
+    "registered_models",
+    "save_bundle",
+    "verify_bundle",
+]

@@ -1,0 +1,339 @@
+"""Save, verify and load model bundles (the format is described in :mod:`mfgtx.artifacts`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import warnings
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from mfgtx.artifacts import _atomic, _weights
+from mfgtx.artifacts._integrity import (
+    format_checksums,
+    parse_checksums,
+    read_verified,
+    sha256_hex,
+)
+from mfgtx.artifacts._json import config_from_json, to_json
+from mfgtx.artifacts._manifest import (
+    CHECKSUM_FILE,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST_FILE,
+    WEIGHTS_FILE,
+    check_manifest,
+    dump_manifest,
+    now_utc,
+    versions,
+)
+from mfgtx.artifacts.errors import BundleError, BundleWarning
+from mfgtx.artifacts.registry import _config_class, _lookup, _name_of, registered_models
+from mfgtx.data.scaling import SensorScaler
+
+__all__ = ["Bundle", "load_bundle", "save_bundle", "verify_bundle"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, eq=False)
+class Bundle:
+    """A loaded bundle.
+
+    Attributes:
+        path: the bundle directory.
+        model: the rebuilt model, in eval mode, on the requested device.
+        config: its frozen config dataclass.
+        manifest: the whole manifest (parsed ``manifest.json``).
+        scaler: the :class:`~mfgtx.data.SensorScaler` saved with the model, or ``None``.
+        bundle_id: sha256 of ``manifest.json``; it changes with any change to the bundle.
+    """
+
+    path: Path
+    model: nn.Module
+    config: Any
+    manifest: dict[str, Any]
+    scaler: SensorScaler | None
+    bundle_id: str
+
+
+def _model_name_and_config(model: nn.Module) -> tuple[str, Any, dict[str, Any]]:
+    """Registered name, config and config JSON of ``model``; refuses what cannot reload."""
+    cls = type(model)
+    name = _name_of(cls)
+    if name is None:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__} is not a registered model class; decorate it "
+            "with @register_model (from mfgtx.artifacts) so that bundles can name it and "
+            "load_bundle can rebuild it without importing code named in a file"
+        )
+    config = getattr(model, "config", None)
+    expected = _config_class(cls)
+    if type(config) is not expected:
+        raise TypeError(
+            f"{name}: model.config must be a {expected.__qualname__} (the annotation of its "
+            f"constructor), found {type(config).__qualname__}"
+        )
+    data = to_json(config, "model.config")
+    try:
+        again = config_from_json(expected, json.loads(json.dumps(data)), "model.config")
+    except ValueError as e:
+        raise ValueError(f"{name}: the config does not survive JSON: {e}") from e
+    changed = [
+        f.name
+        for f in dataclasses.fields(config)
+        if getattr(again, f.name) != getattr(config, f.name)
+    ]
+    if changed:
+        raise ValueError(f"{name}: config fields {changed} do not survive a JSON round trip")
+    return name, config, data
+
+
+def _section(key: str, value: Any) -> dict[str, Any] | None:
+    data = to_json(value, key)
+    if data is not None and not isinstance(data, dict):
+        raise TypeError(f"{key} must give a JSON object (a dict), found {type(value).__name__}")
+    if key == "scaler" and data is not None:
+        try:
+            SensorScaler.from_dict(data)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"scaler.to_dict() is not a SensorScaler state: {e}") from e
+    return data
+
+
+def save_bundle(
+    path: str | PathLike[str],
+    model: nn.Module,
+    *,
+    data_schema: Any = None,
+    scaler: Any = None,
+    split: Any = None,
+    audit: Any = None,
+    metrics: Any = None,
+    baseline_metrics: Any = None,
+    train_config: Any = None,
+    precision: str | torch.dtype | None = None,
+    extra: Any = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write ``model`` and what is needed to use and trust it as a bundle directory.
+
+    Args:
+        path: the bundle directory to create (its parent is created if needed).
+        model: an instance of a class registered with :func:`register_model`, built as
+            ``cls(config)`` from the frozen dataclass in ``model.config``.
+        data_schema: the column mapping (e.g. a :class:`~mfgtx.data.ColumnMap`) or any dict.
+        scaler: a :class:`~mfgtx.data.SensorScaler` (or anything whose ``to_dict()`` gives its
+            state).
+        split: the split specification; audit: its audit report (e.g.
+            :class:`~mfgtx.split.AuditReport`); metrics: the model's metrics;
+            baseline_metrics: the baselines' metrics; train_config: the training config;
+            extra: anything else. Each is a dict, a dataclass or has ``to_dict()``, and must
+            be strict JSON (no NaN: store ``None``).
+        precision: the training precision, e.g. ``"bf16-autocast"`` or ``torch.float32``.
+        overwrite: replace an existing bundle at ``path`` (never anything else).
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        TypeError: the model class is not registered, or a section has no JSON form.
+        ValueError: a value is not strict JSON or the config does not survive a round trip.
+        FileExistsError: ``path`` exists and ``overwrite`` is false, or is not a bundle.
+
+    Example:
+        >>> import dataclasses, tempfile, torch
+        >>> from torch import nn
+        >>> from mfgtx.artifacts import register_model
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class ToyConfig:
+        ...     d_in: int = 3
+        >>> @register_model(name="example.Toy")
+        ... class Toy(nn.Module):
+        ...     def __init__(self, config: ToyConfig) -> None:
+        ...         super().__init__()
+        ...         self.config = config
+        ...         self.linear = nn.Linear(config.d_in, 1)
+        >>> model = Toy(ToyConfig())
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = save_bundle(f"{tmp}/toy", model, metrics={"mae": 0.5})
+        ...     bundle = load_bundle(path)
+        >>> bundle.config, bundle.manifest["metrics"], bundle.model.training
+        (ToyConfig(d_in=3), {'mae': 0.5}, False)
+        >>> torch.equal(bundle.model.linear.weight, model.linear.weight)
+        True
+    """
+    target = Path(path)
+    sections = {
+        "data_schema": data_schema,
+        "scaler": scaler,
+        "split": split,
+        "audit": audit,
+        "metrics": metrics,
+        "baseline_metrics": baseline_metrics,
+        "train_config": train_config,
+        "extra": extra,
+    }
+    if precision is not None and not isinstance(precision, (str, torch.dtype)):
+        raise TypeError(f"precision must be text or a torch.dtype, found {precision!r}")
+    with _atomic.staged_directory(target, overwrite=overwrite, marker=MANIFEST_FILE) as staging:
+        name, config, config_data = _model_name_and_config(model)
+        manifest: dict[str, Any] = {key: _section(key, value) for key, value in sections.items()}
+        weights, aliases = _weights.to_safetensors(model)
+        manifest |= {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "created_utc": now_utc(),
+            "versions": versions(),
+            "model": {
+                "class": name,
+                "config_class": f"{type(config).__module__}.{type(config).__qualname__}",
+                "config": config_data,
+                "aliases": aliases,
+                "parameters": sum(p.numel() for p in model.parameters()),
+            },
+            "precision": None if precision is None else str(precision).removeprefix("torch."),
+            "files": {WEIGHTS_FILE: {"sha256": sha256_hex(weights), "size": len(weights)}},
+        }
+        manifest_bytes = dump_manifest(manifest)
+        checksums = {MANIFEST_FILE: sha256_hex(manifest_bytes), WEIGHTS_FILE: sha256_hex(weights)}
+        _atomic.write_file(staging / WEIGHTS_FILE, weights)
+        _atomic.write_file(staging / MANIFEST_FILE, manifest_bytes)
+        _atomic.write_file(staging / CHECKSUM_FILE, format_checksums(checksums).encode("ascii"))
+    logger.info("saved %s bundle %s (id %s)", name, target, checksums[MANIFEST_FILE][:12])
+    return target
+
+
+@dataclass(frozen=True)
+class _Verified:
+    manifest: dict[str, Any]
+    bundle_id: str
+    blobs: dict[str, bytes]
+    unexpected: list[str]
+
+
+def _verify(path: str | PathLike[str]) -> _Verified:
+    """Every integrity and compatibility check that needs no model; the checked bytes."""
+    root = Path(path)
+    if not root.is_dir():
+        raise BundleError(f"no bundle at {root}: not a directory", file=root)
+    checksum_file = root / CHECKSUM_FILE
+    if not checksum_file.is_file():
+        raise BundleError(f"{checksum_file} is missing from the bundle", file=checksum_file)
+    try:
+        digests = parse_checksums(checksum_file.read_text("ascii"), checksum_file)
+    except UnicodeDecodeError as e:
+        raise BundleError(f"{checksum_file} is not ASCII text: {e}", file=checksum_file) from e
+    manifest_file = root / MANIFEST_FILE
+    if MANIFEST_FILE not in digests:
+        raise BundleError(f"{checksum_file} does not list {MANIFEST_FILE}", file=checksum_file)
+    manifest_bytes = read_verified(
+        manifest_file, sha256=digests[MANIFEST_FILE], source=CHECKSUM_FILE
+    )
+    try:
+        manifest = json.loads(manifest_bytes.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BundleError(f"{manifest_file} is not JSON: {e}", file=manifest_file) from e
+    check_manifest(manifest, manifest_file)
+    files: dict[str, dict[str, Any]] = manifest["files"]
+    for name in sorted(set(files) | set(digests) - {MANIFEST_FILE}):
+        if name not in files or digests.get(name) != files[name]["sha256"]:
+            raise BundleError(
+                f"{checksum_file} and {manifest_file} disagree about {name!r}", file=checksum_file
+            )
+    blobs = {
+        name: read_verified(root / name, sha256=e["sha256"], size=e["size"], source=MANIFEST_FILE)
+        for name, e in files.items()
+    }
+    known = {*files, MANIFEST_FILE, CHECKSUM_FILE}
+    unexpected = sorted(p.name for p in root.iterdir() if p.name not in known)
+    if unexpected:
+        warnings.warn(
+            f"{root} holds files that are not part of the bundle and are ignored: {unexpected}",
+            BundleWarning,
+            stacklevel=3,
+        )
+    return _Verified(manifest, sha256_hex(manifest_bytes), blobs, unexpected)
+
+
+def verify_bundle(path: str | PathLike[str]) -> dict[str, Any]:
+    """Check a bundle's integrity and compatibility without building its model.
+
+    Checks every checksum, the format version, the mfgtx major version and the manifest's
+    structure; files in the directory that the bundle does not list raise a
+    :class:`BundleWarning`. Whether the model class is registered and the weights fit it is
+    checked by :func:`load_bundle`.
+
+    Returns:
+        ``{"bundle_id": str, "path": str, "manifest": dict, "unexpected_files": list}``.
+
+    Raises:
+        BundleError: naming the file and what is wrong with it.
+    """
+    verified = _verify(path)
+    return {
+        "bundle_id": verified.bundle_id,
+        "path": str(path),
+        "manifest": verified.manifest,
+        "unexpected_files": verified.unexpected,
+    }
+
+
+def load_bundle(path: str | PathLike[str], *, map_location: str | torch.device = "cpu") -> Bundle:
+    """Verify a bundle, then rebuild its model from its registered class and config.
+
+    Nothing is deserialised before its checksum is verified, and nothing named in the
+    manifest is imported: the model class must be registered (:func:`register_model`) by the
+    running program.
+
+    Args:
+        path: the bundle directory.
+        map_location: the device to put the model on.
+
+    Returns:
+        a :class:`Bundle` whose model is in eval mode.
+
+    Raises:
+        BundleError: the bundle is missing a file, is corrupted or tampered with, comes from
+            an incompatible format or a newer major mfgtx, names an unregistered class, or
+            its weights do not fit the model its config builds (first differing tensor named).
+    """
+    verified = _verify(path)
+    root, manifest = Path(path), verified.manifest
+    manifest_file = root / MANIFEST_FILE
+    name = manifest["model"]["class"]
+    cls = _lookup(name)
+    if cls is None:
+        raise BundleError(
+            f"{manifest_file}: model class {name!r} is not registered in this program; import "
+            "the module that defines it (with @register_model) before loading. Registered: "
+            f"{sorted(registered_models())}",
+            file=manifest_file,
+        )
+    try:
+        config = config_from_json(_config_class(cls), manifest["model"]["config"], "model.config")
+        model = cls(config)
+    except (TypeError, ValueError) as e:
+        raise BundleError(
+            f"{manifest_file}: cannot rebuild {name!r}: {e}", file=manifest_file
+        ) from e
+    try:
+        _weights.from_safetensors(model, verified.blobs[WEIGHTS_FILE])
+    except (ValueError, RuntimeError) as e:
+        weights_file = root / WEIGHTS_FILE
+        raise BundleError(f"{weights_file} does not fit {name!r}: {e}", file=weights_file) from e
+    scaler = None
+    if manifest["scaler"] is not None:
+        try:
+            scaler = SensorScaler.from_dict(manifest["scaler"])
+        except (TypeError, ValueError) as e:
+            raise BundleError(f"{manifest_file}: bad scaler: {e}", file=manifest_file) from e
+    model.to(map_location).eval()
+    logger.info("loaded %s bundle %s (id %s)", name, root, verified.bundle_id[:12])
+    return Bundle(root, model, config, manifest, scaler, verified.bundle_id)
