@@ -1,0 +1,49 @@
+"""mfgtx.baselines: simple baselines fitted on the model's own split, and the comparison report.
+
+Every evaluation reports the model next to baselines fitted on exactly the same training
+windows and scored on exactly the same test windows; a Transformer that loses to gradient
+boosting says so. Typical use::
+
+    baselines = fit_baselines(windows, train_idx, "regression", scaler=scaler)
+    report = compare("regression", windows, test_idx, model_pred, baselines)
+    markdown = report.to_markdown()   # the table for a meeting; report.to_json() for files
+
+Every baseline has ``name``, ``fit(windows, train_idx, scaler=None) -> self`` and
+``predict(windows, idx)``; classifiers also ``predict_proba``. The learned ones use the
+leakage-free window :func:`summary_features`.
+"""
+
+from mfgtx.baselines._base import Baseline
+from mfgtx.baselines.classification import (
+    GradientBoostingClassifier,
+    LogisticRegression,
+    MajorityClass,
+)
+from mfgtx.baselines.compare import PRIMARY_METRIC, compare
+from mfgtx.baselines.features import SUMMARY_STATS, summary_feature_names, summary_features
+from mfgtx.baselines.forecast import Naive, SeasonalNaive, TrainMeanForecast
+from mfgtx.baselines.regression import GradientBoosting, Ridge, TrainMean
+from mfgtx.baselines.report import EvaluationReport, ReportRow
+from mfgtx.baselines.suite import default_baselines, fit_baselines
+
+__all__ = [
+    "PRIMARY_METRIC",
+    "SUMMARY_STATS",
+    "Baseline",
+    "EvaluationReport",
+    "GradientBoosting",
+    "GradientBoostingClassifier",
+    "LogisticRegression",
+    "MajorityClass",
+    "Naive",
+    "ReportRow",
+    "Ridge",
+    "SeasonalNaive",
+    "TrainMean",
+    "TrainMeanForecast",
+    "compare",
+    "default_baselines",
+    "fit_baselines",
+    "summary_feature_names",
+    "summary_features",
+]

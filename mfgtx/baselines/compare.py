@@ -1,0 +1,240 @@
+"""Score a model and the baselines on exactly the same test windows.
+
+Shape legend: ``n`` test windows, ``K`` targets, ``M`` classes, ``H`` horizon.
+
+What the model must pass in, per task (the units of ``windows.y``, unscaled):
+
+* ``"regression"``: ``(n, K)`` predictions (``(n,)`` when ``K == 1``);
+* ``"classification"``: probabilities, ``(n,)`` P(class 1) or ``(n, M)``;
+* ``"forecast"``: ``(n, H, K)`` forecasts (``(n, H)`` when ``K == 1``).
+
+Row ``i`` of every prediction belongs to window ``test_idx[i]``. Nothing is dropped: a
+prediction with the wrong number of rows, a test window without a label, a repeated test
+window, or a baseline fitted on a test window (or on other training windows than the rest)
+is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from mfgtx.baselines._base import Baseline, as_indices, check_task, check_windows, targets_of
+from mfgtx.baselines.classification import class_labels
+from mfgtx.baselines.report import EvaluationReport, ReportRow
+from mfgtx.baselines.suite import fit_baselines
+from mfgtx.data.scaling import SensorScaler
+from mfgtx.data.windows import Windows
+from mfgtx.metrics import (
+    HIGHER_IS_BETTER,
+    classification_metrics,
+    forecast_metrics,
+    regression_metrics,
+)
+
+__all__ = ["PRIMARY_METRIC", "compare"]
+
+PRIMARY_METRIC: dict[str, str] = {
+    "regression": "rmse",
+    "classification": "log_loss",
+    "forecast": "mse",
+}
+"""Default metric of the verdict per task (log loss: a proper score of the probabilities)."""
+
+
+def _check_baselines(
+    baselines: Sequence[Baseline], task: str, windows: Windows, test: np.ndarray
+) -> int:
+    """All fitted for ``task`` on the same training windows, none of them a test window."""
+    train: np.ndarray | None = None
+    first = ""
+    for b in baselines:
+        if getattr(b, "task", None) != task:
+            raise ValueError(f"{b!r} is a {getattr(b, 'task', '?')} baseline, not {task}")
+        if not hasattr(b, "train_idx_"):
+            raise ValueError(f"baseline {b.name} is not fitted; call fit(windows, train_idx)")
+        fitted_on = getattr(b, "n_windows_", len(windows))
+        if fitted_on != len(windows):
+            raise ValueError(
+                f"baseline {b.name} was fitted on windows with {fitted_on} windows (not these "
+                f"{len(windows)}); fit it on the Windows the split was made from"
+            )
+        seen = np.unique(b.train_idx_)
+        leaked = np.intersect1d(seen, test)
+        if leaked.size:
+            i = int(leaked[0])
+            raise ValueError(
+                f"baseline {b.name} was fitted on {leaked.size} test window(s), first window "
+                f"{i} (lot {windows.lot[i]}); fit baselines on the training windows only"
+            )
+        if train is None:
+            train, first = seen, b.name
+        elif not np.array_equal(train, seen):
+            raise ValueError(
+                f"baselines {first} and {b.name} were fitted on different training windows "
+                f"({train.size} vs {seen.size}); fit every baseline on the same split"
+            )
+    return 0 if train is None else int(train.size)
+
+
+def _as_predictions(
+    model_predictions: Mapping[str, object] | np.ndarray, model_name: str
+) -> dict[str, np.ndarray]:
+    if isinstance(model_predictions, Mapping):
+        preds = {str(k): np.asarray(v, dtype=np.float64) for k, v in model_predictions.items()}
+    else:
+        preds = {model_name: np.asarray(model_predictions, dtype=np.float64)}
+    if not preds:
+        raise ValueError("model_predictions is empty; pass at least one model's predictions")
+    return preds
+
+
+def _shaped(name: str, pred: np.ndarray, truth_shape: tuple[int, ...], task: str) -> np.ndarray:
+    """``pred`` in the shape of the truth (classification: ``(n, M')`` probabilities)."""
+    n = truth_shape[0]
+    if pred.ndim == 0 or pred.shape[0] != n:
+        rows = "a scalar" if pred.ndim == 0 else f"{pred.shape[0]} rows"
+        raise ValueError(
+            f"predictions of {name!r} have {rows} but test_idx has {n} windows; every test "
+            "window must be predicted once, in the order of test_idx"
+        )
+    if task == "classification":
+        return np.stack([1.0 - pred, pred], axis=1) if pred.ndim == 1 else pred
+    if truth_shape[-1] == 1 and pred.shape == truth_shape[:-1]:
+        pred = pred.reshape(truth_shape)  # (n,) -> (n, 1); (n, H) -> (n, H, 1)
+    if pred.shape != truth_shape:
+        raise ValueError(
+            f"predictions of {name!r} have shape {pred.shape}, the test targets {truth_shape}"
+        )
+    return pred
+
+
+def _score(
+    task: str, truth: np.ndarray, predictions: dict[str, np.ndarray], models: set[str], rul: bool
+) -> tuple[list[ReportRow], list[str]]:
+    """One row per predictor, and why any metric is ``nan``."""
+    rows, notes = [], []
+    for name, pred in predictions.items():
+        reasons: list[str] = []
+        try:
+            if task == "regression":
+                scores = regression_metrics(truth, pred, rul=rul, reasons=reasons)
+            elif task == "classification":
+                scores = classification_metrics(truth, pred, reasons=reasons)
+            else:
+                scores = forecast_metrics(truth, pred)
+        except ValueError as err:
+            raise ValueError(f"cannot score {name!r}: {err}") from err
+        kind = "model" if name in models else "baseline"
+        rows.append(ReportRow(name=name, kind=kind, metrics=scores))
+        notes += [f"{name}: {r}" for r in reasons]
+    return rows, notes
+
+
+def compare(
+    task: str,
+    windows: Windows,
+    test_idx: Sequence[int] | np.ndarray,
+    model_predictions: Mapping[str, np.ndarray] | np.ndarray,
+    baselines: Sequence[Baseline] | None = None,
+    model_name: str = "model",
+    *,
+    train_idx: Sequence[int] | np.ndarray | None = None,
+    scaler: SensorScaler | None = None,
+    period: int | None = None,
+    rul: bool = False,
+    primary: str | None = None,
+) -> EvaluationReport:
+    """Score the model(s) and every baseline on the windows ``test_idx``.
+
+    Args:
+        task: ``"regression"``, ``"classification"`` or ``"forecast"``.
+        windows: the windows the split was made from.
+        test_idx: the test windows (each once); all must be labelled.
+        model_predictions: one model's predictions, or ``{name: predictions}`` for several
+            (shapes in the module docstring).
+        baselines: fitted baselines (:func:`fit_baselines`). ``None``: fit the default ones
+            on ``train_idx`` here (``scaler`` and ``period`` as in :func:`fit_baselines`).
+        model_name: the name of a single model's row.
+        train_idx: the training windows, needed when ``baselines`` is ``None``.
+        rul: regression targets are remaining useful life: add the ``nasa_score``.
+        primary: metric of the verdict; default :data:`PRIMARY_METRIC` of the task.
+
+    Returns:
+        :class:`EvaluationReport`.
+
+    Example:
+        >>> import numpy as np
+        >>> from mfgtx.data import Windows
+        >>> t = np.zeros(6, "datetime64[ns]")
+        >>> w = Windows(values=np.arange(6, dtype=np.float32)[:, None], row_start=np.arange(6),
+        ...             lot=np.array(list("ABCDEF")), start=t, end=t, label_time=t,
+        ...             y=np.arange(6, dtype=np.float32)[:, None], sensors=("s",),
+        ...             targets=("q",), window=1, stride=1, horizon=0)
+        >>> report = compare("regression", w, [4, 5], np.array([4.0, 5.5]),
+        ...                  train_idx=[0, 1, 2, 3])
+        >>> report.rows[1].name, report.rows[1].metrics["rmse"]  # TrainMean predicts 1.5
+        ('TrainMean', 3.0413812651491097)
+        >>> report.verdict  # computed, not assumed: ridge on the window features does better
+        'Ridge beats the model on rmse (0.1789 vs 0.3536).'
+    """
+    check_task(task)
+    check_windows(windows, task, "compare")
+    test = as_indices(test_idx, len(windows), "test_idx")
+    if np.unique(test).size != test.size:
+        values, counts = np.unique(test, return_counts=True)
+        raise ValueError(
+            f"test_idx repeats window {int(values[counts > 1][0])}; every test window must be "
+            "scored exactly once"
+        )
+    if task == "classification":
+        truth = class_labels(windows, test, "test")  # (n,)
+    else:
+        truth = targets_of(windows, test, "test")  # (n, K) or (n, H, K)
+    preds = _as_predictions(model_predictions, model_name)
+    shaped = {name: _shaped(name, p, truth.shape, task) for name, p in preds.items()}
+
+    if baselines is None:
+        if train_idx is None:
+            raise ValueError("pass fitted baselines, or train_idx to fit the default ones")
+        baselines = fit_baselines(windows, train_idx, task, scaler=scaler, period=period)
+    names = [*shaped, *(b.name for b in baselines)]
+    if len(set(names)) != len(names):
+        raise ValueError(f"predictor names must be unique, found {names}")
+    n_train = _check_baselines(baselines, task, windows, test)
+    if train_idx is not None and baselines:
+        expected = np.unique(as_indices(train_idx, len(windows), "train_idx"))
+        if not np.array_equal(np.unique(baselines[0].train_idx_), expected):
+            raise ValueError(
+                f"the baselines were fitted on {n_train} training windows, not on the "
+                f"{expected.size} of train_idx"
+            )
+
+    if task == "classification":
+        widths = {p.shape[1] for p in shaped.values()}
+        n_classes = max([*widths, *(b.n_classes_ for b in baselines)])  # type: ignore[attr-defined]
+        if widths != {n_classes}:
+            raise ValueError(
+                f"model probabilities have {sorted(widths)} columns, but there are {n_classes} "
+                "classes (the baselines saw them in training); give one column per class"
+            )
+        for b in baselines:
+            proba = b.predict_proba(windows, test)  # type: ignore[attr-defined]
+            shaped[b.name] = np.pad(proba, ((0, 0), (0, n_classes - proba.shape[1])))
+    else:
+        for b in baselines:
+            shaped[b.name] = b.predict(windows, test)
+
+    primary = PRIMARY_METRIC[task] if primary is None else primary
+    if primary not in HIGHER_IS_BETTER:
+        raise ValueError(f"primary must be one of {sorted(HIGHER_IS_BETTER)}, found {primary!r}")
+    rows, notes = _score(task, truth, shaped, set(preds), rul)
+    return EvaluationReport(
+        task=task,
+        n_test=int(test.size),
+        rows=tuple(rows),
+        primary=primary,
+        n_train=n_train or None,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,198 @@
+"""Forecast baselines: windows with horizon ``H > 0``, ``y (N, H, K)`` of the forecast columns.
+
+Shape legend: ``n`` windows, ``T`` window length, ``H`` horizon, ``K`` forecast columns.
+
+:class:`Naive` repeats the last observed value of each forecast column, :class:`SeasonalNaive`
+repeats the window's last full period, :class:`TrainMeanForecast` predicts the training mean.
+The naive ones read the window's own rows ``row_start .. row_start + T - 1`` and never the
+horizon rows; they need every forecast column to be a sensor (a target column has no values
+inside the window). A value missing where one is needed falls back to the most recent
+observed value in the window, then to the column's training mean. Forecasts are in the units
+of ``y`` (unscaled), so a ``scaler`` passed to ``fit`` is checked and otherwise unused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar, Self
+
+import numpy as np
+
+from mfgtx.baselines._base import Fitted, check_number, targets_of
+from mfgtx.data.scaling import SensorScaler
+from mfgtx.data.windows import Windows
+
+__all__ = ["Naive", "SeasonalNaive", "TrainMeanForecast"]
+
+
+class _Forecaster(Fitted):
+    """Every forecast baseline knows the training mean of each forecast column."""
+
+    task: ClassVar[str] = "forecast"
+
+    def fit(
+        self,
+        windows: Windows,
+        train_idx: Sequence[int] | np.ndarray,
+        scaler: SensorScaler | None = None,
+    ) -> Self:
+        """Remember the mean of ``windows.y[train_idx]`` per forecast column."""
+        idx = self._start_fit(windows, train_idx, scaler)
+        self.mean_ = targets_of(windows, idx, "training").mean(axis=(0, 1))  # (K,)
+        return self
+
+
+class TrainMeanForecast(_Forecaster):
+    """Predicts each forecast column's mean over the training windows' horizons, every step.
+
+    Works for any forecast column, sensor or target.
+
+    Example:
+        >>> import numpy as np
+        >>> from mfgtx.data import Windows
+        >>> t = np.zeros(2, "datetime64[ns]")
+        >>> wave = np.array([0, 1, 2] * 6, np.float32)[:, None]  # period 3
+        >>> starts = np.array([0, 9])  # windows of 6 rows, then 3 horizon rows
+        >>> y = np.stack([wave[s + 6 : s + 9] for s in starts])  # (N, H, K)
+        >>> w = Windows(values=wave, row_start=starts, lot=np.array(["A", "B"]), start=t, end=t,
+        ...             label_time=t, y=y, sensors=("wave",), targets=("wave",), window=6,
+        ...             stride=9, horizon=3)
+        >>> TrainMeanForecast().fit(w, [0]).predict(w, [1])[0, :, 0].tolist()
+        [1.0, 1.0, 1.0]
+    """
+
+    def predict(self, windows: Windows, idx: Sequence[int] | np.ndarray) -> np.ndarray:
+        """``(n, H, K)`` training mean."""
+        index = self._start_predict(windows, idx)
+        return np.tile(self.mean_, (len(index), windows.horizon, 1))
+
+
+class _InWindow(_Forecaster):
+    """Shared by the naive forecasts: the forecast columns' values inside each window."""
+
+    def fit(
+        self,
+        windows: Windows,
+        train_idx: Sequence[int] | np.ndarray,
+        scaler: SensorScaler | None = None,
+    ) -> Self:
+        """Check the forecast columns are sensors; remember their training means (fallback)."""
+        not_sensors = [c for c in windows.targets if c not in windows.sensors]
+        if not_sensors:
+            raise ValueError(
+                f"{self.name} repeats values of the forecast columns from inside the window, but "
+                f"{not_sensors} {'is' if len(not_sensors) == 1 else 'are'} not a sensor "
+                f"(sensors: {list(windows.sensors)}); use TrainMeanForecast for these"
+            )
+        return super().fit(windows, train_idx, scaler)
+
+    def _window_values(self, windows: Windows, index: np.ndarray) -> np.ndarray:
+        """``(n, T, K)`` unscaled values of the forecast columns in the windows' own rows."""
+        missing = [c for c in windows.targets if c not in windows.sensors]
+        if missing:
+            raise ValueError(f"{self.name}: forecast columns {missing} are not sensors")
+        cols = [windows.sensors.index(c) for c in windows.targets]
+        rows = windows.row_start[index][:, None] + np.arange(windows.window)[None, :]  # (n, T)
+        return windows.values[rows][:, :, cols].astype(np.float64)  # (n, T, K)
+
+    def _last_observed(self, values: np.ndarray) -> np.ndarray:
+        """``(n, K)`` most recent observed value per window and column, else the train mean."""
+        observed = ~np.isnan(values)
+        length = values.shape[1]
+        last = length - 1 - np.argmax(observed[:, ::-1, :], axis=1)  # (n, K)
+        out = np.take_along_axis(values, last[:, None, :], axis=1)[:, 0, :]
+        none = ~observed.any(axis=1)
+        out[none] = np.broadcast_to(self.mean_, out.shape)[none]
+        return out
+
+
+class Naive(_InWindow):
+    """Repeats the last observed value of each forecast column for every horizon step.
+
+    Example:
+        >>> import numpy as np
+        >>> from mfgtx.data import Windows
+        >>> t = np.zeros(2, "datetime64[ns]")
+        >>> vals = np.array([[1.0], [2.0], [np.nan], [9.0], [9.0]], np.float32)
+        >>> w = Windows(values=vals, row_start=np.array([0, 1]), lot=np.array(["A", "A"]),
+        ...             start=t, end=t, label_time=t, y=np.array([[[np.nan], [9.0]],
+        ...             [[9.0], [9.0]]], np.float32), sensors=("s",), targets=("s",),
+        ...             window=2, stride=1, horizon=2)
+        >>> Naive().fit(w, [1]).predict(w, [1])[0, :, 0].tolist()  # row 2 is NaN -> row 1
+        [2.0, 2.0]
+    """
+
+    def predict(self, windows: Windows, idx: Sequence[int] | np.ndarray) -> np.ndarray:
+        """``(n, H, K)`` last observed in-window value, repeated."""
+        index = self._start_predict(windows, idx)
+        last = self._last_observed(self._window_values(windows, index))  # (n, K)
+        return np.repeat(last[:, None, :], windows.horizon, axis=1)  # (n, H, K)
+
+
+class SeasonalNaive(_InWindow):
+    """Repeats the window's last full period: step ``h`` gets the value one period earlier.
+
+    Horizon step ``h`` (0-based) takes the value at window position
+    ``T - period + (h mod period)``; if that is missing, the same phase one, two, ... periods
+    earlier in the window; then the most recent observed value; then the training mean.
+
+    Args:
+        period: season length in rows, at most the window length ``T``.
+
+    Example:
+        >>> import numpy as np
+        >>> from mfgtx.data import Windows
+        >>> t = np.zeros(2, "datetime64[ns]")
+        >>> wave = np.array([0, 1, 2] * 6, np.float32)[:, None]  # period 3
+        >>> starts = np.array([0, 9])  # windows of 6 rows, then 3 horizon rows
+        >>> y = np.stack([wave[s + 6 : s + 9] for s in starts])  # (N, H, K)
+        >>> w = Windows(values=wave, row_start=starts, lot=np.array(["A", "B"]), start=t, end=t,
+        ...             label_time=t, y=y, sensors=("wave",), targets=("wave",), window=6,
+        ...             stride=9, horizon=3)
+        >>> SeasonalNaive(3).fit(w, [0]).predict(w, [1])[0, :, 0].tolist()
+        [0.0, 1.0, 2.0]
+    """
+
+    def __init__(self, period: int) -> None:
+        check_number("period", period, integer=True)
+        self.period = period
+
+    @property
+    def name(self) -> str:
+        return f"SeasonalNaive({self.period})"
+
+    def fit(
+        self,
+        windows: Windows,
+        train_idx: Sequence[int] | np.ndarray,
+        scaler: SensorScaler | None = None,
+    ) -> Self:
+        """Check ``period <= T`` and the forecast columns; remember the training means."""
+        if self.period > windows.window:
+            raise ValueError(
+                f"SeasonalNaive period {self.period} is longer than the window "
+                f"({windows.window} rows); a window must hold one full period"
+            )
+        return super().fit(windows, train_idx, scaler)
+
+    def predict(self, windows: Windows, idx: Sequence[int] | np.ndarray) -> np.ndarray:
+        """``(n, H, K)`` last full period of the window, repeated."""
+        index = self._start_predict(windows, idx)
+        if self.period > windows.window:
+            raise ValueError(f"period {self.period} > window {windows.window}")
+        values = self._window_values(windows, index)  # (n, T, K)
+        fallback = self._last_observed(values)  # (n, K)
+        length = windows.window
+        steps = []
+        for h in range(windows.horizon):
+            pos = length - self.period + h % self.period
+            step = values[:, pos, :].copy()  # (n, K)
+            for earlier in range(pos - self.period, -1, -self.period):
+                gap = np.isnan(step)
+                if not gap.any():
+                    break
+                step[gap] = values[:, earlier, :][gap]
+            gap = np.isnan(step)
+            step[gap] = fallback[gap]
+            steps.append(step)
+        return np.stack(steps, axis=1)  # (n, H, K)

@@ -1,0 +1,296 @@
+"""What a comparison found: :class:`ReportRow` per predictor and the :class:`EvaluationReport`.
+
+The verdict is computed from the rows every time it is asked for (never stored), so a report
+read back from JSON gives the same verdict as the one that was written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mfgtx.baselines._base import check_task
+from mfgtx.metrics import HIGHER_IS_BETTER
+
+__all__ = ["EvaluationReport", "ReportRow"]
+
+Kind = Literal["model", "baseline"]
+_TASK_TITLE = {
+    "regression": "Regression",
+    "classification": "Classification",
+    "forecast": "Forecast",
+}
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """Scores of one predictor on the test windows.
+
+    Attributes:
+        name: ``"model"`` (or the name given) or the baseline's name.
+        kind: ``"model"`` or ``"baseline"``.
+        metrics: metric name -> value; ``nan`` where undefined (see the report's notes).
+    """
+
+    name: str
+    kind: Kind
+    metrics: dict[str, float]
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("model", "baseline"):
+            raise ValueError(f"kind must be 'model' or 'baseline', found {self.kind!r}")
+        unknown = sorted(set(self.metrics) - set(HIGHER_IS_BETTER))
+        if unknown:
+            raise ValueError(f"unknown metrics {unknown}; known: {sorted(HIGHER_IS_BETTER)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible form; ``nan`` becomes ``None``."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "metrics": {k: (None if math.isnan(v) else v) for k, v in self.metrics.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> ReportRow:
+        """Rebuild from :meth:`to_dict` (``None`` becomes ``nan``)."""
+        metrics = {
+            str(k): (float("nan") if v is None else float(v)) for k, v in state["metrics"].items()
+        }
+        return cls(name=str(state["name"]), kind=state["kind"], metrics=metrics)
+
+
+def _better(a: float, b: float, metric: str) -> bool:
+    """``a`` strictly better than ``b`` on ``metric`` (both finite)."""
+    return a > b if HIGHER_IS_BETTER[metric] else a < b
+
+
+def _best_of(rows: list[ReportRow] | tuple[ReportRow, ...], metric: str) -> ReportRow | None:
+    """The row with the best finite ``metric`` (the first on ties); ``None`` if there is none."""
+    best: ReportRow | None = None
+    for r in rows:
+        v = r.metrics[metric]
+        if not math.isnan(v) and (best is None or _better(v, best.metrics[metric], metric)):
+            best = r
+    return best
+
+
+def _pair_text(a: float, b: float) -> tuple[str, str]:
+    """``a`` and ``b`` with enough significant digits to tell them apart."""
+    for digits in (4, 6, 8, 12, 17):
+        sa, sb = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if sa != sb:
+            break
+    return sa, sb
+
+
+def _who(name: str, start: bool = False) -> str:
+    """How a sentence names a model: "the model" for the default name, else the name as is."""
+    if name == "model":
+        return "The model" if start else "the model"
+    return name
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    """A model (or several) and the baselines scored on exactly the same test windows.
+
+    Build it with :func:`~mfgtx.baselines.compare`.
+
+    Attributes:
+        task: ``"regression"``, ``"classification"`` or ``"forecast"``.
+        n_test: test windows, each scored once by every predictor.
+        rows: one :class:`ReportRow` per predictor, models first; all with the same metrics.
+        primary: the metric of the verdict.
+        n_train: training windows the baselines were fitted on (``None`` if unknown).
+        notes: why some metric is ``nan``, per predictor.
+
+    Example:
+        >>> rows = (ReportRow("model", "model", {"rmse": 14.1, "r2": 0.52}),
+        ...         ReportRow("GradientBoosting", "baseline", {"rmse": 12.3, "r2": 0.63}),
+        ...         ReportRow("TrainMean", "baseline", {"rmse": 20.4, "r2": 0.0}))
+        >>> report = EvaluationReport("regression", n_test=50, rows=rows, primary="rmse")
+        >>> report.verdict
+        'GradientBoosting beats the model on rmse (12.3 vs 14.1).'
+        >>> report.best("r2")
+        'GradientBoosting'
+        >>> EvaluationReport.from_json(report.to_json()) == report
+        True
+    """
+
+    task: str
+    n_test: int
+    rows: tuple[ReportRow, ...]
+    primary: str
+    n_train: int | None = None
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_task(self.task)
+        if not isinstance(self.n_test, int) or self.n_test < 1:
+            raise ValueError(f"n_test must be a positive integer, found {self.n_test!r}")
+        if not self.rows:
+            raise ValueError("a report needs at least one row")
+        names = [r.name for r in self.rows]
+        if len(set(names)) != len(names):
+            raise ValueError(f"predictor names must be unique, found {names}")
+        keys = list(self.rows[0].metrics)
+        for r in self.rows:
+            if list(r.metrics) != keys:
+                raise ValueError(
+                    f"every row must have the same metrics; {self.rows[0].name!r} has {keys}, "
+                    f"{r.name!r} has {list(r.metrics)}"
+                )
+        if self.primary not in keys:
+            raise ValueError(f"primary metric {self.primary!r} is not one of the metrics {keys}")
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Metric names, in column order."""
+        return tuple(self.rows[0].metrics)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.rows if r.kind == "model")
+
+    @property
+    def baselines(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.rows if r.kind == "baseline")
+
+    def row(self, name: str) -> ReportRow:
+        """The row of predictor ``name``."""
+        for r in self.rows:
+            if r.name == name:
+                return r
+        raise KeyError(f"no predictor {name!r}; predictors: {[r.name for r in self.rows]}")
+
+    def best(self, metric: str | None = None) -> str:
+        """Name of the predictor with the best ``metric`` (default: the primary one).
+
+        ``nan`` never wins; ties go to the first row (models come first). Raises
+        ``ValueError`` when no predictor has a value for the metric.
+        """
+        metric = self.primary if metric is None else metric
+        if metric not in self.metrics:
+            raise KeyError(f"no metric {metric!r} in this report; metrics: {list(self.metrics)}")
+        best = _best_of(self.rows, metric)
+        if best is None:
+            raise ValueError(f"no predictor has a value for {metric}; see the notes")
+        return best.name
+
+    def verdicts(self, metric: str | None = None) -> tuple[str, ...]:
+        """One plain-English sentence per model: does it beat every baseline on ``metric``?"""
+        metric = self.primary if metric is None else metric
+        if metric not in self.metrics:
+            raise KeyError(f"no metric {metric!r} in this report; metrics: {list(self.metrics)}")
+        base = [r for r in self.rows if r.kind == "baseline"]
+        scored = [r for r in base if not math.isnan(r.metrics[metric])]
+        unscored = [r.name for r in base if math.isnan(r.metrics[metric])]
+        tail = f" ({', '.join(unscored)}: no {metric})" if unscored else ""
+        out = []
+        for m in (r for r in self.rows if r.kind == "model"):
+            v = m.metrics[metric]
+            who = _who(m.name)
+            if math.isnan(v):
+                out.append(f"{metric} is undefined for {who}, so it cannot be compared.")
+                continue
+            if not scored:
+                out.append(f"No baseline has a value for {metric} to compare {who} with{tail}.")
+                continue
+            better = [b for b in scored if _better(b.metrics[metric], v, metric)]
+            tied = [b for b in scored if b.metrics[metric] == v]
+            if better:
+                top = _best_of(better, metric) or better[0]
+                sb, sm = _pair_text(top.metrics[metric], v)
+                extra = (
+                    f"; {len(better)} of {len(scored)} baselines beat it" if len(better) > 1 else ""
+                )
+                out.append(f"{top.name} beats {who} on {metric} ({sb} vs {sm}){extra}{tail}.")
+            elif tied:
+                out.append(
+                    f"{_who(m.name, start=True)} does not beat every baseline on {metric}: "
+                    f"{tied[0].name} ties it ({v:.6g}){tail}."
+                )
+            else:
+                runner = _best_of(scored, metric) or scored[0]
+                sm, sb = _pair_text(v, runner.metrics[metric])
+                out.append(
+                    f"{_who(m.name, start=True)} beats every baseline on {metric} ({sm} vs {sb} "
+                    f"for {runner.name}, the best baseline){tail}."
+                )
+        return tuple(out)
+
+    @property
+    def verdict(self) -> str:
+        """The verdicts on the primary metric, as one line."""
+        return " ".join(self.verdicts())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible form (``nan`` as ``None``); includes the verdict for readers."""
+        return {
+            "task": self.task,
+            "n_test": self.n_test,
+            "n_train": self.n_train,
+            "primary": self.primary,
+            "higher_is_better": {k: HIGHER_IS_BETTER[k] for k in self.metrics},
+            "rows": [r.to_dict() for r in self.rows],
+            "verdict": self.verdict,
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The report as JSON text (strict JSON: no NaN)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> EvaluationReport:
+        """Rebuild from :meth:`to_dict`; the verdict is recomputed, not read."""
+        missing = {"task", "n_test", "rows", "primary"} - set(state)
+        if missing:
+            raise ValueError(f"report state lacks {sorted(missing)}")
+        return cls(
+            task=state["task"],
+            n_test=int(state["n_test"]),
+            rows=tuple(ReportRow.from_dict(r) for r in state["rows"]),
+            primary=str(state["primary"]),
+            n_train=None if state.get("n_train") is None else int(state["n_train"]),
+            notes=tuple(str(n) for n in state.get("notes", ())),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> EvaluationReport:
+        """Rebuild from :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))
+
+    def to_markdown(self) -> str:
+        """A short table (best value per metric in bold), the verdict and any notes."""
+        metrics = self.metrics
+        best: dict[str, float | None] = {}
+        for k in metrics:
+            finite = [r.metrics[k] for r in self.rows if not math.isnan(r.metrics[k])]
+            best[k] = (max(finite) if HIGHER_IS_BETTER[k] else min(finite)) if finite else None
+
+        def cell(v: float, k: str) -> str:
+            if math.isnan(v):
+                return "n/a"
+            return f"**{v:.4g}**" if v == best[k] else f"{v:.4g}"
+
+        trained = f", baselines fitted on {self.n_train} training windows" if self.n_train else ""
+        arrows = [f"{k} {'↑' if HIGHER_IS_BETTER[k] else '↓'}" for k in metrics]
+        lines = [
+            f"{_TASK_TITLE[self.task]}: {self.n_test} test windows, the same for every "
+            f"predictor{trained}. ↑ higher is better, ↓ lower is better.",
+            "",
+            "| predictor | " + " | ".join(arrows) + " |",
+            "| --- | " + " | ".join("---:" for _ in metrics) + " |",
+        ]
+        for r in self.rows:
+            label = r.name if r.kind == "model" else f"{r.name} (baseline)"
+            cells = " | ".join(cell(r.metrics[k], k) for k in metrics)
+            lines.append(f"| {label} | {cells} |")
+        lines += ["", f"Verdict: {self.verdict}"]
+        if self.notes:
+            lines += ["", "Notes:", *(f"- {n}" for n in self.notes)]
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,415 @@
+"""Metrics for the reports: regression, classification (probabilities in), forecasting.
+
+Shape legend: ``N`` samples (windows), ``K`` target columns, ``M`` classes, ``H`` horizon.
+
+Plain numpy functions. Every function checks its inputs and raises ``ValueError`` naming the
+metric, the shapes or the first bad value: predictions and truths must have the same shape
+(no broadcasting), and neither may hold NaN or infinity. Nothing is dropped, so every sample
+counts once. A metric that is undefined for the data (ROC AUC with one class present, R² of a
+constant truth) is ``nan`` with a :class:`MetricWarning` that says why; the ``*_metrics``
+helpers can collect those reasons in a list instead.
+
+Which direction is better for each metric name is in :data:`HIGHER_IS_BETTER`.
+
+Classification inputs are integer labels ``y_true (N,)`` (``0..M-1``; binary: ``1`` is the
+positive class, the defect or failure) and probabilities: ``(N,)`` = P(class 1) for a binary
+problem, or ``(N, M)`` rows that sum to 1 (``M == 2`` is binary too).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import numpy as np
+from sklearn.metrics import f1_score, roc_auc_score
+
+__all__ = [
+    "ECE_BINS",
+    "HIGHER_IS_BETTER",
+    "MetricWarning",
+    "accuracy",
+    "balanced_accuracy",
+    "brier",
+    "classification_metrics",
+    "expected_calibration_error",
+    "f1",
+    "forecast_metrics",
+    "log_loss",
+    "mae",
+    "mse",
+    "nasa_score",
+    "r2",
+    "regression_metrics",
+    "rmse",
+    "roc_auc",
+]
+
+ECE_BINS = 15
+_LOG_EPS = 1e-15  # probabilities are clipped to [1e-15, 1] before the log
+_SUM_TOL = 1e-3  # probability rows must sum to 1 within this
+
+HIGHER_IS_BETTER: Mapping[str, bool] = MappingProxyType(
+    {
+        "mae": False,
+        "mse": False,
+        "rmse": False,
+        "r2": True,
+        "nasa_score": False,
+        "accuracy": True,
+        "balanced_accuracy": True,
+        "f1": True,
+        "roc_auc": True,
+        "log_loss": False,
+        "brier": False,
+        "ece": False,
+    }
+)
+"""Metric name (as used in the ``*_metrics`` dicts) -> whether a higher value is better."""
+
+
+class MetricWarning(UserWarning):
+    """A metric is undefined for the data given (its value is ``nan``); the message says why."""
+
+
+def _undefined(metric: str, reason: str, reasons: list[str] | None) -> float:
+    text = f"{metric} is undefined: {reason}"
+    if reasons is None:
+        warnings.warn(text, MetricWarning, stacklevel=3)
+    else:
+        reasons.append(text)
+    return float("nan")
+
+
+def _finite(a: np.ndarray, metric: str, what: str) -> None:
+    bad = ~np.isfinite(a)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"{metric}: {what} has {int(bad.sum())} NaN or infinite value(s), first at "
+            f"index {first} ({a[first]}); every sample must be scored, nothing is dropped"
+        )
+
+
+def _pair(y_true: object, y_pred: object, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    t = np.asarray(y_true, dtype=np.float64)
+    p = np.asarray(y_pred, dtype=np.float64)
+    if t.shape != p.shape:
+        raise ValueError(
+            f"{metric}: y_true has shape {t.shape} but y_pred has shape {p.shape}; "
+            "they must match exactly"
+        )
+    if t.size == 0:
+        raise ValueError(f"{metric}: no samples (shape {t.shape})")
+    _finite(t, metric, "y_true")
+    _finite(p, metric, "y_pred")
+    return t, p
+
+
+# ------------------------------------------------------------------ regression / forecasting
+
+
+def mae(y_true: object, y_pred: object) -> float:
+    """Mean absolute error over every entry (lower is better); any shape, e.g. ``(N, H, K)``.
+
+    >>> mae([1.0, 2.0, 4.0], [1.0, 3.0, 2.0])
+    1.0
+    """
+    t, p = _pair(y_true, y_pred, "mae")
+    return float(np.mean(np.abs(p - t)))
+
+
+def mse(y_true: object, y_pred: object) -> float:
+    """Mean squared error over every entry (lower is better); any shape, e.g. ``(N, H, K)``.
+
+    >>> mse([[1.0, 2.0]], [[2.0, 4.0]])
+    2.5
+    """
+    t, p = _pair(y_true, y_pred, "mse")
+    return float(np.mean((p - t) ** 2))
+
+
+def rmse(y_true: object, y_pred: object) -> float:
+    """Root mean squared error over every entry (lower is better).
+
+    >>> rmse([0.0, 0.0], [3.0, -3.0])
+    3.0
+    """
+    t, p = _pair(y_true, y_pred, "rmse")
+    return float(np.sqrt(np.mean((p - t) ** 2)))
+
+
+def _r2(t: np.ndarray, p: np.ndarray, reasons: list[str] | None) -> float:
+    t2, p2 = t.reshape(t.shape[0], -1), p.reshape(p.shape[0], -1)  # (N, K)
+    ss_res = ((t2 - p2) ** 2).sum(axis=0)
+    ss_tot = ((t2 - t2.mean(axis=0)) ** 2).sum(axis=0)
+    if (ss_tot == 0).any():
+        k = int(np.flatnonzero(ss_tot == 0)[0])
+        return _undefined("r2", f"y_true is constant ({t2[0, k]}) in column {k}", reasons)
+    return float(np.mean(1.0 - ss_res / ss_tot))
+
+
+def r2(y_true: object, y_pred: object) -> float:
+    """Coefficient of determination (higher is better; 1 is perfect, 0 = predicting the mean).
+
+    For ``(N, K)`` inputs the per-column values are averaged (as scikit-learn's
+    ``uniform_average``). ``nan`` with a :class:`MetricWarning` if a column of ``y_true`` is
+    constant.
+
+    >>> r2([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
+    1.0
+    """
+    t, p = _pair(y_true, y_pred, "r2")
+    return _r2(t, p, None)
+
+
+def nasa_score(y_true: object, y_pred: object) -> float:
+    """The C-MAPSS asymmetric scoring function for remaining useful life (lower is better).
+
+    With ``d = pred - true``: ``sum(exp(-d / 13) - 1)`` over early predictions (``d < 0``)
+    plus ``sum(exp(d / 10) - 1)`` over late ones (``d >= 0``), so predicting more life than
+    is left costs more than predicting less. A sum, so it grows with the number of samples.
+
+    >>> round(nasa_score([10.0, 10.0], [0.0, 20.0]), 4)  # e^(10/13) - 1 + e^(10/10) - 1
+    2.8764
+    """
+    t, p = _pair(y_true, y_pred, "nasa_score")
+    d = p - t
+    with np.errstate(over="ignore"):
+        s = np.where(d < 0, np.exp(-d / 13.0) - 1.0, np.exp(d / 10.0) - 1.0)
+    return float(s.sum())
+
+
+def _check_reasons(reasons: list[str] | None) -> None:
+    if reasons is not None and not isinstance(reasons, list):
+        raise ValueError(f"reasons must be a list or None, found {type(reasons).__name__}")
+
+
+def regression_metrics(
+    y_true: object, y_pred: object, *, rul: bool = False, reasons: list[str] | None = None
+) -> dict[str, float]:
+    """``mae``, ``rmse``, ``r2`` (and ``nasa_score`` when ``rul``: the target is remaining life).
+
+    Args:
+        y_true, y_pred: same shape, ``(N,)`` or ``(N, K)``.
+        rul: add the C-MAPSS ``nasa_score``.
+        reasons: if a list, why a metric is ``nan`` is appended to it instead of warning.
+
+    >>> regression_metrics([1.0, 2.0, 3.0], [1.0, 2.0, 5.0])
+    {'mae': 0.6666666666666666, 'rmse': 1.1547005383792515, 'r2': -1.0}
+    """
+    _check_reasons(reasons)
+    t, p = _pair(y_true, y_pred, "regression_metrics")
+    out = {
+        "mae": float(np.mean(np.abs(p - t))),
+        "rmse": float(np.sqrt(np.mean((p - t) ** 2))),
+        "r2": _r2(t, p, reasons),
+    }
+    if rul:
+        out["nasa_score"] = nasa_score(t, p)
+    return out
+
+
+def forecast_metrics(y_true: object, y_pred: object) -> dict[str, float]:
+    """``mse`` and ``mae`` over ``(N, H, K)`` forecasts (every step and column weighs the same).
+
+    >>> forecast_metrics(np.zeros((2, 3, 1)), np.ones((2, 3, 1)))
+    {'mse': 1.0, 'mae': 1.0}
+    """
+    t, p = _pair(y_true, y_pred, "forecast_metrics")
+    if t.ndim != 3:
+        raise ValueError(f"forecast_metrics: expected (N, H, K) arrays, found shape {t.shape}")
+    return {"mse": float(np.mean((p - t) ** 2)), "mae": float(np.mean(np.abs(p - t)))}
+
+
+# ------------------------------------------------------------------------- classification
+
+
+def _labels_proba(y_true: object, proba: object, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Validated ``labels (N,)`` int64 and ``proba (N, M)`` float64."""
+    t = np.asarray(y_true)
+    p = np.asarray(proba, dtype=np.float64)
+    if t.ndim != 1:
+        raise ValueError(f"{metric}: y_true must be 1-D class labels, found shape {t.shape}")
+    _finite(p, metric, "proba")
+    if p.ndim == 1:
+        p = np.stack([1.0 - p, p], axis=1)  # (N,) P(class 1) -> (N, 2)
+    if p.ndim != 2 or p.shape[0] != t.shape[0] or p.shape[1] < 2:
+        raise ValueError(
+            f"{metric}: y_true has shape {t.shape} but the probabilities have shape "
+            f"{np.asarray(proba).shape}; expected (N,) P(class 1) or (N, M) with M >= 2"
+        )
+    if t.size == 0:
+        raise ValueError(f"{metric}: no samples")
+    tf = t.astype(np.float64)
+    _finite(tf, metric, "y_true")
+    bad = (tf != np.round(tf)) | (tf < 0) | (tf >= p.shape[1])
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{metric}: y_true[{i}] = {t[i]} is not a class label 0..{p.shape[1] - 1} "
+            f"(the probabilities have {p.shape[1]} columns)"
+        )
+    if (p < 0).any() or (p > 1).any():
+        i = int(np.flatnonzero(((p < 0) | (p > 1)).any(axis=1))[0])
+        raise ValueError(f"{metric}: probabilities of sample {i} outside [0, 1]: {p[i].tolist()}")
+    sums = p.sum(axis=1)
+    off = np.abs(sums - 1.0) > _SUM_TOL
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        raise ValueError(
+            f"{metric}: probabilities of sample {i} sum to {sums[i]:.6g}, not 1 "
+            f"({int(off.sum())} such rows); pass softmax outputs, not logits"
+        )
+    return tf.astype(np.int64), p
+
+
+def _predicted(p: np.ndarray) -> np.ndarray:
+    """Predicted class per row: the most probable (binary: class 1 when P(1) > 0.5)."""
+    return np.argmax(p, axis=1)
+
+
+def accuracy(y_true: object, proba: object) -> float:
+    """Share of samples whose most probable class is the true one (higher is better).
+
+    >>> accuracy([0, 1, 1], [0.2, 0.9, 0.4])
+    0.6666666666666666
+    """
+    t, p = _labels_proba(y_true, proba, "accuracy")
+    return float(np.mean(_predicted(p) == t))
+
+
+def balanced_accuracy(y_true: object, proba: object) -> float:
+    """Mean recall over the classes present in ``y_true`` (higher is better).
+
+    Robust to imbalance: always predicting the majority class scores ``1 / classes present``.
+
+    >>> balanced_accuracy([0, 0, 0, 1], [0.1, 0.1, 0.1, 0.1])
+    0.5
+    """
+    t, p = _labels_proba(y_true, proba, "balanced_accuracy")
+    pred = _predicted(p)
+    recalls = [np.mean(pred[t == c] == c) for c in np.unique(t)]
+    return float(np.mean(recalls))
+
+
+def f1(y_true: object, proba: object) -> float:
+    """F1 score (higher is better): binary, of class 1 (the defect); multi-class, macro mean.
+
+    0 when class 1 is never predicted nor present (binary), per class likewise (macro).
+
+    >>> f1([0, 1, 1, 0], [0.1, 0.9, 0.2, 0.7])
+    0.5
+    """
+    t, p = _labels_proba(y_true, proba, "f1")
+    average = "binary" if p.shape[1] == 2 else "macro"
+    return float(f1_score(t, _predicted(p), average=average, pos_label=1, zero_division=0.0))
+
+
+def _roc_auc(t: np.ndarray, p: np.ndarray, reasons: list[str] | None) -> float:
+    if p.shape[1] != 2:
+        raise ValueError(
+            f"roc_auc is for binary problems; the probabilities have {p.shape[1]} classes"
+        )
+    present = np.unique(t)
+    if present.size < 2:
+        return _undefined("roc_auc", f"the samples hold only class {int(present[0])}", reasons)
+    return float(roc_auc_score(t, p[:, 1]))
+
+
+def roc_auc(y_true: object, proba: object) -> float:
+    """Area under the ROC curve of P(class 1), binary only (higher is better; 0.5 = chance).
+
+    ``nan`` with a :class:`MetricWarning` when ``y_true`` holds one class only.
+
+    >>> roc_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    0.75
+    """
+    t, p = _labels_proba(y_true, proba, "roc_auc")
+    return _roc_auc(t, p, None)
+
+
+def log_loss(y_true: object, proba: object) -> float:
+    """Mean negative log probability of the true class (lower is better).
+
+    Probabilities are clipped to ``[1e-15, 1]`` first, so a confident miss costs about 34.5.
+
+    >>> round(log_loss([1, 0], [0.5, 0.5]), 6)
+    0.693147
+    """
+    t, p = _labels_proba(y_true, proba, "log_loss")
+    p_true = p[np.arange(t.size), t]
+    return float(-np.mean(np.log(np.clip(p_true, _LOG_EPS, 1.0))))
+
+
+def brier(y_true: object, proba: object) -> float:
+    """Brier score (lower is better).
+
+    Binary: ``mean((P(class 1) - y)^2)`` (as scikit-learn's ``brier_score_loss``).
+    Multi-class: ``mean(sum_m (p_m - onehot_m)^2)``, between 0 and 2.
+
+    >>> brier([1, 0], [0.8, 0.4])
+    0.1
+    """
+    t, p = _labels_proba(y_true, proba, "brier")
+    if p.shape[1] == 2:
+        return float(np.mean((p[:, 1] - t) ** 2))
+    onehot = np.eye(p.shape[1])[t]  # (N, M)
+    return float(np.mean(((p - onehot) ** 2).sum(axis=1)))
+
+
+def expected_calibration_error(y_true: object, proba: object, n_bins: int = ECE_BINS) -> float:
+    """Top-label expected calibration error with equal-width bins (lower is better).
+
+    Each sample's confidence is its largest class probability; samples fall in bins
+    ``[k/n_bins, (k+1)/n_bins)`` (the last bin also holds 1.0). ECE is the sample-weighted mean
+    over bins of ``|accuracy - mean confidence|``.
+
+    >>> expected_calibration_error([1, 1, 1, 0], [0.9, 0.9, 0.9, 0.9])  # 90 % sure, 75 % right
+    0.15000000000000002
+    """
+    if not isinstance(n_bins, int) or isinstance(n_bins, bool) or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive integer, found {n_bins!r}")
+    t, p = _labels_proba(y_true, proba, "expected_calibration_error")
+    conf = p.max(axis=1)
+    correct = (_predicted(p) == t).astype(np.float64)
+    bins = np.minimum((conf * n_bins).astype(np.int64), n_bins - 1)
+    conf_sum = np.bincount(bins, weights=conf, minlength=n_bins)
+    hit_sum = np.bincount(bins, weights=correct, minlength=n_bins)
+    return float(np.abs(hit_sum - conf_sum).sum() / t.size)  # sum_b n_b/N |acc_b - conf_b|
+
+
+def classification_metrics(
+    y_true: object, proba: object, *, reasons: list[str] | None = None
+) -> dict[str, float]:
+    """Accuracy, balanced accuracy, F1, (binary) ROC AUC, log loss, Brier score and ECE.
+
+    Args:
+        y_true: ``(N,)`` class labels.
+        proba: ``(N,)`` P(class 1) or ``(N, M)`` probabilities.
+        reasons: if a list, why a metric is ``nan`` is appended to it instead of warning.
+
+    Returns:
+        ``{"accuracy", "balanced_accuracy", "f1", "roc_auc" (binary only), "log_loss",
+        "brier", "ece"}``.
+
+    >>> m = classification_metrics([0, 1, 1, 0], [0.1, 0.9, 0.6, 0.3])
+    >>> m["accuracy"], m["roc_auc"]
+    (1.0, 1.0)
+    """
+    _check_reasons(reasons)
+    t, p = _labels_proba(y_true, proba, "classification_metrics")
+    out = {
+        "accuracy": accuracy(t, p),
+        "balanced_accuracy": balanced_accuracy(t, p),
+        "f1": f1(t, p),
+    }
+    if p.shape[1] == 2:
+        out["roc_auc"] = _roc_auc(t, p, reasons)
+    out |= {
+        "log_loss": log_loss(t, p),
+        "brier": brier(t, p),
+        "ece": expected_calibration_error(t, p),
+    }
+    return out

@@ -1,0 +1,107 @@
+"""Forecast baselines: in-window values only, NaN fall-backs, seasonal repeats, clear errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from mfgtx.baselines import Naive, SeasonalNaive, TrainMeanForecast, fit_baselines
+from mfgtx.metrics import forecast_metrics
+
+NAN = np.nan
+
+
+def test_naive_repeats_the_last_in_window_value_never_a_horizon_row(make_periodic_windows) -> None:
+    w = make_periodic_windows()  # through read_table / make_windows, forecasting "wave"
+    train = np.flatnonzero(w.lot != "L2")
+    test = np.flatnonzero(w.lot == "L2")
+    pred = Naive().fit(w, train).predict(w, test)
+    assert pred.shape == (len(test), w.horizon, 1)
+    wave = w.sensors.index("wave")
+    last_rows = w.row_start[test] + w.window - 1
+    np.testing.assert_array_equal(
+        pred, np.repeat(w.values[last_rows, wave][:, None, None], w.horizon, 1)
+    )
+    # the first horizon row differs from the last window row, so reading it would show
+    assert not np.allclose(pred[:, 0, 0], w.y[test, 0, 0])
+
+
+def test_horizon_rows_cannot_change_a_naive_forecast(make_hand_windows) -> None:
+    values = np.arange(24, dtype=float).reshape(12, 2)
+    starts = [0, 6]  # windows of 3 rows, each followed by 3 horizon rows
+    y = np.stack([values[s + 3 : s + 6, [0]] for s in starts])  # (2, H, 1) of s0
+    w = make_hand_windows(values, starts, 3, y, horizon=3, targets=("s0",))
+    before = {b.name: b.fit(w, [0]).predict(w, [1]) for b in (Naive(), SeasonalNaive(2))}
+    changed = values.copy()
+    changed[[3, 4, 5, 9, 10, 11]] = 1e9  # the horizon rows
+    w2 = dataclasses.replace(w, values=changed.astype(np.float32))
+    for b in (Naive(), SeasonalNaive(2)):
+        np.testing.assert_array_equal(b.fit(w2, [0]).predict(w2, [1]), before[b.name])
+    assert before["Naive"][0, :, 0].tolist() == [16.0, 16.0, 16.0]  # row 8, column s0
+    assert before["SeasonalNaive(2)"][0, :, 0].tolist() == [14.0, 16.0, 14.0]  # rows 7, 8, 7
+
+
+def test_missing_values_fall_back_to_earlier_rows_then_the_train_mean(make_hand_windows) -> None:
+    values = np.array(
+        [[1.0], [2.0], [3.0], [9.0],  # window 0: complete
+         [4.0], [5.0], [NAN], [9.0],  # window 1: last value missing -> 5
+         [NAN], [NAN], [NAN], [9.0]]  # window 2: all missing -> train mean
+    )  # fmt: skip
+    y = np.array([[[10.0]], [[20.0]], [[9.0]]])  # (N, H, K); the horizon rows are not used
+    w = make_hand_windows(values, [0, 4, 8], 3, y, horizon=1, targets=("s0",))
+    naive = Naive().fit(w, [0, 1])  # train mean of the forecast column: 15
+    assert naive.predict(w, [0, 1, 2])[:, 0, 0].tolist() == [3.0, 5.0, 15.0]
+    seasonal = SeasonalNaive(1).fit(w, [0, 1])
+    assert seasonal.predict(w, [0, 1, 2])[:, 0, 0].tolist() == [3.0, 5.0, 15.0]
+    assert TrainMeanForecast().fit(w, [0, 1]).predict(w, [2]).tolist() == [[[15.0]]]
+
+
+def test_seasonal_naive_looks_one_period_further_back_when_the_phase_is_missing(
+    make_hand_windows,
+) -> None:
+    values = np.array([[1.0], [2.0], [3.0], [NAN], [2.0], [3.0], [0.0], [0.0]])
+    y = np.zeros((1, 2, 1))
+    w = make_hand_windows(values, [0], 6, y, horizon=2, targets=("s0",))
+    pred = SeasonalNaive(3).fit(w, [0]).predict(w, [0])
+    assert pred[0, :, 0].tolist() == [1.0, 2.0]  # step 0: row 3 missing -> row 0
+
+
+def test_seasonal_naive_is_perfect_on_a_periodic_series(make_periodic_windows) -> None:
+    w = make_periodic_windows(period=4, window=8, horizon=6)
+    train = np.flatnonzero(w.lot == "L0")
+    test = np.flatnonzero(w.lot != "L0")
+    scores = {
+        b.name: forecast_metrics(w.y[test], b.predict(w, test))
+        for b in fit_baselines(w, train, "forecast", period=4)
+    }
+    assert scores["SeasonalNaive(4)"] == {"mse": 0.0, "mae": 0.0}
+    assert scores["Naive"]["mse"] > 1.0 and scores["TrainMeanForecast"]["mse"] > 1.0
+    # a wrong period is not perfect (the test can fail)
+    wrong = SeasonalNaive(3).fit(w, train).predict(w, test)
+    assert forecast_metrics(w.y[test], wrong)["mse"] > 1.0
+
+
+def test_forecast_errors(make_periodic_windows, make_hand_windows) -> None:
+    w = make_hand_windows(
+        np.zeros((6, 1)), [0], 3, np.zeros((1, 3, 1)), horizon=3, targets=("quality",)
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"Naive repeats values .* but \['quality'\] is not a sensor .* use TrainMeanForecast",
+    ):
+        Naive().fit(w, [0])
+    with pytest.warns(UserWarning, match=r"forecast columns \['quality'\] are not sensors"):
+        fitted = fit_baselines(w, [0], "forecast", period=2)
+    assert [b.name for b in fitted] == ["TrainMeanForecast"]
+    periodic = make_periodic_windows(window=8)
+    with pytest.raises(
+        ValueError, match=r"SeasonalNaive period 9 is longer than the window \(8 rows\)"
+    ):
+        SeasonalNaive(9).fit(periodic, [0])
+    with pytest.raises(ValueError, match="period must be an integer > 0, found 0"):
+        SeasonalNaive(0)
+    flat = make_hand_windows(np.zeros((4, 1)), [0, 2], 2, np.zeros((2, 1)))
+    with pytest.raises(ValueError, match="needs windows with horizon > 0, found horizon 0"):
+        TrainMeanForecast().fit(flat, [0])

@@ -1,0 +1,231 @@
+"""compare / EvaluationReport: same test windows for all, computed verdicts, JSON round trip."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from mfgtx.baselines import (
+    EvaluationReport,
+    GradientBoosting,
+    Naive,
+    ReportRow,
+    TrainMean,
+    compare,
+    fit_baselines,
+)
+from mfgtx.metrics import rmse
+
+
+@pytest.fixture(scope="module")
+def fitted(regression_windows, split_halves):
+    w = regression_windows
+    train, test = split_halves(w)
+    return w, train, test, fit_baselines(w, train, "regression")
+
+
+def test_every_predictor_is_scored_on_the_same_test_windows(fitted) -> None:
+    w, _, test, baselines = fitted
+    pred = w.y[test] + 0.01
+    report = compare("regression", w, test, pred, baselines)
+    assert report.n_test == len(test) and report.n_train == 180
+    assert [r.name for r in report.rows] == ["model", "TrainMean", "Ridge", "GradientBoosting"]
+    assert report.models == ("model",) and len(report.baselines) == 3
+    for r, b in zip(report.rows[1:], baselines, strict=True):  # recomputed by hand
+        assert r.metrics["rmse"] == pytest.approx(rmse(w.y[test], b.predict(w, test)))
+    assert report.rows[0].metrics["rmse"] == pytest.approx(0.01, rel=1e-3)
+
+
+def test_verdict_when_the_model_wins(fitted) -> None:
+    w, _, test, baselines = fitted
+    report = compare("regression", w, test, w.y[test][:, 0] + 0.01, baselines)  # (n,) is fine
+    best_baseline = min(report.rows[1:], key=lambda r: r.metrics["rmse"])
+    assert report.verdict == (
+        f"The model beats every baseline on rmse (0.01 vs "
+        f"{best_baseline.metrics['rmse']:.4g} for {best_baseline.name}, the best baseline)."
+    )
+    assert report.best("rmse") == "model" and report.best() == "model"
+
+
+def test_verdict_when_the_model_loses(fitted) -> None:
+    w, _, test, baselines = fitted
+    gb = next(r for r in baselines if r.name == "GradientBoosting")
+    gb_rmse = rmse(w.y[test], gb.predict(w, test))
+    rng = np.random.default_rng(0)
+    noisy = w.y[test] + rng.normal(scale=1.5 * gb_rmse, size=w.y[test].shape)  # worse than GB
+    report = compare("regression", w, test, noisy, baselines, model_name="PatchTST")
+    winner = report.best("rmse")
+    assert winner != "PatchTST"
+    m = re.fullmatch(
+        r"(\w+) beats PatchTST on rmse \(([\d.]+) vs ([\d.]+)\)(; (\d) of 3 baselines beat it)?\.",
+        report.verdict,
+    )
+    assert m is not None, report.verdict
+    assert m.group(1) == winner
+    assert float(m.group(2)) == pytest.approx(report.row(winner).metrics["rmse"], rel=1e-3)
+    assert float(m.group(3)) == pytest.approx(report.row("PatchTST").metrics["rmse"], rel=1e-3)
+    beaten_by = sum(r.metrics["rmse"] < report.row("PatchTST").metrics["rmse"] for r in report.rows)
+    assert int(m.group(5) or 1) == beaten_by
+
+
+def test_a_tie_is_not_a_win(fitted) -> None:
+    w, _, test, baselines = fitted
+    train_mean = baselines[0].predict(w, test)
+    report = compare("regression", w, test, train_mean, baselines[:1])
+    assert report.verdict.startswith(
+        "The model does not beat every baseline on rmse: TrainMean ties it"
+    )
+
+
+def test_json_round_trip_keeps_nan_as_null_and_the_same_verdict(
+    classification_windows, split_halves
+) -> None:
+    w = classification_windows
+    train, test = split_halves(w)
+    negatives = test[w.y[test, 0] == 0]  # one class only: roc_auc is undefined for everyone
+    rng = np.random.default_rng(1)
+    report = compare(
+        "classification", w, negatives, rng.uniform(0.0, 0.4, size=len(negatives)), train_idx=train
+    )
+    assert math.isnan(report.row("model").metrics["roc_auc"])
+    assert "model: roc_auc is undefined: the samples hold only class 0" in report.notes
+    text = report.to_json()
+    state = json.loads(text)  # strict JSON (allow_nan=False when writing)
+    assert state["rows"][0]["metrics"]["roc_auc"] is None
+    assert state["verdict"] == report.verdict
+    back = EvaluationReport.from_json(text)
+    assert back.to_dict() == report.to_dict()
+    assert back.verdict == report.verdict and back.best("log_loss") == report.best("log_loss")
+    assert math.isnan(back.row("MajorityClass").metrics["roc_auc"])
+
+
+def test_markdown_lists_every_predictor_bolds_the_best_and_states_the_verdict(fitted) -> None:
+    w, _, test, baselines = fitted
+    report = compare("regression", w, test, w.y[test] + 5.0, baselines, rul=True)
+    md = report.to_markdown()
+    for name in ("model", "TrainMean", "Ridge", "GradientBoosting"):
+        assert re.search(rf"^\| {name}( \(baseline\))? \|", md, flags=re.MULTILINE), name
+    assert "nasa_score ↓" in md and "r2 ↑" in md
+    best = report.best("rmse")
+    best_line = next(line for line in md.splitlines() if line.startswith(f"| {best} "))
+    assert f"**{report.row(best).metrics['rmse']:.4g}**" in best_line
+    assert md.count("**") == 2 * len(report.metrics)  # one best per metric here
+    assert f"Verdict: {report.verdict}" in md
+
+
+def test_several_models_get_a_verdict_each(fitted) -> None:
+    w, _, test, baselines = fitted
+    report = compare(
+        "regression", w, test, {"good": w.y[test], "bad": w.y[test] + 100.0}, baselines
+    )
+    assert len(report.verdicts()) == 2
+    assert report.verdicts()[0].startswith("good beats every baseline on rmse (0 vs ")
+    assert re.match(
+        r"\w+ beats bad on rmse \([\d.]+ vs 100\); 3 of 3 baselines beat it\.$",
+        report.verdicts()[1],
+    )
+    assert report.verdict == " ".join(report.verdicts())
+
+
+def test_forecast_and_classification_comparisons(
+    make_periodic_windows, classification_windows, split_halves
+) -> None:
+    w = make_periodic_windows()
+    train, test = np.flatnonzero(w.lot == "L0"), np.flatnonzero(w.lot != "L0")
+    report = compare("forecast", w, test, w.y[test][:, :, 0] + 1.0, train_idx=train, period=4)
+    assert report.primary == "mse" and report.best() == "SeasonalNaive(4)"
+    assert report.verdict == "SeasonalNaive(4) beats the model on mse (0 vs 1)."
+    c = classification_windows
+    ctrain, ctest = split_halves(c)
+    perfect = np.eye(2)[c.y[ctest, 0].astype(int)] * 0.98 + 0.01
+    report = compare("classification", c, ctest, perfect, train_idx=ctrain, primary="roc_auc")
+    assert report.row("model").metrics["roc_auc"] == 1.0
+    assert report.verdict.startswith("The model beats every baseline on roc_auc")
+
+
+def test_nothing_is_dropped_and_the_split_is_checked(fitted, make_periodic_windows) -> None:
+    w, train, test, baselines = fitted
+    with pytest.raises(
+        ValueError,
+        match=f"predictions of 'model' have {len(test) - 1} rows but test_idx has {len(test)} windows",
+    ):
+        compare("regression", w, test, w.y[test][:-1], baselines)
+    with pytest.raises(
+        ValueError,
+        match=r"predictions of 'model' have shape \(120, 2\), the test targets \(120, 1\)",
+    ):
+        compare("regression", w, test, np.zeros((len(test), 2)), baselines)
+    with pytest.raises(ValueError, match="test_idx repeats window 181"):
+        compare("regression", w, np.r_[test, 181], np.zeros(len(test) + 1), baselines)
+    leaky = TrainMean().fit(w, np.r_[train, test[:3]])
+    with pytest.raises(
+        ValueError, match=r"baseline TrainMean was fitted on 3 test window\(s\), first window 180"
+    ):
+        compare("regression", w, test, w.y[test], [leaky])
+    other = GradientBoosting(max_iter=5).fit(w, train[:50])
+    with pytest.raises(ValueError, match="were fitted on different training windows"):
+        compare("regression", w, test, w.y[test], [baselines[0], other])
+    with pytest.raises(ValueError, match="predictor names must be unique"):
+        compare("regression", w, test, w.y[test], baselines, model_name="Ridge")
+    with pytest.raises(ValueError, match="baseline TrainMean is not fitted"):
+        compare("regression", w, test, w.y[test], [TrainMean()])
+    with pytest.raises(ValueError, match="pass fitted baselines, or train_idx"):
+        compare("regression", w, test, w.y[test])
+    unlabelled = w.y.copy()
+    unlabelled[test[5]] = np.nan
+    w2 = dataclasses.replace(w, y=unlabelled)
+    with pytest.raises(
+        ValueError, match="1 of the test windows have a missing target, first window 185"
+    ):
+        compare("regression", w2, test, w.y[test], baselines)
+    bad = w.y[test].copy()
+    bad[7] = np.nan
+    with pytest.raises(
+        ValueError, match=r"cannot score 'model': regression_metrics: y_pred has 1 NaN"
+    ):
+        compare("regression", w, test, bad, baselines)
+    with pytest.raises(
+        ValueError,
+        match="the baselines were fitted on 180 training windows, not on the 100 of train_idx",
+    ):
+        compare("regression", w, test, w.y[test], baselines, train_idx=train[:100])
+    fw = make_periodic_windows()
+    naive = Naive().fit(fw, [0, 1])
+    with pytest.raises(ValueError, match="is a forecast baseline, not regression"):
+        compare("regression", w, test, w.y[test], [naive])
+
+
+def test_report_validates_itself() -> None:
+    row = ReportRow("model", "model", {"rmse": 1.0})
+    with pytest.raises(
+        ValueError, match=r"primary metric 'mae' is not one of the metrics \['rmse'\]"
+    ):
+        EvaluationReport("regression", 3, (row,), primary="mae")
+    with pytest.raises(ValueError, match="every row must have the same metrics"):
+        EvaluationReport("regression", 3, (row, ReportRow("b", "baseline", {"mae": 1.0})), "rmse")
+    with pytest.raises(ValueError, match=r"unknown metrics \['accuracy_at_k'\]"):
+        ReportRow("x", "model", {"accuracy_at_k": 1.0})
+    report = EvaluationReport("regression", 3, (row,), primary="rmse")
+    assert report.verdict == "No baseline has a value for rmse to compare the model with."
+    with pytest.raises(KeyError, match="no metric 'r2'"):
+        report.best("r2")
+
+
+def test_classification_probabilities_need_a_column_per_class(
+    classification_windows, split_halves
+) -> None:
+    w = classification_windows
+    train, test = split_halves(w)
+    three = np.full((len(test), 3), 1 / 3)
+    with pytest.raises(ValueError, match=r"model probabilities have \[2, 3\] columns"):
+        compare(
+            "classification", w, test, {"a": three, "b": np.full(len(test), 0.5)}, train_idx=train
+        )
+    report = compare("classification", w, test, three, train_idx=train)  # baselines padded
+    assert report.row("MajorityClass").metrics["accuracy"] > 0.5
+    assert "roc_auc" not in report.metrics  # three columns: multi-class metrics
