@@ -139,6 +139,9 @@ def save_bundle(
         precision: the training precision, e.g. ``"bf16-autocast"`` or ``torch.float32``.
         overwrite: replace an existing bundle at ``path`` (never anything else).
 
+    Under ``torchrun`` only rank 0 writes; the other processes return ``path`` at once, so
+    the same training script can call this on every rank.
+
     Returns:
         ``path`` as a :class:`~pathlib.Path`.
 
@@ -170,6 +173,12 @@ def save_bundle(
         True
     """
     target = Path(path)
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        if torch.distributed.get_rank() != 0:
+            logger.info(
+                "rank %d: bundle %s is written by rank 0", torch.distributed.get_rank(), target
+            )
+            return target
     sections = {
         "data_schema": data_schema,
         "scaler": scaler,

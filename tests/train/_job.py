@@ -19,6 +19,7 @@ from safetensors.torch import save_file
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny import TinyRegressor, WindowData
 
+from mfgtx.artifacts import save_bundle
 from mfgtx.train import TrainConfig, fit
 
 
@@ -53,6 +54,7 @@ def main() -> None:
 
     result = fit(model, train, val, config, on_step=on_step)
     rank = int(os.environ.get("RANK", "0"))
+    save_bundle(out / "bundle", model, train_config=config, precision=result.precision)
     save_file(
         {k: v.contiguous() for k, v in model.state_dict().items()},
         out / f"final_rank{rank}.safetensors",

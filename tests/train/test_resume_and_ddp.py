@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+from tiny import TinyRegressor
+
+from mfgtx.artifacts import load_bundle
 
 JOB = Path(__file__).with_name("_job.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,5 +84,9 @@ def test_torchrun_two_processes_converge_with_identical_weights(tmp_path: Path) 
         s0 = r0["seen"][epoch * 48 : (epoch + 1) * 48]
         s1 = r1["seen"][epoch * 48 : (epoch + 1) * 48]
         assert sorted(s0 + s1) == list(range(96))
-    # only rank 0 wrote the checkpoint
+    # only rank 0 wrote the checkpoint and the bundle (a second writer would have failed)
     assert sorted(p.name for p in (out / "ckpt").iterdir()) == ["last.ckpt", "last.ckpt.sha256"]
+    bundle = load_bundle(out / "bundle")
+    assert isinstance(bundle.model, TinyRegressor)
+    for k, v in bundle.model.state_dict().items():
+        assert torch.equal(v, w0[k]), k

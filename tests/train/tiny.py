@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor, nn
 from torch.utils.data import Dataset
 
+from mfgtx.artifacts import register_model
 from mfgtx.nn import Encoder, TransformerConfig
 
 
@@ -28,13 +31,20 @@ class WindowData(Dataset):
         return {"x": self.x[i], "y": self.y[i], "index": torch.tensor(i)}
 
 
+@dataclass(frozen=True)
+class TinyConfig:
+    d_model: int = 16
+
+
+@register_model(name="tests.TinyRegressor")
 class TinyRegressor(nn.Module):
-    def __init__(self, attn_check: bool = False) -> None:
+    def __init__(self, config: TinyConfig = TinyConfig()) -> None:
         super().__init__()
-        cfg = TransformerConfig(d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.1)
-        self.embed = nn.Linear(3, 16)
+        self.config = config
+        cfg = TransformerConfig(d_model=config.d_model, n_heads=2, n_layers=1, d_ff=32, dropout=0.1)
+        self.embed = nn.Linear(3, config.d_model)
         self.encoder = Encoder(cfg)
-        self.head = nn.Linear(16, 1)
+        self.head = nn.Linear(config.d_model, 1)
 
     def predict(self, batch: dict[str, Tensor]) -> Tensor:
         h = self.encoder(self.embed(batch["x"])).output  # (B, T, D)
