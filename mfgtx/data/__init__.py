@@ -8,6 +8,7 @@ Typical use::
 
 from mfgtx.data.batches import evaluation_batches, evaluation_loader
 from mfgtx.data.columns import ColumnMap
+from mfgtx.data.dataset import WindowDataset
 from mfgtx.data.errors import DataError, DataWarning
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.table import SensorTable, read_table
@@ -20,6 +21,7 @@ __all__ = [
     "DataWarning",
     "SensorScaler",
     "SensorTable",
+    "WindowDataset",
     "Windows",
     "evaluation_batches",
     "evaluation_loader",

@@ -1,0 +1,328 @@
+"""Sensor-window Transformer encoder for lot quality (classes) and remaining useful life.
+
+Shape legend: ``B`` batch, ``T`` time steps, ``C`` sensors, ``P`` patch length, ``N``
+patches (tokens), ``D`` ``d_model``, ``K`` outputs (targets or classes), ``Q`` quantiles.
+
+A window ``(B, T, C)`` and its observation mask become tokens: one per time step
+(``patch_len=1``) or one per patch of ``P`` steps. Each token sees the values (missing set
+to 0) *and* the mask, so a gap is information, not a fake zero; a patch with no observed value
+at all is masked out of attention. Patches are aligned to the end of the window (the most
+recent steps are always used; up to ``stride - 1`` leading steps may be left out).
+Channel-mixing tokens embed all sensors of a patch together; channel-independent tokens embed
+each sensor on its own (PatchTST-style) and the per-sensor summaries are concatenated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from mfgtx.artifacts import register_model
+from mfgtx.nn import Encoder, StackOutput, TransformerConfig, init_weights
+
+__all__ = ["MaskedPretraining", "SensorEncoder", "SensorEncoderConfig"]
+
+
+@dataclass(frozen=True)
+class SensorEncoderConfig:
+    """Configuration of a :class:`SensorEncoder`.
+
+    Args:
+        n_channels: number of sensors ``C``.
+        max_len: longest window ``T`` the model accepts.
+        task: ``"regression"`` (RUL, quality value) or ``"classification"`` (pass/fail,
+            defect class).
+        n_outputs: regression targets, or number of classes (>= 2) for classification.
+        quantiles: regression only: also predict these quantiles (pinball loss) for an
+            interval, e.g. ``(0.1, 0.9)``.
+        patch_len: time steps per token (1 = one token per step).
+        stride: steps between patch starts (default ``patch_len``: no overlap).
+        channel_independent: embed each sensor separately (shared weights).
+        d_model, n_heads, n_layers, d_ff, dropout: the Transformer encoder.
+        positional: ``"sinusoidal"``, ``"learned"`` or ``"rotary"``.
+        norm_first: Pre-LN (default) or Post-LN blocks.
+        pooling: ``"mean"`` over observed tokens, or a ``"cls"`` token.
+        class_weights: classification loss weight per class (rare failures weigh more).
+        target_scale: regression targets are divided by this inside the model (e.g. 125 for
+            RUL capped at 125), so the network works in units near 1; predictions come back
+            in target units.
+
+    Example:
+        >>> SensorEncoderConfig(n_channels=14, max_len=30, patch_len=5).n_patches(30)
+        6
+    """
+
+    n_channels: int
+    max_len: int = 512
+    task: Literal["regression", "classification"] = "regression"
+    n_outputs: int = 1
+    quantiles: tuple[float, ...] = ()
+    patch_len: int = 1
+    stride: int | None = None
+    channel_independent: bool = False
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 3
+    d_ff: int = 128
+    dropout: float = 0.1
+    positional: Literal["sinusoidal", "learned", "rotary"] = "sinusoidal"
+    norm_first: bool = True
+    pooling: Literal["mean", "cls"] = "mean"
+    class_weights: tuple[float, ...] | None = None
+    target_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("n_channels", "max_len", "n_outputs", "patch_len"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, found {v!r}")
+        if self.stride is not None and (not isinstance(self.stride, int) or self.stride < 1):
+            raise ValueError(f"stride must be a positive integer or None, found {self.stride!r}")
+        if self.patch_len > self.max_len:
+            raise ValueError(f"patch_len={self.patch_len} exceeds max_len={self.max_len}")
+        if self.task not in ("regression", "classification"):
+            raise ValueError(f"task must be 'regression' or 'classification', found {self.task!r}")
+        if self.task == "classification" and self.n_outputs < 2:
+            raise ValueError(f"classification needs n_outputs >= 2 classes, found {self.n_outputs}")
+        object.__setattr__(self, "quantiles", tuple(float(q) for q in self.quantiles))
+        if self.quantiles and (
+            self.task != "regression" or not all(0 < q < 1 for q in self.quantiles)
+        ):
+            raise ValueError(
+                f"quantiles need task='regression' and values in (0, 1), found {self.quantiles}"
+            )
+        if self.class_weights is not None:
+            object.__setattr__(self, "class_weights", tuple(float(w) for w in self.class_weights))
+            if self.task != "classification" or len(self.class_weights) != self.n_outputs:
+                raise ValueError(
+                    f"class_weights needs task='classification' and one weight per class "
+                    f"({self.n_outputs}), found {self.class_weights}"
+                )
+            if not all(w > 0 for w in self.class_weights):
+                raise ValueError(f"class_weights must be positive, found {self.class_weights}")
+        if self.pooling not in ("mean", "cls"):
+            raise ValueError(f"pooling must be 'mean' or 'cls', found {self.pooling!r}")
+        if not self.target_scale > 0:
+            raise ValueError(f"target_scale must be positive, found {self.target_scale}")
+        self.transformer  # validates d_model / n_heads / positional  # noqa: B018
+
+    @property
+    def patch_stride(self) -> int:
+        return self.stride or self.patch_len
+
+    def n_patches(self, length: int) -> int:
+        """Tokens for a window of ``length`` steps."""
+        return (length - self.patch_len) // self.patch_stride + 1
+
+    @property
+    def transformer(self) -> TransformerConfig:
+        return TransformerConfig(
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_layers=self.n_layers,
+            d_ff=self.d_ff,
+            dropout=self.dropout,
+            norm_first=self.norm_first,
+            positional=self.positional,
+            max_len=self.n_patches(self.max_len) + 1,
+        )
+
+
+class Tokens(NamedTuple):
+    """Patches of one batch. ``B' = B`` (channel-mixing) or ``B * C`` (channel-independent);
+    ``k`` channels per token."""
+
+    values: Tensor  # (B', N, P*k) patch values, missing set to 0
+    seen: Tensor  # (B', N, P*k) bool, which of those values were observed
+    emb: Tensor  # (B', N, D) patch embeddings
+    key_mask: Tensor  # (B', N) bool, patches with at least one observed value
+
+
+def _observed(x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Zero the missing values and return ``(x, observed)``; ``None`` mask: NaN = missing."""
+    observed = ~torch.isnan(x) if mask is None else mask.bool() & ~torch.isnan(x)
+    return torch.where(observed, x, torch.zeros((), dtype=x.dtype, device=x.device)), observed
+
+
+@register_model(name="mfgtx.SensorEncoder")
+class SensorEncoder(nn.Module):
+    """Transformer encoder over sensor windows with a regression or classification head.
+
+    Args:
+        config: a :class:`SensorEncoderConfig`.
+
+    Example:
+        >>> cfg = SensorEncoderConfig(n_channels=3, max_len=20, patch_len=4, d_model=16,
+        ...                           n_heads=2, n_layers=1, d_ff=32)
+        >>> model = SensorEncoder(cfg).eval()
+        >>> x = torch.randn(2, 20, 3)
+        >>> x[0, 5:9, 1] = float("nan")          # a gap in one sensor
+        >>> model(x).shape
+        torch.Size([2, 1])
+    """
+
+    def __init__(self, config: SensorEncoderConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        per_token = c.patch_len * 2 * (1 if c.channel_independent else c.n_channels)
+        self.embed = nn.Linear(per_token, c.d_model)
+        self.cls = nn.Parameter(torch.zeros(1, 1, c.d_model)) if c.pooling == "cls" else None
+        self.encoder = Encoder(c.transformer)  # initialises itself
+        summary = c.d_model * (c.n_channels if c.channel_independent else 1)
+        self.head = nn.Linear(summary, c.n_outputs)
+        self.quantile_head = (
+            nn.Linear(summary, c.n_outputs * len(c.quantiles)) if c.quantiles else None
+        )
+        init_weights(self.embed, n_layers=c.n_layers)
+        init_weights(self.head, n_layers=c.n_layers)
+        if self.quantile_head is not None:
+            init_weights(self.quantile_head, n_layers=c.n_layers)
+        if c.class_weights is not None:
+            self.register_buffer("class_weights", torch.tensor(c.class_weights))
+        else:
+            self.class_weights = None
+
+    # ------------------------------------------------------------------ tokens
+
+    def tokens(self, x: Tensor, mask: Tensor | None = None) -> Tokens:
+        """Cut ``x (B, T, C)`` into patch tokens (see :class:`Tokens`)."""
+        c = self.config
+        if x.dim() != 3 or x.shape[-1] != c.n_channels:
+            raise ValueError(f"x must have shape (B, T, C={c.n_channels}), found {tuple(x.shape)}")
+        if mask is not None and mask.shape != x.shape:
+            raise ValueError(
+                f"mask must have the shape of x {tuple(x.shape)}, found {tuple(mask.shape)}"
+            )
+        B, T, C = x.shape
+        if T < c.patch_len or T > c.max_len:
+            raise ValueError(
+                f"window length {T} must be in [patch_len={c.patch_len}, max_len={c.max_len}]"
+            )
+        x, observed = _observed(x, mask)
+        start = (T - c.patch_len) % c.patch_stride  # align patches to the window's end
+        x, observed = x[:, start:], observed[:, start:]
+        if c.channel_independent:
+            x = x.permute(0, 2, 1).reshape(B * C, -1, 1)  # (B*C, T', 1)
+            observed = observed.permute(0, 2, 1).reshape(B * C, -1, 1)
+        values = x.unfold(1, c.patch_len, c.patch_stride)  # (B', N, k, P)
+        seen = observed.unfold(1, c.patch_len, c.patch_stride)  # (B', N, k, P)
+        values = values.transpose(-1, -2).flatten(2)  # (B', N, P*k)
+        seen = seen.transpose(-1, -2).flatten(2)  # (B', N, P*k)
+        emb = self.embed(torch.cat([values, seen.to(values.dtype)], dim=-1))  # (B', N, D)
+        return Tokens(values, seen, emb, seen.any(-1))
+
+    def encode(
+        self, emb: Tensor, key_mask: Tensor, *, need_weights: bool = False
+    ) -> tuple[Tensor, StackOutput]:
+        """Run the encoder on patch embeddings; returns the pooled summary ``(B', D)`` too."""
+        if self.cls is not None:
+            cls = self.cls.expand(emb.shape[0], -1, -1)
+            emb = torch.cat([cls, emb], dim=1)  # (B', 1+N, D)
+            ones = torch.ones(key_mask.shape[0], 1, dtype=torch.bool, device=key_mask.device)
+            key_mask = torch.cat([ones, key_mask], dim=1)
+        out = self.encoder(emb, key_mask=key_mask, need_weights=need_weights)
+        if self.cls is not None:
+            return out.output[:, 0], out
+        w = key_mask.unsqueeze(-1).to(out.output.dtype)  # (B', N, 1)
+        pooled = (out.output * w).sum(1) / w.sum(1).clamp(min=1.0)  # mean over observed tokens
+        return pooled, out
+
+    def _summary(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        t = self.tokens(x, mask)
+        pooled, _ = self.encode(t.emb, t.key_mask)
+        if self.config.channel_independent:
+            pooled = pooled.reshape(x.shape[0], -1)  # (B, C*D)
+        return pooled
+
+    # ------------------------------------------------------------------ outputs
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Windows ``(B, T, C)`` (and observed mask, or NaN for missing) -> predictions.
+
+        Regression: ``(B, K)`` in target units. Classification: logits ``(B, K)``.
+        """
+        out = self.head(self._summary(x, mask))
+        return out * self.config.target_scale if self.config.task == "regression" else out
+
+    def forward_quantiles(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Regression quantiles ``(B, K, Q)`` in target units (sorted along ``Q``)."""
+        if self.quantile_head is None:
+            raise ValueError("this model was built without quantiles")
+        q = self.quantile_head(self._summary(x, mask)).view(x.shape[0], self.config.n_outputs, -1)
+        return torch.sort(q, dim=-1).values * self.config.target_scale
+
+    def attention_weights(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
+        """Per-layer attention weights ``(B', H, N, N)`` (explicit path; predictions unchanged)."""
+        t = self.tokens(x, mask)
+        _, out = self.encode(t.emb, t.key_mask, need_weights=True)
+        return out.weights or ()
+
+    # ------------------------------------------------------------------ training protocol
+
+    def predict(self, batch: dict[str, Any]) -> Tensor:
+        return self(batch["x"], batch.get("observed"))
+
+    def loss(self, batch: dict[str, Any]) -> Tensor:
+        c = self.config
+        x, mask, y = batch["x"], batch.get("observed"), batch["y"]
+        summary = self._summary(x, mask)
+        if c.task == "classification":
+            logits = self.head(summary).float()
+            return F.cross_entropy(logits, y.long().view(-1), weight=self.class_weights)
+        target = y.float().view(x.shape[0], -1) / c.target_scale  # (B, K)
+        loss = F.mse_loss(self.head(summary).float(), target)
+        if self.quantile_head is not None:
+            q = self.quantile_head(summary).float().view(x.shape[0], c.n_outputs, -1)
+            levels = torch.tensor(c.quantiles, device=q.device)  # (Q,)
+            err = target.unsqueeze(-1) - q  # (B, K, Q)
+            loss = loss + torch.maximum(levels * err, (levels - 1) * err).mean()
+        return loss
+
+
+class MaskedPretraining(nn.Module):
+    """Self-supervised pretraining of a :class:`SensorEncoder`: rebuild masked patches.
+
+    A random ``mask_ratio`` of the observed patches is replaced by a learned mask token
+    (BERT-style); a linear head reconstructs their values from the encoder output, and the
+    loss is the squared error over the observed values of the masked patches only. The
+    encoder (embedding, positions, blocks) is shared with ``model``, so fine-tuning
+    ``model`` afterwards starts from the pretrained weights. Train it with
+    :func:`mfgtx.train.fit` on unlabelled windows.
+
+    Args:
+        model: the encoder to pretrain (its weights are updated in place).
+        mask_ratio: share of observed patches to hide, in (0, 1).
+    """
+
+    def __init__(self, model: SensorEncoder, mask_ratio: float = 0.4) -> None:
+        super().__init__()
+        if not 0 < mask_ratio < 1:
+            raise ValueError(f"mask_ratio must be in (0, 1), found {mask_ratio}")
+        c = model.config
+        self.model, self.mask_ratio = model, mask_ratio
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, c.d_model))
+        per_token = c.patch_len * (1 if c.channel_independent else c.n_channels)
+        self.reconstruct = nn.Linear(c.d_model, per_token)
+        init_weights(self.reconstruct, n_layers=c.n_layers)
+
+    def _run(self, batch: dict[str, Any]) -> tuple[Tensor, Tokens, Tensor]:
+        t = self.model.tokens(batch["x"], batch.get("observed"))
+        noise = torch.rand(t.key_mask.shape, device=t.emb.device)
+        hidden = (noise < self.mask_ratio) & t.key_mask  # (B', N) patches to rebuild
+        emb = torch.where(hidden.unsqueeze(-1), self.mask_token.to(t.emb.dtype), t.emb)
+        _, out = self.model.encode(emb, t.key_mask)
+        tokens = out.output[:, 1:] if self.model.cls is not None else out.output  # (B', N, D)
+        return self.reconstruct(tokens), t, hidden
+
+    def loss(self, batch: dict[str, Any]) -> Tensor:
+        recon, t, hidden = self._run(batch)  # recon (B', N, P*k)
+        weight = (t.seen & hidden.unsqueeze(-1)).to(torch.float32)
+        err = (recon.float() - t.values.float()) ** 2 * weight
+        return err.sum() / weight.sum().clamp(min=1.0)
+
+    def predict(self, batch: dict[str, Any]) -> Tensor:
+        return self._run(batch)[0]
