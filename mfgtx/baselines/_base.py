@@ -87,11 +87,14 @@ def targets_of(windows: Windows, idx: np.ndarray, what: str) -> np.ndarray:
     return y
 
 
-def check_windows(windows: Windows, task: str, who: str) -> None:
-    """The windows suit ``task``: horizon 0 for regression/classification, > 0 for forecasts."""
+def check_windows(windows: Windows, task: str, who: str, *, need_targets: bool = True) -> None:
+    """The windows suit ``task``: horizon 0 for regression/classification, > 0 for forecasts.
+
+    Fitting needs targets; predicting on new, unlabelled windows does not.
+    """
     if not isinstance(windows, Windows):
         raise ValueError(f"{who} needs mfgtx.data.Windows, found {type(windows).__name__}")
-    if windows.y is None:
+    if need_targets and windows.y is None:
         raise ValueError(f"{who}: the windows have no targets (windows.y is None)")
     if task == "forecast" and windows.horizon == 0:
         raise ValueError(f"{who} forecasts: it needs windows with horizon > 0, found horizon 0")
@@ -147,5 +150,5 @@ class Fitted:
     def _start_predict(self, windows: Windows, idx: object) -> np.ndarray:
         if not hasattr(self, "train_idx_"):
             raise RuntimeError(f"{self.name} is not fitted yet; call fit(windows, train_idx) first")
-        check_windows(windows, self.task, self.name)
+        check_windows(windows, self.task, self.name, need_targets=False)
         return as_indices(idx, len(windows), f"{self.name}: idx")
