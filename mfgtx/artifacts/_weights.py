@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import safetensors.torch
 import torch
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
 from torch import Tensor, nn
 
 __all__ = ["from_safetensors", "to_safetensors"]
@@ -66,7 +67,7 @@ def to_safetensors(model: nn.Module) -> tuple[bytes, dict[str, str]]:
             continue
         t = t.detach().cpu()
         tensors[name] = t.clone().contiguous() if name in copies else t.contiguous()
-    return safetensors.torch.save(tensors, metadata={"format": "pt"}), aliases
+    return save_safetensors(tensors, metadata={"format": "pt"}), aliases
 
 
 def from_safetensors(model: nn.Module, data: bytes) -> None:
@@ -79,7 +80,7 @@ def from_safetensors(model: nn.Module, data: bytes) -> None:
         ValueError: a name is missing from the file or unknown to the model, or a shape or
             dtype differs; the message names the first such tensor.
     """
-    tensors = safetensors.torch.load(data)
+    tensors = load_safetensors(data)  # tensors only: safetensors cannot hold code
     float_dtypes = {t.dtype for t in tensors.values() if t.is_floating_point()}
     if len(float_dtypes) == 1:
         (dtype,) = float_dtypes

@@ -11,7 +11,7 @@ Pre-LN blocks end with a final norm (see :mod:`mfgtx.nn.stacks`). Masks: boolean
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -46,6 +46,29 @@ def _copy_norm(dst: nn.LayerNorm, src: nn.LayerNorm) -> None:
     dst.weight.copy_(src.weight)
     if src.bias is not None and dst.bias is not None:
         dst.bias.copy_(src.bias)
+
+
+def _from_torch_layer(cls: type, layer: nn.Module) -> tuple[Any, MultiHeadAttention]:
+    """A block of ``cls`` shaped like PyTorch's ``layer``, and a copy of its self-attention."""
+    attn = MultiHeadAttention.from_torch(layer.self_attn)
+    new = cls(
+        attn.d_model,
+        attn.n_heads,
+        layer.linear1.out_features,
+        dropout=layer.dropout.p,
+        attn_dropout=attn.dropout,
+        activation=_activation_of(layer),
+        norm_first=layer.norm_first,
+        layer_norm_eps=layer.norm1.eps,
+        bias=layer.linear1.bias is not None,
+    )
+    new.to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)
+    return new, attn
+
+
+def _copy_feedforward(ff: FeedForward, layer: nn.Module) -> None:
+    ff.linear1.load_state_dict(layer.linear1.state_dict())
+    ff.linear2.load_state_dict(layer.linear2.state_dict())
 
 
 class EncoderBlock(nn.Module):
@@ -133,23 +156,10 @@ class EncoderBlock(nn.Module):
 
         Our block is batch-first; with ``layer.batch_first=False`` transpose the input.
         """
-        attn = MultiHeadAttention.from_torch(layer.self_attn)
-        new = cls(
-            attn.d_model,
-            attn.n_heads,
-            layer.linear1.out_features,
-            dropout=layer.dropout.p,
-            attn_dropout=attn.dropout,
-            activation=_activation_of(layer),
-            norm_first=layer.norm_first,
-            layer_norm_eps=layer.norm1.eps,
-            bias=layer.linear1.bias is not None,
-        )
-        new.to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)
+        new, attn = _from_torch_layer(cls, layer)
         new.self_attn = attn
         with torch.no_grad():
-            new.ff.linear1.load_state_dict(layer.linear1.state_dict())
-            new.ff.linear2.load_state_dict(layer.linear2.state_dict())
+            _copy_feedforward(new.ff, layer)
             _copy_norm(new.norm1, layer.norm1)
             _copy_norm(new.norm2, layer.norm2)
         return new
@@ -267,24 +277,11 @@ class DecoderBlock(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderBlock:
         """Copy a :class:`torch.nn.TransformerDecoderLayer` (either norm order)."""
-        sa = MultiHeadAttention.from_torch(layer.self_attn)
-        new = cls(
-            sa.d_model,
-            sa.n_heads,
-            layer.linear1.out_features,
-            dropout=layer.dropout.p,
-            attn_dropout=sa.dropout,
-            activation=_activation_of(layer),
-            norm_first=layer.norm_first,
-            layer_norm_eps=layer.norm1.eps,
-            bias=layer.linear1.bias is not None,
-        )
-        new.to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)
+        new, sa = _from_torch_layer(cls, layer)
         new.self_attn = sa
         new.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
         with torch.no_grad():
-            new.ff.linear1.load_state_dict(layer.linear1.state_dict())
-            new.ff.linear2.load_state_dict(layer.linear2.state_dict())
+            _copy_feedforward(new.ff, layer)
             _copy_norm(new.norm1, layer.norm1)
             _copy_norm(new.norm3, layer.norm3)
             if new.norm2 is not None:
