@@ -7,6 +7,14 @@ next to the model.
 
 from mfgtx.split.audit import audit
 from mfgtx.split.report import AuditReport, Check, LeakageError
-from mfgtx.split.splitter import LotTimeSplit, SplitSets
+from mfgtx.split.splitter import LotTimeSplit, PurgeWarning, SplitSets
 
-__all__ = ["AuditReport", "Check", "LeakageError", "LotTimeSplit", "SplitSets", "audit"]
+__all__ = [
+    "AuditReport",
+    "Check",
+    "LeakageError",
+    "LotTimeSplit",
+    "PurgeWarning",
+    "SplitSets",
+    "audit",
+]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -24,11 +25,30 @@ import pandas as pd
 
 from mfgtx.split._times import WindowTimes, iso, parse_gap, window_times
 
-__all__ = ["LotTimeSplit", "SplitSets"]
+__all__ = ["LotTimeSplit", "PurgeWarning", "SplitSets"]
 
 logger = logging.getLogger(__name__)
 
 _PURGE_REASONS = ("train_end_gap", "train_label_time", "val_end_gap", "val_label_time")
+
+
+class PurgeWarning(UserWarning):
+    """Whole training or validation lots were purged: a split boundary fell inside them."""
+
+
+def _warn_whole_lots_purged(times: WindowTimes, sets: SplitSets) -> None:
+    """Say which lots lost every window to purging (correct, but easy to overlook)."""
+    kept = set(times.lot[np.concatenate([sets.train, sets.val])].tolist())
+    lost = sorted({str(lot) for lot in times.lot[sets.purged].tolist()} - {str(k) for k in kept})
+    if lost:
+        warnings.warn(
+            f"fold {sets.fold}: every window of {len(lost)} lot(s) was purged "
+            f"({', '.join(lost[:5])}{' ...' if len(lost) > 5 else ''}): they ran too close to "
+            "the next set's start or their labels arrived after it; see "
+            "SplitSets.purge_reasons, or use a smaller gap or fewer concurrent lines per set",
+            PurgeWarning,
+            stacklevel=3,
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,6 +205,8 @@ class LotTimeSplit:
         rank, lots = _lot_ranks(times)
         n_test, n_val = self._block_sizes(len(lots))
         folds = [_fold(times, rank, lots, k, n_splits, n_test, n_val, gap) for k in range(n_splits)]
+        for sets in folds:
+            _warn_whole_lots_purged(times, sets)
         return iter(folds)
 
     def _checked_params(self) -> tuple[int, pd.Timedelta]:

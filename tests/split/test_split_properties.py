@@ -11,11 +11,15 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from mfgtx.data import SensorScaler
 from mfgtx.split import LotTimeSplit, audit
+
+# whole-lot purges are expected on random plants; test_purge_warning.py covers the warning
+pytestmark = pytest.mark.filterwarnings("ignore::mfgtx.split.PurgeWarning")
 
 T0 = pd.Timestamp("2024-03-01 06:00")
 HALF_HOUR = pd.Timedelta("30min")

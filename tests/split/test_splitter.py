@@ -13,6 +13,9 @@ from sklearn.model_selection import cross_val_score, cross_validate
 
 from mfgtx.split import LotTimeSplit, SplitSets
 
+# whole-lot purges are expected on random plants; test_purge_warning.py covers the warning
+pytestmark = pytest.mark.filterwarnings("ignore::mfgtx.split.PurgeWarning")
+
 T0 = pd.Timestamp("2024-03-01 06:00")
 H = pd.Timedelta("1h")
 
