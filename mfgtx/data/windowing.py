@@ -37,15 +37,6 @@ def _as_array(s: pd.Series) -> np.ndarray:
     return s.to_numpy(dtype=float)
 
 
-def _as_of_value(as_of: object, numeric: bool) -> np.ndarray:
-    if numeric:
-        return np.asarray(float(as_of))  # type: ignore[arg-type]
-    ts = pd.Timestamp(as_of)  # type: ignore[arg-type]
-    if ts.tzinfo is not None:
-        ts = ts.tz_convert("UTC").tz_localize(None)
-    return np.asarray(ts.to_datetime64(), dtype="datetime64[ns]")
-
-
 def make_windows(
     table: SensorTable,
     window: int,
@@ -154,7 +145,7 @@ def make_windows(
         horizon=horizon,
     )
     if as_of is not None:
-        t = _as_of_value(as_of, table.numeric_time)
+        t = result.time_value(as_of)
         late_feature = result.end > t
         late_label = result.label_time > t
         for bad, what, when in (

@@ -71,15 +71,18 @@ class Windows:
         _, first = np.unique(self.lot, return_index=True)
         return self.lot[np.sort(first)]
 
+    def time_value(self, t: object) -> np.datetime64 | float:
+        """``t`` in the windows' own time units: UTC ``datetime64[ns]``, or a float (cycles)."""
+        if not np.issubdtype(self.end.dtype, np.datetime64):
+            return float(t)  # type: ignore[arg-type]
+        ts = pd.Timestamp(t)  # type: ignore[arg-type]
+        if ts.tzinfo is not None:
+            ts = ts.tz_convert("UTC").tz_localize(None)
+        return np.datetime64(ts.to_datetime64(), "ns")
+
     def known_at(self, t: object) -> np.ndarray:
         """Indices of the windows whose features and label were both known at time ``t``."""
-        if np.issubdtype(self.end.dtype, np.datetime64):
-            ts = pd.Timestamp(t)  # type: ignore[arg-type]
-            if ts.tzinfo is not None:
-                ts = ts.tz_convert("UTC").tz_localize(None)
-            limit = np.datetime64(ts.to_datetime64(), "ns")
-        else:
-            limit = float(t)  # type: ignore[arg-type]
+        limit = self.time_value(t)
         return np.flatnonzero((self.end <= limit) & (self.label_time <= limit))
 
     def labelled(self) -> np.ndarray:
