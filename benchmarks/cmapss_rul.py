@@ -32,31 +32,22 @@ import torch
 
 from mfgtx.baselines import GradientBoosting, Ridge, TrainMean
 from mfgtx.data import ColumnMap, SensorScaler, WindowDataset, make_windows, read_table
+from mfgtx.datasets import CMAPSS_SENSORS, cmapss_fleet, read_cmapss
 from mfgtx.metrics import nasa_score, rmse
 from mfgtx.models import MaskedPretraining, SensorEncoder, SensorEncoderConfig
 from mfgtx.split import LotTimeSplit, audit
 from mfgtx.train import TrainConfig, fit, predict
 
-COLUMNS = ["unit", "cycle", *[f"setting_{i}" for i in (1, 2, 3)], *[f"s_{i}" for i in range(1, 22)]]
-SENSORS = tuple(f"s_{i}" for i in (2, 3, 4, 7, 8, 9, 11, 12, 13, 14, 15, 17, 20, 21))
+SENSORS = CMAPSS_SENSORS
 CAP, WINDOW = 125.0, 30
 
 
 def read(folder: Path, name: str) -> pd.DataFrame:
-    return pd.read_csv(folder / name, sep=r"\s+", header=None, names=COLUMNS)
+    return read_cmapss(folder / name)
 
 
 def fleet(df: pd.DataFrame, *, labelled: bool) -> pd.DataFrame:
-    """Engines one after another on one clock (one cycle per hour); RUL known at failure."""
-    df = df.copy()
-    life = df.groupby("unit")["cycle"].transform("max")
-    first = df.groupby("unit")["cycle"].max().cumsum().shift(fill_value=0)
-    t0 = pd.Timestamp("2000-01-01T00:00:00Z")
-    df["time"] = t0 + pd.to_timedelta(df["unit"].map(first) + df["cycle"] - 1, unit="h")
-    if labelled:
-        df["rul"] = np.minimum(life - df["cycle"], CAP)
-        df["failed_at"] = t0 + pd.to_timedelta(df["unit"].map(first) + life - 1, unit="h")
-    return df
+    return cmapss_fleet(df, labelled=labelled, rul_cap=CAP)
 
 
 def scores(pred: np.ndarray, truth: np.ndarray) -> dict[str, float]:

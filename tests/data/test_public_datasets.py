@@ -7,28 +7,22 @@ import pandas as pd
 import pytest
 
 from mfgtx.data import ColumnMap, SensorScaler, make_windows, read_table
-
-CMAPSS_COLUMNS = [
-    "unit",
-    "cycle",
-    *[f"setting_{i}" for i in (1, 2, 3)],
-    *[f"s_{i}" for i in range(1, 22)],
-]
+from mfgtx.datasets import CMAPSS_SENSORS, read_cmapss
 
 
 def cmapss_train(datasets_dir) -> pd.DataFrame:
     path = datasets_dir / "cmapss_fd001" / "train_FD001.txt.gz"
     if not path.exists():
         pytest.skip(f"{path} not found")
-    df = pd.read_csv(path, sep=r"\s+", header=None, names=CMAPSS_COLUMNS)
+    df = read_cmapss(path)
     df["rul"] = df.groupby("unit")["cycle"].transform("max") - df["cycle"]
     return df
 
 
 def test_cmapss_reads_with_cycles_as_time(datasets_dir) -> None:
     df = cmapss_train(datasets_dir)
-    sensors = tuple(f"s_{i}" for i in (2, 3, 4, 7, 8, 9, 11, 12, 13, 14, 15, 17, 20, 21))
-    table = read_table(df, ColumnMap(lot="unit", time="cycle", sensors=sensors, targets="rul"))
+    cols = ColumnMap(lot="unit", time="cycle", sensors=CMAPSS_SENSORS, targets="rul")
+    table = read_table(df, cols)
     assert table.numeric_time and len(table.lots) == 100 and len(table.frame) == 20631
     w = make_windows(table, 30, stride=1)
     assert len(w) == 20631 - 100 * 29

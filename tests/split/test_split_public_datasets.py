@@ -3,39 +3,22 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from mfgtx.data import ColumnMap, SensorScaler, make_windows, read_table
+from mfgtx.datasets import CMAPSS_SENSORS, cmapss_fleet, read_cmapss
 from mfgtx.split import LotTimeSplit, audit
-
-COLUMNS = ["unit", "cycle", *[f"setting_{i}" for i in (1, 2, 3)], *[f"s_{i}" for i in range(1, 22)]]
-SENSORS = tuple(f"s_{i}" for i in (2, 3, 4, 7, 8, 9, 11, 12, 13, 14, 15, 17, 20, 21))
 
 
 def fleet_table(datasets_dir):
-    """FD001 as a fleet history.
-
-    C-MAPSS has cycles, not calendar time: each engine's clock starts at cycle 1. To split
-    by time we place the engines on one clock as if they entered the test cell one after
-    another in unit order, one cycle per hour (an explicit assumption, not data). The RUL
-    label of every cycle becomes known when its engine fails.
-    """
+    """FD001 as a fleet history (engines one after another on one clock, see cmapss_fleet)."""
     path = datasets_dir / "cmapss_fd001" / "train_FD001.txt.gz"
     if not path.exists():
         pytest.skip(f"{path} not found")
-    df = pd.read_csv(path, sep=r"\s+", header=None, names=COLUMNS)
-    life = df.groupby("unit")["cycle"].transform("max")
-    df["rul"] = life - df["cycle"]
-    first_hour = df.groupby("unit")["cycle"].max().cumsum().shift(fill_value=0)
-    t0 = pd.Timestamp("2000-01-01T00:00:00Z")
-    hours = df["unit"].map(first_hour) + df["cycle"] - 1
-    df["time"] = t0 + pd.to_timedelta(hours, unit="h")
-    df["failed_at"] = t0 + pd.to_timedelta(df["unit"].map(first_hour) + life - 1, unit="h")
     cols = ColumnMap(
-        lot="unit", time="time", sensors=SENSORS, targets="rul", label_time="failed_at"
+        lot="unit", time="time", sensors=CMAPSS_SENSORS, targets="rul", label_time="failed_at"
     )
-    return read_table(df, cols)
+    return read_table(cmapss_fleet(read_cmapss(path)), cols)
 
 
 def test_cmapss_split_is_engine_disjoint_time_ordered_and_passes_audit(datasets_dir) -> None:
