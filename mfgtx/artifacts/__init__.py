@@ -17,13 +17,15 @@ drive) is never read, and raises a :class:`BundleWarning`. Checksums catch corru
 accidental edits; they are not a signature: whoever can write all three files can forge a
 bundle.
 
-``manifest.json`` keys: ``format`` (``"mfgtx.bundle"``), ``format_version`` (1),
+``manifest.json`` keys: ``format`` (``"mfgtx.bundle"``), ``format_version`` (2),
 ``created_utc``, ``versions`` (mfgtx, torch, safetensors, python), ``model`` (registered
 ``class`` name, ``config_class``, ``config``, tied-tensor ``aliases``, ``parameters``),
 ``precision``, ``files``, and the optional objects (or null) ``data_schema``, ``scaler``,
-``split``, ``audit``, ``metrics``, ``baseline_metrics``, ``train_config``, ``extra``. A bundle
-with another format version, with another top-level key set, or written by a newer major
-mfgtx is refused. ``bundle_id`` is the sha256 of ``manifest.json``.
+``split``, ``audit``, ``metrics``, ``baseline_metrics``, ``train_config``, ``calibration``
+(temperature and operating threshold, see :class:`~mfgtx.calibration.Calibration`),
+``extra``. Version 1 bundles (the same without ``calibration``) still load. A bundle with
+another format version, with another top-level key set, or written by a newer major mfgtx is
+refused. ``bundle_id`` is the sha256 of ``manifest.json``.
 
 Models are rebuilt only from classes registered with :func:`register_model`: a bundleable
 model is an ``nn.Module`` built as ``cls(config)``, the argument annotated with its frozen

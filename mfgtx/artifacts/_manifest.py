@@ -34,7 +34,8 @@ __all__ = [
 ]
 
 FORMAT = "mfgtx.bundle"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# what each readable version holds: version 2 added the "calibration" section
 MANIFEST_FILE = "manifest.json"
 CHECKSUM_FILE = "checksum.sha256"
 WEIGHTS_FILE = "weights.safetensors"
@@ -48,12 +49,14 @@ SECTIONS = (
     "metrics",
     "baseline_metrics",
     "train_config",
+    "calibration",
     "extra",
 )
 _KEYS = frozenset(
     {"format", "format_version", "created_utc", "versions", "model", "precision", "files"}
     | set(SECTIONS)
 )
+_KEYS_BY_VERSION = {1: _KEYS - {"calibration"}, 2: _KEYS}
 _MODEL_KEYS = frozenset({"class", "config_class", "config", "aliases", "parameters"})
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -96,21 +99,22 @@ def check_manifest(manifest: Any, file: Path) -> None:
         found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
         raise _fail(file, f"not an mfgtx bundle manifest (format {found!r}, expected {FORMAT!r})")
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if isinstance(version, bool) or version not in _KEYS_BY_VERSION:
         newer = isinstance(version, int) and version > FORMAT_VERSION
         hint = "; upgrade mfgtx to load it" if newer else ""
         raise _fail(
             file,
             f"bundle format version {version!r} is not supported (this mfgtx "
-            f"{mfgtx.__version__} reads version {FORMAT_VERSION}){hint}",
+            f"{mfgtx.__version__} reads versions {sorted(_KEYS_BY_VERSION)}){hint}",
         )
-    missing, unknown = sorted(_KEYS - set(manifest)), sorted(set(manifest) - _KEYS)
+    keys = _KEYS_BY_VERSION[version]
+    missing, unknown = sorted(keys - set(manifest)), sorted(set(manifest) - keys)
     if missing or unknown:
         raise _fail(
             file,
-            f"manifest keys do not match format {FORMAT_VERSION}: missing "
-            f"{missing}, unknown {unknown}",
+            f"manifest keys do not match format {version}: missing {missing}, unknown {unknown}",
         )
+    manifest.setdefault("calibration", None)  # version 1 bundles have none
     written = manifest["versions"].get("mfgtx") if isinstance(manifest["versions"], dict) else None
     if _major(written, file) > _major(mfgtx.__version__, file):
         raise _fail(
@@ -125,7 +129,7 @@ def check_manifest(manifest: Any, file: Path) -> None:
     if not isinstance(model["class"], str) or not isinstance(model["config"], dict):
         raise _fail(file, "'model' needs a class name (text) and a config (object)")
     for key in SECTIONS:
-        if manifest[key] is not None and not isinstance(manifest[key], dict):
+        if manifest.get(key) is not None and not isinstance(manifest[key], dict):
             raise _fail(file, f"{key!r} must be an object or null, found {manifest[key]!r}")
     if manifest["precision"] is not None and not isinstance(manifest["precision"], str):
         raise _fail(file, f"'precision' must be text or null, found {manifest['precision']!r}")

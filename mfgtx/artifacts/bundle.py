@@ -35,6 +35,7 @@ from mfgtx.artifacts._manifest import (
 )
 from mfgtx.artifacts.errors import BundleError, BundleWarning
 from mfgtx.artifacts.registry import _config_class, _lookup, _name_of, registered_models
+from mfgtx.calibration.record import Calibration
 from mfgtx.data.scaling import SensorScaler
 
 __all__ = ["Bundle", "load_bundle", "save_bundle", "verify_bundle"]
@@ -52,6 +53,8 @@ class Bundle:
         config: its frozen config dataclass.
         manifest: the whole manifest (parsed ``manifest.json``).
         scaler: the :class:`~mfgtx.data.SensorScaler` saved with the model, or ``None``.
+        calibration: the :class:`~mfgtx.calibration.Calibration` (temperature and operating
+            threshold) saved with a classifier, or ``None``.
         bundle_id: sha256 of ``manifest.json``; it changes with any change to the bundle.
     """
 
@@ -60,6 +63,7 @@ class Bundle:
     config: Any
     manifest: dict[str, Any]
     scaler: SensorScaler | None
+    calibration: Calibration | None
     bundle_id: str
 
 
@@ -118,6 +122,7 @@ def save_bundle(
     metrics: Any = None,
     baseline_metrics: Any = None,
     train_config: Any = None,
+    calibration: Calibration | None = None,
     precision: str | torch.dtype | None = None,
     extra: Any = None,
     overwrite: bool = False,
@@ -134,6 +139,7 @@ def save_bundle(
         split: the split specification; audit: its audit report (e.g.
             :class:`~mfgtx.split.AuditReport`); metrics: the model's metrics;
             baseline_metrics: the baselines' metrics; train_config: the training config;
+            calibration: a classifier's :class:`~mfgtx.calibration.Calibration`;
             extra: anything else. Each is a dict, a dataclass or has ``to_dict()``, and must
             be strict JSON (no NaN: store ``None``).
         precision: the training precision, e.g. ``"bf16-autocast"`` or ``torch.float32``.
@@ -187,8 +193,14 @@ def save_bundle(
         "metrics": metrics,
         "baseline_metrics": baseline_metrics,
         "train_config": train_config,
+        "calibration": calibration,
         "extra": extra,
     }
+    if calibration is not None and not isinstance(calibration, Calibration):
+        raise TypeError(
+            f"calibration must be a mfgtx.calibration.Calibration, found "
+            f"{type(calibration).__name__}"
+        )
     if precision is not None and not isinstance(precision, (str, torch.dtype)):
         raise TypeError(f"precision must be text or a torch.dtype, found {precision!r}")
     with _atomic.staged_directory(target, overwrite=overwrite, marker=MANIFEST_FILE) as staging:
@@ -343,6 +355,12 @@ def load_bundle(path: str | PathLike[str], *, map_location: str | torch.device =
             scaler = SensorScaler.from_dict(manifest["scaler"])
         except (TypeError, ValueError) as e:
             raise BundleError(f"{manifest_file}: bad scaler: {e}", file=manifest_file) from e
+    calibration = None
+    if manifest["calibration"] is not None:
+        try:
+            calibration = Calibration.from_dict(manifest["calibration"])
+        except (TypeError, ValueError) as e:
+            raise BundleError(f"{manifest_file}: bad calibration: {e}", file=manifest_file) from e
     model.to(map_location).eval()
     logger.info("loaded %s bundle %s (id %s)", name, root, verified.bundle_id[:12])
-    return Bundle(root, model, config, manifest, scaler, verified.bundle_id)
+    return Bundle(root, model, config, manifest, scaler, calibration, verified.bundle_id)

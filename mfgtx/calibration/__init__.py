@@ -23,6 +23,7 @@ where class 1 is predicted when ``P(class 1) > 0.5``.
 """
 
 from mfgtx.calibration._common import CalibrationWarning
+from mfgtx.calibration.record import Calibration
 from mfgtx.calibration.reliability import reliability_curve
 from mfgtx.calibration.temperature import TEMPERATURE_RANGE, TemperatureScaler
 from mfgtx.calibration.threshold import (
@@ -34,6 +35,7 @@ from mfgtx.calibration.threshold import (
 
 __all__ = [
     "TEMPERATURE_RANGE",
+    "Calibration",
     "CalibrationWarning",
     "TemperatureScaler",
     "ThresholdChoice",

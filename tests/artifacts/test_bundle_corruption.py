@@ -95,7 +95,7 @@ def test_garbled_checksum_file(bundle_path) -> None:
 @pytest.mark.parametrize(
     ("version", "match"),
     [
-        (2, r"format version 2 is not supported .*reads version 1\); upgrade mfgtx"),
+        (3, r"format version 3 is not supported .*reads versions \[1, 2\]\); upgrade mfgtx"),
         (0, "format version 0 is not supported"),
     ],
 )
@@ -110,8 +110,20 @@ def test_newer_major_mfgtx(bundle_path, reseal) -> None:
 
 
 def test_unknown_top_level_key(bundle_path, reseal) -> None:
-    reseal(bundle_path, lambda m: m.update(calibration={"t": 1.0}))
-    _refused(bundle_path, r"missing \[\], unknown \['calibration'\]", "manifest.json")
+    reseal(bundle_path, lambda m: m.update(comments={"t": 1.0}))
+    _refused(bundle_path, r"missing \[\], unknown \['comments'\]", "manifest.json")
+
+
+def test_version_1_bundle_has_no_calibration_key(bundle_path, reseal) -> None:
+    # a version 1 manifest holding the version 2 key is refused, not half-read
+    reseal(bundle_path, lambda m: m.update(format_version=1))
+    _refused(bundle_path, r"format 1: missing \[\], unknown \['calibration'\]", "manifest.json")
+
+
+def test_bad_calibration_section(bundle_path, reseal) -> None:
+    bad = {"temperature": {"temperature": -1.0}, "threshold": None}
+    reseal(bundle_path, lambda m: m.update(calibration=bad))
+    _refused_on_load(bundle_path, "bad calibration: temperature must be a positive")
 
 
 def test_file_entry_outside_the_bundle(bundle_path) -> None:

@@ -16,6 +16,7 @@ import torch
 
 import mfgtx
 from mfgtx.artifacts import BundleError, BundleWarning, load_bundle, save_bundle, verify_bundle
+from mfgtx.calibration import Calibration, TemperatureScaler, ThresholdChoice
 from mfgtx.data import ColumnMap, SensorScaler
 
 SCALER = SensorScaler(
@@ -69,7 +70,7 @@ def test_manifest_holds_every_section(tmp_path, tiny_model) -> None:
     )
     bundle = load_bundle(path)
     m = bundle.manifest
-    assert m["format"] == "mfgtx.bundle" and m["format_version"] == 1
+    assert m["format"] == "mfgtx.bundle" and m["format_version"] == 2
     assert m["versions"]["mfgtx"] == mfgtx.__version__
     assert m["versions"]["torch"] == str(torch.__version__)
     assert m["created_utc"].endswith("+00:00")
@@ -159,3 +160,35 @@ def test_unlisted_file_warns_and_is_ignored(bundle_path, tiny_model, inputs) -> 
         assert torch.equal(bundle.model(*inputs), tiny_model(*inputs))
     with pytest.warns(BundleWarning):
         assert verify_bundle(bundle_path)["unexpected_files"] == ["Thumbs.db"]
+
+
+def test_calibration_travels_with_the_bundle(tmp_path, tiny_model) -> None:
+    cal = Calibration(
+        TemperatureScaler(1.7),
+        ThresholdChoice(
+            0.21, cost_missed_defect=10.0, cost_false_alarm=1.0, tp=9, fp=7, tn=80, fn=1
+        ),
+    )
+    bundle = load_bundle(save_bundle(tmp_path / "b", tiny_model, calibration=cal))
+    assert bundle.calibration == cal
+    assert bundle.manifest["calibration"]["threshold"]["cost_ratio"] == 10.0
+    logits = torch.tensor([2.0, -0.5, -3.0])
+    assert bundle.calibration.decide(logits).tolist() == [1, 1, 0]  # 0.38 > 0.21 flags it
+
+
+def test_calibration_must_be_a_calibration(tmp_path, tiny_model) -> None:
+    with pytest.raises(TypeError, match="calibration must be a mfgtx.calibration.Calibration"):
+        save_bundle(tmp_path / "b", tiny_model, calibration={"temperature": 2.0})
+    assert not (tmp_path / "b").exists()
+
+
+def test_version_1_bundles_still_load(tmp_path, tiny_model, reseal) -> None:
+    path = save_bundle(tmp_path / "b", tiny_model)
+
+    def to_version_1(m: dict) -> None:
+        m.pop("calibration")
+        m["format_version"] = 1
+
+    reseal(path, to_version_1)
+    bundle = load_bundle(path)
+    assert bundle.calibration is None and bundle.manifest["format_version"] == 1
