@@ -10,6 +10,11 @@ at all is masked out of attention. Patches are aligned to the end of the window 
 recent steps are always used; up to ``stride - 1`` leading steps may be left out).
 Channel-mixing tokens embed all sensors of a patch together; channel-independent tokens embed
 each sensor on its own (PatchTST-style) and the per-sensor summaries are concatenated.
+
+With ``tokens="sensor"`` the roles turn (iTransformer-style): each sensor's whole window is
+one token, attention mixes sensors, and positions index sensors. A window shorter than
+``max_len`` is padded at the start with missing values, so the token always covers
+``max_len`` steps ending at the window's last step.
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ class SensorEncoderConfig:
         n_outputs: regression targets, or number of classes (>= 2) for classification.
         quantiles: regression only: also predict these quantiles (pinball loss) for an
             interval, e.g. ``(0.1, 0.9)``.
+        tokens: ``"time"``: one token per time step or patch (``patch_len``, ``stride``,
+            ``channel_independent`` apply); ``"sensor"``: one token per sensor holding its
+            whole window (the three patch fields must stay at their defaults).
         patch_len: time steps per token (1 = one token per step).
         stride: steps between patch starts (default ``patch_len``: no overlap).
         channel_independent: embed each sensor separately (shared weights).
@@ -61,6 +69,7 @@ class SensorEncoderConfig:
     task: Literal["regression", "classification"] = "regression"
     n_outputs: int = 1
     quantiles: tuple[float, ...] = ()
+    tokens: Literal["time", "sensor"] = "time"
     patch_len: int = 1
     stride: int | None = None
     channel_independent: bool = False
@@ -82,6 +91,16 @@ class SensorEncoderConfig:
                 raise ValueError(f"{name} must be a positive integer, found {v!r}")
         if self.stride is not None and (not isinstance(self.stride, int) or self.stride < 1):
             raise ValueError(f"stride must be a positive integer or None, found {self.stride!r}")
+        if self.tokens not in ("time", "sensor"):
+            raise ValueError(f"tokens must be 'time' or 'sensor', found {self.tokens!r}")
+        if self.tokens == "sensor" and (
+            self.patch_len != 1 or self.stride is not None or self.channel_independent
+        ):
+            raise ValueError(
+                "tokens='sensor' makes one token per sensor: leave patch_len=1, stride=None and "
+                f"channel_independent=False, found patch_len={self.patch_len}, "
+                f"stride={self.stride}, channel_independent={self.channel_independent}"
+            )
         if self.patch_len > self.max_len:
             raise ValueError(f"patch_len={self.patch_len} exceeds max_len={self.max_len}")
         if self.task not in ("regression", "classification"):
@@ -116,6 +135,8 @@ class SensorEncoderConfig:
 
     def n_patches(self, length: int) -> int:
         """Tokens for a window of ``length`` steps."""
+        if self.tokens == "sensor":
+            return self.n_channels
         return (length - self.patch_len) // self.patch_stride + 1
 
     @property
@@ -134,7 +155,7 @@ class SensorEncoderConfig:
 
 class Tokens(NamedTuple):
     """Patches of one batch. ``B' = B`` (channel-mixing) or ``B * C`` (channel-independent);
-    ``k`` channels per token."""
+    ``k`` channels per token. Sensor tokens: ``N = C`` and ``P*k = max_len``."""
 
     values: Tensor  # (B', N, P*k) patch values, missing set to 0
     seen: Tensor  # (B', N, P*k) bool, which of those values were observed
@@ -146,6 +167,13 @@ def _observed(x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
     """Zero the missing values and return ``(x, observed)``; ``None`` mask: NaN = missing."""
     observed = ~torch.isnan(x) if mask is None else mask.bool() & ~torch.isnan(x)
     return torch.where(observed, x, torch.zeros((), dtype=x.dtype, device=x.device)), observed
+
+
+def _token_width(c: SensorEncoderConfig) -> int:
+    """Values per token: ``P*k`` (time tokens) or ``max_len`` (sensor tokens)."""
+    if c.tokens == "sensor":
+        return c.max_len
+    return c.patch_len * (1 if c.channel_independent else c.n_channels)
 
 
 @register_model(name="mfgtx.SensorEncoder")
@@ -168,7 +196,7 @@ class SensorEncoder(nn.Module):
     def __init__(self, config: SensorEncoderConfig) -> None:
         super().__init__()
         self.config = c = config
-        per_token = c.patch_len * 2 * (1 if c.channel_independent else c.n_channels)
+        per_token = 2 * _token_width(c)  # values and their observed flags
         self.embed = nn.Linear(per_token, c.d_model)
         self.cls = nn.Parameter(torch.zeros(1, 1, c.d_model)) if c.pooling == "cls" else None
         self.encoder = Encoder(c.transformer)  # initialises itself
@@ -203,6 +231,12 @@ class SensorEncoder(nn.Module):
                 f"window length {T} must be in [patch_len={c.patch_len}, max_len={c.max_len}]"
             )
         x, observed = _observed(x, mask)
+        if c.tokens == "sensor":
+            pad = c.max_len - T  # a short window: missing steps before its start
+            values = F.pad(x.transpose(1, 2), (pad, 0))  # (B, C, max_len)
+            seen = F.pad(observed.transpose(1, 2), (pad, 0))  # (B, C, max_len)
+            emb = self.embed(torch.cat([values, seen.to(values.dtype)], dim=-1))  # (B, C, D)
+            return Tokens(values, seen, emb, seen.any(-1))
         start = (T - c.patch_len) % c.patch_stride  # align patches to the window's end
         x, observed = x[:, start:], observed[:, start:]
         if c.channel_independent:
@@ -286,7 +320,8 @@ class SensorEncoder(nn.Module):
 class MaskedPretraining(nn.Module):
     """Self-supervised pretraining of a :class:`SensorEncoder`: rebuild masked patches.
 
-    A random ``mask_ratio`` of the observed patches is replaced by a learned mask token
+    A random ``mask_ratio`` of the observed patches (with ``tokens="sensor"``: of the
+    sensors, each rebuilt from the others) is replaced by a learned mask token
     (BERT-style); a linear head reconstructs their values from the encoder output, and the
     loss is the squared error over the observed values of the masked patches only. The
     encoder (embedding, positions, blocks) is shared with ``model``, so fine-tuning
@@ -305,8 +340,7 @@ class MaskedPretraining(nn.Module):
         c = model.config
         self.model, self.mask_ratio = model, mask_ratio
         self.mask_token = nn.Parameter(torch.zeros(1, 1, c.d_model))
-        per_token = c.patch_len * (1 if c.channel_independent else c.n_channels)
-        self.reconstruct = nn.Linear(c.d_model, per_token)
+        self.reconstruct = nn.Linear(c.d_model, _token_width(c))
         init_weights(self.reconstruct, n_layers=c.n_layers)
 
     def _run(self, batch: dict[str, Any]) -> tuple[Tensor, Tokens, Tensor]:

@@ -25,6 +25,8 @@ VARIANTS = [
     {"channel_independent": True, "patch_len": 4},
     {"pooling": "cls", "positional": "rotary"},
     {"positional": "learned", "norm_first": False},
+    {"tokens": "sensor"},
+    {"tokens": "sensor", "pooling": "cls", "positional": "learned"},
 ]
 
 
@@ -148,6 +150,8 @@ def test_bundle_round_trip_gives_identical_predictions(tmp_path: Path) -> None:
         ({"class_weights": (1.0, 2.0)}, "class_weights needs task='classification'"),
         ({"d_model": 10, "n_heads": 3}, "d_model=10 is not divisible by n_heads=3"),
         ({"patch_len": 30}, "patch_len=30 exceeds max_len=24"),
+        ({"tokens": "sensor", "patch_len": 4}, "tokens='sensor' makes one token per sensor"),
+        ({"tokens": "patch"}, "tokens must be 'time' or 'sensor'"),
     ],
 )
 def test_config_errors(kw: dict, match: str) -> None:
@@ -163,3 +167,22 @@ def test_input_errors() -> None:
         ValueError, match=r"window length 30 must be in \[patch_len=1, max_len=24\]"
     ):
         model(torch.randn(2, 30, 3))
+
+
+def test_sensor_tokens_pad_short_windows_with_missing_steps() -> None:
+    model = SensorEncoder(cfg(tokens="sensor")).eval()
+    assert model.config.n_patches(24) == 3  # one token per sensor
+    x = torch.randn(2, 18, 3)
+    padded = torch.cat([torch.full((2, 6, 3), float("nan")), x], dim=1)
+    torch.testing.assert_close(model(x), model(padded))
+    assert len(model.attention_weights(x)) == 2
+    assert model.attention_weights(x)[0].shape == (2, 2, 3, 3)  # (B, H, sensors, sensors)
+
+
+def test_sensor_tokens_pretrain_by_rebuilding_hidden_sensors() -> None:
+    model = SensorEncoder(cfg(tokens="sensor"))
+    pre = MaskedPretraining(model, mask_ratio=0.5)
+    x = torch.randn(4, 24, 3)
+    recon = pre.predict({"x": x})
+    assert recon.shape == (4, 3, 24)  # every sensor's whole window
+    assert torch.isfinite(pre.loss({"x": x}))
