@@ -289,11 +289,35 @@ class SensorEncoder(nn.Module):
         q = self.quantile_head(self._summary(x, mask)).view(x.shape[0], self.config.n_outputs, -1)
         return torch.sort(q, dim=-1).values * self.config.target_scale
 
-    def attention_weights(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
-        """Per-layer attention weights ``(B', H, N, N)`` (explicit path; predictions unchanged)."""
+    def forward_with_attention(
+        self, x: Tensor, mask: Tensor | None = None
+    ) -> tuple[Tensor, tuple[Tensor, ...], Tensor]:
+        """Predictions (as :meth:`forward`) and attention weights from one pass.
+
+        Runs the explicit attention path (the fused kernel returns no weights); the
+        predictions equal :meth:`forward`'s to float rounding.
+
+        Returns:
+            ``(prediction (B, K), weights, key_mask)``: per-layer weights ``(B', H, N', N')``
+            and the ``(B', N')`` mask of real tokens, where ``N' = N + 1`` with a CLS token
+            (it comes first) and ``B' = B * C`` for channel-independent tokens.
+        """
         t = self.tokens(x, mask)
-        _, out = self.encode(t.emb, t.key_mask, need_weights=True)
-        return out.weights or ()
+        pooled, out = self.encode(t.emb, t.key_mask, need_weights=True)
+        if self.config.channel_independent:
+            pooled = pooled.reshape(x.shape[0], -1)  # (B, C*D)
+        pred = self.head(pooled)
+        if self.config.task == "regression":
+            pred = pred * self.config.target_scale
+        key_mask = t.key_mask
+        if self.cls is not None:
+            ones = torch.ones(key_mask.shape[0], 1, dtype=torch.bool, device=key_mask.device)
+            key_mask = torch.cat([ones, key_mask], dim=1)
+        return pred, out.weights or (), key_mask
+
+    def attention_weights(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
+        """Per-layer attention weights ``(B', H, N', N')`` (see :meth:`forward_with_attention`)."""
+        return self.forward_with_attention(x, mask)[1]
 
     # ------------------------------------------------------------------ training protocol
 
