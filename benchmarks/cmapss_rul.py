@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         tuned, _ = train_encoder(
             windows, few, val, scaler, args, seed=args.seed, model=pre_model, batch_size=32
         )
-        print(f"\n## Few labels: {len(few_units)} labelled engines ({len(few)} windows)\n")
+        print(f"\n**Few labels**: {len(few_units)} labelled engines ({len(few)} windows)\n")
         print("| model | RMSE | RMSE (capped) |")
         print("|---|---:|---:|")
         for name, m in (("from scratch", scratch), ("masked pretraining + fine-tune", tuned)):
