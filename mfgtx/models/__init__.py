@@ -1,12 +1,16 @@
 """mfgtx.models: the application models built on :mod:`mfgtx.nn`."""
 
+from mfgtx.models.forecast_backtest import FoldScore, ForecastWindows, rolling_backtest
 from mfgtx.models.forecaster import CausalForecaster, ForecasterConfig
 from mfgtx.models.sensor_encoder import MaskedPretraining, SensorEncoder, SensorEncoderConfig
 
 __all__ = [
     "CausalForecaster",
+    "FoldScore",
+    "ForecastWindows",
     "ForecasterConfig",
     "MaskedPretraining",
     "SensorEncoder",
     "SensorEncoderConfig",
+    "rolling_backtest",
 ]

@@ -325,3 +325,55 @@ def test_etth1_protocol_scores_every_test_window(
     assert data.scaler.fit_rows == ((0, 8640),)  # train rows only
     batches = list(ett.evaluation_batches(sets["test"], 128))
     assert np.array_equal(np.concatenate(batches), sets["test"])
+
+
+def _lot_windows(n_lots: int = 6, rows: int = 60):
+    """Lots one after another in time: a sine to forecast and a second sensor."""
+    import pandas as pd
+
+    from mfgtx.data import ColumnMap, make_windows, read_table
+
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    frames = []
+    for k in range(n_lots):
+        i = np.arange(rows)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "lot": f"L{k}",
+                    "time": t0 + pd.to_timedelta(k * rows + i, unit="h"),
+                    "wave": 10 * k + np.sin(2 * np.pi * i / 8),
+                    "load": np.cos(2 * np.pi * i / 8),
+                }
+            )
+        )
+    table = read_table(pd.concat(frames), ColumnMap("lot", "time", sensors=("wave", "load")))
+    return make_windows(table, 16, stride=3, horizon=4, forecast=["wave"])
+
+
+def test_rolling_backtest_scores_every_test_window_with_a_train_only_scaler() -> None:
+    from mfgtx.baselines import Naive
+    from mfgtx.models import rolling_backtest
+    from mfgtx.split import LotTimeSplit
+
+    w = _lot_windows()
+    c = cfg(n_channels=1, context_length=16, horizon=4, patch_len=4, stride=4,
+            n_past_covariates=1)  # fmt: skip
+    tc = TrainConfig(epochs=2, batch_size=16, lr=3e-3, precision="fp32", device="cpu",
+                     progress="off")  # fmt: skip
+    folds = rolling_backtest(
+        w,
+        LotTimeSplit(n_splits=2, test_size=1, val_size=1),
+        lambda: CausalForecaster(c),
+        tc,
+        baselines=[Naive],
+        batch_size=5,  # does not divide the 14 test windows: the last partial batch counts too
+    )
+    assert [f.fold for f in folds] == [0, 1]
+    sets = list(LotTimeSplit(n_splits=2, test_size=1, val_size=1).split_sets(w))
+    for f, s in zip(folds, sets, strict=True):
+        assert f.n_test == len(s.test) == 14 and f.n_train == len(s.train)
+        assert not f.audit.failed and "scaler_train_only" in {c.name for c in f.audit.checks}
+        assert np.isfinite(f.metrics["mse"]) and set(f.baseline_metrics) == {"Naive"}
+    # fold 1 trains on one more lot than fold 0 (rolling origin)
+    assert folds[1].n_train > folds[0].n_train
