@@ -28,6 +28,7 @@ from torch import Tensor, nn
 
 from mfgtx.artifacts import register_model
 from mfgtx.models.forecaster_config import ForecasterConfig
+from mfgtx.models.forecaster_inputs import checked_covariates, observed_mask
 from mfgtx.models.revin import InstanceStats, denormalize, instance_stats, normalize
 from mfgtx.nn import Decoder, KVCache, init_weights
 
@@ -42,16 +43,6 @@ class _Series(NamedTuple):
     past_cov: Tensor | None  # (B', L, Cp)
     future_cov: Tensor | None  # (B', L + future, F)
     stats: InstanceStats  # (B, 1, C)
-
-
-def _check_finite(name: str, x: Tensor) -> None:
-    bad = ~torch.isfinite(x)
-    if bad.any():
-        b, t, j = (int(i) for i in bad.nonzero()[0])
-        raise ValueError(
-            f"{name} holds {int(bad.sum())} NaN/inf values (first at sample {b}, step {t}, "
-            f"column {j}); covariates must be complete"
-        )
 
 
 @register_model(name="mfgtx.CausalForecaster")
@@ -110,29 +101,7 @@ class CausalForecaster(nn.Module):
                 f"{tuple(past.shape)}"
             )
         B = past.shape[0]
-        nan = torch.isnan(past)
-        if observed is None:
-            if nan.any():
-                b, t, j = (int(i) for i in nan.nonzero()[0])
-                raise ValueError(
-                    f"past holds {int(nan.sum())} NaN values (first at sample {b}, step {t}, "
-                    f"channel {j}) and no observed mask was given; pass observed (False where "
-                    "missing) to forecast from a context with gaps"
-                )
-            seen = torch.ones_like(past, dtype=torch.bool)
-        else:
-            if observed.shape != past.shape:
-                raise ValueError(
-                    f"observed must have the shape of past {tuple(past.shape)}, found "
-                    f"{tuple(observed.shape)}"
-                )
-            seen = observed.bool()
-            if (nan & seen).any():
-                b, t, j = (int(i) for i in (nan & seen).nonzero()[0])
-                raise ValueError(
-                    f"past is NaN where observed is True (sample {b}, step {t}, channel {j}); "
-                    "mark missing values False in observed"
-                )
+        seen = observed_mask(past, observed)
         stats = (
             instance_stats(past, seen)
             if c.revin
@@ -142,22 +111,13 @@ class CausalForecaster(nn.Module):
             )
         )
         values = torch.where(seen, normalize(past, stats), past.new_zeros(()))
-        pc = self._covariates("past_covariates", past_covariates, c.n_past_covariates, B, L)
-        fc = self._covariates(
+        pc = checked_covariates("past_covariates", past_covariates, c.n_past_covariates, B, L)
+        fc = checked_covariates(
             "future_covariates", future_covariates, c.n_future_covariates, B, L + future
         )
+        if self._ci:  # every channel's sequence gets the sample's covariates
+            pc, fc = (None if t is None else t.repeat_interleave(c.n_channels, 0) for t in (pc, fc))
         return _Series(self._to_series(values), self._to_series(seen.to(past.dtype)), pc, fc, stats)
-
-    def _covariates(self, name: str, x: Tensor | None, n: int, B: int, T: int) -> Tensor | None:
-        if n == 0:
-            if x is not None:
-                raise ValueError(f"{name} were given but the model was built with n_{name}=0")
-            return None
-        if x is None or x.dim() != 3 or tuple(x.shape) != (B, T, n):
-            found = None if x is None else tuple(x.shape)
-            raise ValueError(f"{name} must have shape (B, {T}, {n}), found {found}")
-        _check_finite(name, x)
-        return x.repeat_interleave(self.config.n_channels, 0) if self._ci else x
 
     @property
     def _ci(self) -> bool:
