@@ -31,7 +31,43 @@ from mfgtx.metrics import forecast_metrics
 from mfgtx.split import AuditReport, LotTimeSplit, audit
 from mfgtx.train import TrainConfig, fit
 
-__all__ = ["FoldScore", "ForecastWindows", "rolling_backtest"]
+__all__ = ["FoldScore", "ForecastWindows", "interval_coverage", "rolling_backtest"]
+
+
+def interval_coverage(
+    y_true: np.ndarray | torch.Tensor, bands: np.ndarray | torch.Tensor, quantiles: Sequence[float]
+) -> dict[str, float]:
+    """How often ``y_true`` falls between the lowest and highest predicted quantile.
+
+    Args:
+        y_true: ``(N, H, C)`` actual values (NaN entries are left out).
+        bands: ``(N, H, C, Q)`` predicted quantiles at ``quantiles`` (ascending).
+        quantiles: the ``Q`` levels; the interval is ``[first, last]``.
+
+    Returns:
+        ``coverage`` (share inside), ``nominal`` (``last - first`` level), ``width`` (mean
+        interval width) and ``n`` (values counted).
+
+    Example:
+        >>> y = np.array([[[0.0], [5.0]]])
+        >>> q = np.array([[[[-1.0, 1.0]], [[-1.0, 1.0]]]])
+        >>> interval_coverage(y, q, (0.1, 0.9))["coverage"]
+        0.5
+    """
+    y, q = np.asarray(y_true, dtype=np.float64), np.asarray(bands, dtype=np.float64)
+    if q.ndim != 4 or q.shape[:3] != y.shape or q.shape[3] != len(quantiles) or len(quantiles) < 2:
+        raise ValueError(
+            f"bands must have shape y_true + (Q={len(quantiles)},) with Q >= 2, found "
+            f"{q.shape} for y_true {y.shape}"
+        )
+    seen = ~np.isnan(y)
+    inside = (y >= q[..., 0]) & (y <= q[..., -1])
+    return {
+        "coverage": float(inside[seen].mean()),
+        "nominal": float(quantiles[-1] - quantiles[0]),
+        "width": float((q[..., -1] - q[..., 0])[seen].mean()),
+        "n": float(seen.sum()),
+    }
 
 
 class ForecastWindows(Dataset):
@@ -101,7 +137,8 @@ class FoldScore:
     Attributes:
         fold: fold number (0 = earliest test block).
         n_train, n_val, n_test: windows used; ``n_test`` were all scored.
-        metrics: the model's ``mse`` and ``mae`` in the scaler's units.
+        metrics: the model's ``mse`` and ``mae`` in the scaler's units; with quantiles also
+            ``coverage`` of the outermost interval and its mean ``interval_width``.
         baseline_metrics: the same for every baseline, by name.
         audit: the fold's passed leakage audit (scaler included).
         best_epoch: the epoch whose weights were kept.
@@ -163,15 +200,26 @@ def rolling_backtest(
 
         result = fit(model, items(sets.train), items(sets.val), train_config)
         test = items(sets.test)
-        preds = []
+        levels = tuple(getattr(getattr(model, "config", None), "quantiles", ()))
+        preds, bands = [], []
         model.eval()
         with torch.no_grad():
             for idx in evaluation_batches(sets.test, batch_size):
-                preds.append(model.predict(test.batch(idx)).float().numpy())  # type: ignore[operator]
+                b = test.batch(idx)
+                preds.append(model.predict(b).float().numpy())  # type: ignore[operator]
+                if len(levels) >= 2:
+                    q = model.predict_quantiles(  # type: ignore[operator]
+                        b["x"], b["observed"], b.get("past_covariates")
+                    )
+                    bands.append(q.float().numpy())
         pred = np.concatenate(preds)
         y = test.scaled_targets(sets.test)
         if pred.shape != y.shape:
             raise ValueError(f"fold {sets.fold}: {pred.shape} predictions for {y.shape} targets")
+        metrics = forecast_metrics(y, pred)
+        if bands:
+            cov = interval_coverage(y, np.concatenate(bands), levels)
+            metrics |= {"coverage": cov["coverage"], "interval_width": cov["width"]}
         scores = {}
         for factory in baselines:
             b = factory().fit(windows, sets.train, scaler)
@@ -183,7 +231,7 @@ def rolling_backtest(
                 n_train=int(sets.train.size),
                 n_val=int(sets.val.size),
                 n_test=len(pred),
-                metrics=forecast_metrics(y, pred),
+                metrics=metrics,
                 baseline_metrics=scores,
                 audit=report,
                 best_epoch=result.best_epoch,

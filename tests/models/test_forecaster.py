@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from mfgtx.artifacts import load_bundle, save_bundle
-from mfgtx.models import CausalForecaster, ForecasterConfig
+from mfgtx.models import CausalForecaster, ForecasterConfig, interval_coverage
 from mfgtx.models.revin import denormalize, instance_stats, normalize
 from mfgtx.train import TrainConfig, fit
 
@@ -204,10 +204,12 @@ class _Items(torch.utils.data.Dataset):
 
 
 @pytest.mark.parametrize("head", ["direct", "autoregressive"])
-def test_learns_a_noisy_sine_in_seconds(head: str) -> None:
+def test_learns_a_noisy_sine_in_seconds_with_honest_intervals(head: str) -> None:
     gen = torch.Generator().manual_seed(0)
     train, val, test = (_sine_batch(n, gen) for n in (256, 64, 256))
-    c = cfg(n_channels=1, context_length=48, horizon=12, patch_len=6, stride=6, head=head)
+    quantiles = (0.1, 0.9) if head == "direct" else ()
+    c = cfg(n_channels=1, context_length=48, horizon=12, patch_len=6, stride=6, head=head,
+            quantiles=quantiles)  # fmt: skip
     model = CausalForecaster(c)
     tc = TrainConfig(epochs=20, batch_size=32, lr=5e-3, patience=None, precision="fp32",
                      device="cpu", progress="off")  # fmt: skip
@@ -217,6 +219,11 @@ def test_learns_a_noisy_sine_in_seconds(head: str) -> None:
     naive = float(((test["x"][:, -1:] - test["clean"]) ** 2).mean())
     assert naive > 1.0  # the last value is a poor forecast of a sine
     assert mse < 0.06 * naive, (mse, naive)  # about 0.12 (direct) and 0.2 (autoregressive)
+    if quantiles:  # coverage of the 80 % interval on the test windows
+        with torch.no_grad():
+            cov = interval_coverage(test["y"], model.predict_quantiles(test["x"]), quantiles)
+        assert 0.65 < cov["coverage"] < 0.95, cov
+        assert cov["width"] < 2.0, cov  # the series swings over 4: an interval, not a shrug
 
 
 def test_known_future_inputs_are_used_and_past_covariates_stop_at_the_context() -> None:
@@ -358,7 +365,7 @@ def test_rolling_backtest_scores_every_test_window_with_a_train_only_scaler() ->
 
     w = _lot_windows()
     c = cfg(n_channels=1, context_length=16, horizon=4, patch_len=4, stride=4,
-            n_past_covariates=1)  # fmt: skip
+            n_past_covariates=1, quantiles=(0.1, 0.9))  # fmt: skip
     tc = TrainConfig(epochs=2, batch_size=16, lr=3e-3, precision="fp32", device="cpu",
                      progress="off")  # fmt: skip
     folds = rolling_backtest(
@@ -375,5 +382,6 @@ def test_rolling_backtest_scores_every_test_window_with_a_train_only_scaler() ->
         assert f.n_test == len(s.test) == 14 and f.n_train == len(s.train)
         assert not f.audit.failed and "scaler_train_only" in {c.name for c in f.audit.checks}
         assert np.isfinite(f.metrics["mse"]) and set(f.baseline_metrics) == {"Naive"}
+        assert 0.0 <= f.metrics["coverage"] <= 1.0 and f.metrics["interval_width"] > 0
     # fold 1 trains on one more lot than fold 0 (rolling origin)
     assert folds[1].n_train > folds[0].n_train
