@@ -186,8 +186,10 @@ class CausalForecaster(nn.Module):
         out = out.view(h.shape[0], c.horizon, -1, 1 + len(c.quantiles))  # (B', H, k, 1+Q)
         if self.future_head is not None and x.future_cov is not None:
             plan = x.future_cov[:, c.context_length :].flatten(1)  # (B', H*F)
-            out = torch.cat([out[..., :1] + self.future_head(plan).view_as(out[..., :1]),
-                             out[..., 1:]], dim=-1)  # fmt: skip
+            delta = self.future_head(plan).view(*out.shape[:3], 1)  # (B', H, k, 1)
+            moves = torch.zeros(out.shape[-1], dtype=out.dtype, device=out.device)
+            moves[:2] = 1.0  # the point forecast and the first quantile (the others follow it)
+            out = out + delta * moves
         # quantiles cannot cross: the first is free, each next one adds a positive step
         q = torch.cat([out[..., 1:2], F.softplus(out[..., 2:])], dim=-1).cumsum(-1)
         out = torch.cat([out[..., :1], q], dim=-1)
@@ -211,7 +213,8 @@ class CausalForecaster(nn.Module):
             past_covariates: ``(B, L, Cp)`` observed-only covariates, context only.
             future_covariates: ``(B, L + H, F)`` known-future inputs.
 
-        The autoregressive head generates ``H / s`` patches greedily (the mean).
+        The autoregressive head generates ``H / s`` patches greedily (the mean), without
+        gradients; it trains through :meth:`loss` (teacher forcing).
         """
         c = self.config
         if c.head == "autoregressive":

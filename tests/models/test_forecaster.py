@@ -227,12 +227,17 @@ def test_learns_a_noisy_sine_in_seconds_with_honest_intervals(head: str) -> None
 
 
 def test_known_future_inputs_are_used_and_past_covariates_stop_at_the_context() -> None:
-    model = CausalForecaster(cfg(n_past_covariates=1, n_future_covariates=2)).eval()
+    c = cfg(n_past_covariates=1, n_future_covariates=2, quantiles=(0.1, 0.9))
+    model = CausalForecaster(c).eval()
     past, pc, plan = torch.randn(2, 32, 2), torch.randn(2, 32, 1), torch.randn(2, 40, 2)
     out = model(past, past_covariates=pc, future_covariates=plan)
+    bands = model.predict_quantiles(past, None, pc, plan)
     plan2 = plan.clone()
     plan2[:, 36:] += 5.0  # a new set-point late in the horizon
     assert not torch.allclose(model(past, past_covariates=pc, future_covariates=plan2), out)
+    moved = model.predict_quantiles(past, None, pc, plan2) - bands
+    assert moved.abs().amax() > 1e-4  # the interval follows the plan too ...
+    torch.testing.assert_close(moved[..., 0], moved[..., 1])  # ... shifted as a whole
     with pytest.raises(ValueError, match=r"past_covariates must have shape \(B, 32, 1\)"):
         model(past, past_covariates=torch.randn(2, 40, 1), future_covariates=plan)  # horizon too
     with pytest.raises(ValueError, match=r"future_covariates must have shape \(B, 40, 2\)"):
