@@ -21,7 +21,7 @@ from mfgtx.baselines.classification import (
 )
 from mfgtx.baselines.compare import PRIMARY_METRIC, compare
 from mfgtx.baselines.features import SUMMARY_STATS, summary_feature_names, summary_features
-from mfgtx.baselines.forecast import Naive, SeasonalNaive, TrainMeanForecast
+from mfgtx.baselines.forecast import LinearRidge, Naive, SeasonalNaive, TrainMeanForecast
 from mfgtx.baselines.regression import GradientBoosting, Ridge, TrainMean
 from mfgtx.baselines.report import EvaluationReport, ReportRow
 from mfgtx.baselines.suite import default_baselines, fit_baselines
@@ -33,6 +33,7 @@ __all__ = [
     "EvaluationReport",
     "GradientBoosting",
     "GradientBoostingClassifier",
+    "LinearRidge",
     "LogisticRegression",
     "MajorityClass",
     "Naive",

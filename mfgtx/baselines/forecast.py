@@ -3,12 +3,14 @@
 Shape legend: ``n`` windows, ``T`` window length, ``H`` horizon, ``K`` forecast columns.
 
 :class:`Naive` repeats the last observed value of each forecast column, :class:`SeasonalNaive`
-repeats the window's last full period, :class:`TrainMeanForecast` predicts the training mean.
+repeats the window's last full period, :class:`TrainMeanForecast` predicts the training mean,
+:class:`LinearRidge` fits one channel-independent linear map (NLinear style) by ridge regression.
 The naive ones read the window's own rows ``row_start .. row_start + T - 1`` and never the
 horizon rows; they need every forecast column to be a sensor (a target column has no values
 inside the window). A value missing where one is needed falls back to the most recent
 observed value in the window, then to the column's training mean. Forecasts are in the units
-of ``y`` (unscaled), so a ``scaler`` passed to ``fit`` is checked and otherwise unused.
+of ``y`` (unscaled), so a ``scaler`` passed to ``fit`` is checked and, except by
+:class:`LinearRidge` (which fits in the scaler's units), otherwise unused.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from mfgtx.baselines._base import Fitted, check_number, targets_of
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.windows import Windows
 
-__all__ = ["Naive", "SeasonalNaive", "TrainMeanForecast"]
+__all__ = ["LinearRidge", "Naive", "SeasonalNaive", "TrainMeanForecast"]
 
 
 class _Forecaster(Fitted):
@@ -196,3 +198,107 @@ class SeasonalNaive(_InWindow):
             step[gap] = fallback[gap]
             steps.append(step)
         return np.stack(steps, axis=1)  # (n, H, K)
+
+
+class LinearRidge(_InWindow):
+    """Channel-independent linear map from the lookback to the horizon (NLinear style).
+
+    Every forecast column of every window is one sample: the last ``lookback`` values minus
+    the last one are mapped by one shared linear map (plus intercept), fitted by ridge
+    regression in closed form, to the horizon minus that same last value (Zeng et al.,
+    "Are Transformers effective for time series forecasting?", AAAI 2023). With a ``scaler``
+    the map is fitted in its units (per-column standardisation) and forecasts are mapped back.
+    A missing value in the lookback is read as the most recent observed value of the window
+    (then the training mean); training windows with a missing target step are left out.
+
+    Args:
+        lookback: steps of the window read, at most its length ``T`` (default: all of it).
+        alpha: ridge penalty on the squared weights, ``> 0``.
+
+    Example:
+        >>> import numpy as np
+        >>> from mfgtx.data import Windows
+        >>> t = np.zeros(8, "datetime64[ns]")
+        >>> ramp = np.arange(20, dtype=np.float32)[:, None]  # a straight line
+        >>> starts = np.arange(8)  # windows of 4 rows, then 2 horizon rows
+        >>> y = np.stack([ramp[s + 4 : s + 6] for s in starts])
+        >>> w = Windows(values=ramp, row_start=starts, lot=np.array(["A"] * 8), start=t, end=t,
+        ...             label_time=t, y=y, sensors=("x",), targets=("x",), window=4, stride=1,
+        ...             horizon=2)
+        >>> LinearRidge(alpha=1e-6).fit(w, range(6)).predict(w, [7])[0, :, 0].round(3).tolist()
+        [11.0, 12.0]
+    """
+
+    def __init__(self, lookback: int | None = None, alpha: float = 1.0) -> None:
+        if lookback is not None:
+            check_number("lookback", lookback, integer=True)
+        check_number("alpha", alpha)
+        self.lookback = lookback
+        self.alpha = float(alpha)
+
+    @property
+    def name(self) -> str:
+        return "LinearRidge" if self.lookback is None else f"LinearRidge({self.lookback})"
+
+    def _units(self, windows: Windows, scaler: SensorScaler | None) -> tuple[np.ndarray, ...]:
+        """Centre and scale ``(K,)`` of the forecast columns (0 and 1 without a scaler)."""
+        k = len(windows.targets)
+        if scaler is None:
+            return np.zeros(k), np.ones(k)
+        cols = [windows.sensors.index(c) for c in windows.targets]
+        return np.asarray(scaler.center)[cols], np.asarray(scaler.scale)[cols]
+
+    def _inputs(self, windows: Windows, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(n, K, lookback)`` lookback minus its last value, and that last value ``(n, K)``."""
+        values = self._window_values(windows, index)[:, -self.lookback_ :, :]  # (n, T', K)
+        last = self._last_observed(values)  # (n, K)
+        values = np.where(np.isnan(values), last[:, None, :], values)
+        values = (values - self.center_) / self.scale_
+        last = (last - self.center_) / self.scale_
+        return (values - last[:, None, :]).transpose(0, 2, 1), last
+
+    def fit(
+        self,
+        windows: Windows,
+        train_idx: Sequence[int] | np.ndarray,
+        scaler: SensorScaler | None = None,
+    ) -> Self:
+        """Fit the shared map on the training windows (in chunks: memory stays small)."""
+        super().fit(windows, train_idx, scaler)
+        if self.lookback is not None and self.lookback > windows.window:
+            raise ValueError(
+                f"LinearRidge lookback {self.lookback} is longer than the window "
+                f"({windows.window} rows)"
+            )
+        self.lookback_ = self.lookback or windows.window
+        self.center_, self.scale_ = self._units(windows, scaler)
+        m = self.lookback_
+        xtx, xty = np.zeros((m + 1, m + 1)), np.zeros((m + 1, windows.horizon))
+        used = 0
+        for a in range(0, len(self.train_idx_), 1024):
+            idx = self.train_idx_[a : a + 1024]
+            x, last = self._inputs(windows, idx)  # (n, K, m), (n, K)
+            y = (windows.y[idx].astype(np.float64) - self.center_) / self.scale_  # (n, H, K)
+            y = (y - last[:, None, :]).transpose(0, 2, 1).reshape(-1, windows.horizon)
+            x = x.reshape(-1, m)
+            keep = ~np.isnan(y).any(axis=1)
+            x1 = np.concatenate([x[keep], np.ones((int(keep.sum()), 1))], axis=1)  # (r, m+1)
+            xtx += x1.T @ x1
+            xty += x1.T @ y[keep]
+            used += int(keep.sum())
+        if used == 0:
+            raise ValueError(f"{self.name}: every training window has a missing target step")
+        penalty = np.eye(m + 1) * self.alpha
+        penalty[m, m] = 0.0  # the intercept is not shrunk
+        coef = np.linalg.solve(xtx + penalty, xty)  # (m+1, H)
+        self.weight_, self.bias_ = coef[:m], coef[m]
+        return self
+
+    def predict(self, windows: Windows, idx: Sequence[int] | np.ndarray) -> np.ndarray:
+        """``(n, H, K)`` forecasts in the units of ``y``."""
+        index = self._start_predict(windows, idx)
+        if self.lookback_ > windows.window:
+            raise ValueError(f"lookback {self.lookback_} > window {windows.window}")
+        x, last = self._inputs(windows, index)  # (n, K, m)
+        out = x @ self.weight_ + self.bias_ + last[:, :, None]  # (n, K, H)
+        return out.transpose(0, 2, 1) * self.scale_ + self.center_  # (n, H, K)

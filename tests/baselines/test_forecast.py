@@ -7,7 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from mfgtx.baselines import Naive, SeasonalNaive, TrainMeanForecast, fit_baselines
+from mfgtx.baselines import LinearRidge, Naive, SeasonalNaive, TrainMeanForecast, fit_baselines
+from mfgtx.data import SensorScaler
 from mfgtx.metrics import forecast_metrics
 
 NAN = np.nan
@@ -105,3 +106,48 @@ def test_forecast_errors(make_periodic_windows, make_hand_windows) -> None:
     flat = make_hand_windows(np.zeros((4, 1)), [0, 2], 2, np.zeros((2, 1)))
     with pytest.raises(ValueError, match="needs windows with horizon > 0, found horizon 0"):
         TrainMeanForecast().fit(flat, [0])
+
+
+def test_linear_ridge_learns_a_periodic_series_at_any_level(make_periodic_windows) -> None:
+    w = make_periodic_windows(period=4, window=8, horizon=6)  # lot k sits 10*k higher
+    train = np.flatnonzero(w.lot == "L0")
+    test = np.flatnonzero(w.lot != "L0")
+    pred = LinearRidge(alpha=1e-6).fit(w, train).predict(w, test)
+    assert pred.shape == (len(test), 6, 1)
+    assert forecast_metrics(w.y[test], pred)["mse"] < 1e-6  # the lookback minus its last value
+    naive = Naive().fit(w, train).predict(w, test)
+    assert forecast_metrics(w.y[test], naive)["mse"] > 1.0
+    # one step of lookback cannot tell the phase: the test can fail
+    short = LinearRidge(lookback=1, alpha=1e-6).fit(w, train).predict(w, test)
+    assert forecast_metrics(w.y[test], short)["mse"] > 0.1
+
+
+def test_linear_ridge_never_reads_horizon_rows_and_scales_back(make_hand_windows) -> None:
+    t = np.arange(400, dtype=float)
+    values = np.stack([np.sin(2 * np.pi * t / 12), 500 + 80 * np.cos(2 * np.pi * t / 7)], 1)
+    starts = np.arange(0, 400 - 30, 3)
+    y = np.stack([values[s + 24 : s + 30] for s in starts])  # (N, 6, 2)
+    w = make_hand_windows(values, starts, 24, y, horizon=6, targets=("s0", "s1"))
+    train, test = np.arange(80), np.arange(90, len(starts))
+    scaler = SensorScaler.fit(w, train)
+    model = LinearRidge(alpha=1e-4).fit(w, train, scaler)
+    pred = model.predict(w, test)
+    err = np.abs(pred - w.y[test]).max(axis=(0, 1))
+    assert err[0] < 1e-2 and err[1] < 1.0  # in the units of y: s1 swings by 80 around 500
+    changed = values.copy()
+    horizon_rows = (w.row_start[test][:, None] + 24 + np.arange(6)).ravel()
+    changed[np.setdiff1d(horizon_rows, w.rows(test))] = 1e6
+    w2 = dataclasses.replace(w, values=changed.astype(np.float32))
+    np.testing.assert_array_equal(model.predict(w2, test[-1:]), pred[-1:])
+
+
+def test_linear_ridge_errors(make_periodic_windows) -> None:
+    w = make_periodic_windows(window=8)
+    with pytest.raises(
+        ValueError, match=r"LinearRidge lookback 9 is longer than the window \(8 rows\)"
+    ):
+        LinearRidge(lookback=9).fit(w, [0])
+    with pytest.raises(ValueError, match="alpha must be a number > 0, found 0"):
+        LinearRidge(alpha=0)
+    with pytest.raises(RuntimeError, match="LinearRidge is not fitted yet"):
+        LinearRidge().predict(w, [0])

@@ -1,0 +1,447 @@
+"""Decoder-only Transformer forecaster over patches of the past: where a signal is heading.
+
+Shape legend: ``B`` batch, ``L`` context length, ``H`` horizon, ``C`` forecast channels,
+``P`` patch length, ``s`` stride, ``N`` patches (tokens), ``D`` ``d_model``, ``Q``
+quantiles, ``S`` samples. ``B' = B * C`` (channel-independent) or ``B``, ``k = 1`` or ``C``
+channels per token.
+
+The past is normalised per sample and channel with statistics of the context only
+(:mod:`mfgtx.models.revin`), cut into patches aligned to the context's end, and each patch
+becomes one token: its values, which of them were observed, the past-observed covariates with
+a flag saying they are available, and the known-future covariates of the patch and of the
+``s`` steps it predicts. A causal decoder (:class:`mfgtx.nn.Decoder`, mask True = may
+attend, a position sees itself and the past) runs over the tokens.
+
+Leakage by construction: past-observed covariates are accepted for the context only (``(B,
+L, ·)``) and read as unavailable for every later step; the target's future reaches the model
+only as teacher-forcing input behind the causal mask; the normalisation never sees it.
+Known-future covariates are a separate input, so a target column cannot pass as one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from mfgtx.artifacts import register_model
+from mfgtx.models.forecaster_config import ForecasterConfig
+from mfgtx.models.forecaster_inputs import checked_covariates, observed_mask
+from mfgtx.models.revin import InstanceStats, denormalize, instance_stats, normalize
+from mfgtx.nn import Decoder, KVCache, init_weights
+
+__all__ = ["CausalForecaster", "ForecasterConfig"]
+
+
+class _Series(NamedTuple):
+    """Normalised inputs as token sequences, each ``(B', T, ·)``."""
+
+    values: Tensor  # (B', L, k) normalised, 0 where missing
+    observed: Tensor  # (B', L, k) float 0/1
+    past_cov: Tensor | None  # (B', L, Cp)
+    future_cov: Tensor | None  # (B', L + future, F)
+    stats: InstanceStats  # (B, 1, C)
+
+
+@register_model(name="mfgtx.CausalForecaster")
+class CausalForecaster(nn.Module):
+    """Decoder-only patch Transformer: direct or autoregressive multi-step forecasts.
+
+    Args:
+        config: a :class:`ForecasterConfig`.
+
+    Example:
+        >>> cfg = ForecasterConfig(n_channels=2, context_length=32, horizon=8, patch_len=8,
+        ...                        stride=4, d_model=16, n_heads=2, n_layers=1, d_ff=32)
+        >>> model = CausalForecaster(cfg).eval()
+        >>> model(torch.randn(3, 32, 2)).shape
+        torch.Size([3, 8, 2])
+    """
+
+    def __init__(self, config: ForecasterConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        k = 1 if c.channel_independent else c.n_channels
+        P, s, H, Q = c.patch_len, c.patch_stride, c.horizon, len(c.quantiles)
+        per_step = 2 * k + (c.n_past_covariates + 1 if c.n_past_covariates else 0)
+        self.embed = nn.Linear(P * per_step + (P + s) * c.n_future_covariates, c.d_model)
+        self.decoder = Decoder(c.transformer, cross_attention=False)  # initialises itself
+        self.head_dropout = nn.Dropout(c.head_dropout)
+        self.direct: nn.Linear | None = None
+        self.future_head: nn.Linear | None = None
+        self.next_patch: nn.Linear | None = None
+        if c.head == "direct":
+            self.direct = nn.Linear(c.n_patches * c.d_model, H * k * (1 + Q))
+            if c.n_future_covariates:
+                self.future_head = nn.Linear(H * c.n_future_covariates, H * k)
+        else:
+            self.next_patch = nn.Linear(c.d_model, s * k * (2 if Q else 1))
+        for m in (self.embed, self.direct, self.future_head, self.next_patch):
+            if m is not None:
+                init_weights(m, n_layers=c.n_layers)
+
+    # ------------------------------------------------------------------ inputs and tokens
+
+    def _series(
+        self,
+        past: Tensor,
+        observed: Tensor | None,
+        past_covariates: Tensor | None,
+        future_covariates: Tensor | None,
+        future: int,
+    ) -> _Series:
+        """Check and normalise the inputs; ``future`` steps of known-future inputs needed."""
+        c = self.config
+        L = c.context_length
+        if past.dim() != 3 or tuple(past.shape[1:]) != (L, c.n_channels):
+            raise ValueError(
+                f"past must have shape (B, context_length={L}, n_channels={c.n_channels}), found "
+                f"{tuple(past.shape)}"
+            )
+        B = past.shape[0]
+        seen = observed_mask(past, observed)
+        stats = (
+            instance_stats(past, seen)
+            if c.revin
+            else InstanceStats(
+                torch.zeros(B, 1, c.n_channels, dtype=past.dtype, device=past.device),
+                torch.ones(B, 1, c.n_channels, dtype=past.dtype, device=past.device),
+            )
+        )
+        values = torch.where(seen, normalize(past, stats), past.new_zeros(()))
+        pc = checked_covariates("past_covariates", past_covariates, c.n_past_covariates, B, L)
+        fc = checked_covariates(
+            "future_covariates", future_covariates, c.n_future_covariates, B, L + future
+        )
+        if self._ci:  # every channel's sequence gets the sample's covariates
+            pc, fc = (None if t is None else t.repeat_interleave(c.n_channels, 0) for t in (pc, fc))
+        return _Series(self._to_series(values), self._to_series(seen.to(past.dtype)), pc, fc, stats)
+
+    @property
+    def _ci(self) -> bool:
+        return self.config.channel_independent
+
+    def _to_series(self, x: Tensor) -> Tensor:
+        """``(B, T, C)`` -> ``(B', T, k)``."""
+        B, T, C = x.shape
+        return x.permute(0, 2, 1).reshape(B * C, T, 1) if self._ci else x  # (B*C, T, 1)
+
+    def _from_series(self, y: Tensor, B: int) -> Tensor:
+        """``(B', T, k, ...)`` -> ``(B, T, C, ...)``."""
+        if not self._ci:
+            return y
+        C = self.config.n_channels
+        y = y.reshape(B, C, *y.shape[1:])  # (B, C, T, 1, ...)
+        return y.squeeze(3).movedim(1, 2)  # (B, T, C, ...)
+
+    def _embed(
+        self, values: Tensor, observed: Tensor, past_cov: Tensor | None, future_cov: Tensor | None
+    ) -> Tensor:
+        """Tokens ``(B', N, D)`` of the patches of a ``(B', T, k)`` sequence, aligned to its end.
+
+        ``past_cov (B', T_c, Cp)`` covers the first ``T_c <= T`` steps (the context); later
+        steps read as unavailable. ``future_cov`` covers at least ``T + s`` steps.
+        """
+        c = self.config
+        P, s = c.patch_len, c.patch_stride
+        Bp, T, _ = values.shape
+        start = (T - P) % s
+        parts = [values, observed]
+        if past_cov is not None:
+            known = past_cov.shape[1]
+            avail = torch.zeros(Bp, T, 1, dtype=values.dtype, device=values.device)
+            avail[:, :known] = 1.0
+            cov = F.pad(past_cov[:, :T], (0, 0, 0, max(T - known, 0)))  # (B', T, Cp)
+            parts += [cov, avail]
+        steps = torch.cat(parts, dim=-1)[:, start:]  # (B', T', f)
+        feats = [steps.unfold(1, P, s).transpose(-1, -2).flatten(2)]  # (B', N, P*f)
+        if future_cov is not None:
+            fut = future_cov[:, start : T + s].unfold(1, P + s, s)  # (B', N, F, P+s)
+            feats.append(fut.transpose(-1, -2).flatten(2))  # (B', N, (P+s)*F)
+        return self.embed(torch.cat(feats, dim=-1))  # (B', N, D)
+
+    def _next(self, h: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Next-patch head: ``h (B', N, D)`` -> mean and scale ``(B', N, s, k)``."""
+        assert self.next_patch is not None  # only built for head="autoregressive"
+        c = self.config
+        k = 1 if self._ci else c.n_channels
+        out = self.next_patch(h)  # (B', N, s*k*(1|2))
+        shape = (*h.shape[:2], c.patch_stride, k)
+        mean = out[..., : c.patch_stride * k].reshape(shape)
+        if not c.quantiles:
+            return mean, None
+        return mean, F.softplus(out[..., c.patch_stride * k :]).reshape(shape) + 1e-3
+
+    # ------------------------------------------------------------------ direct head
+
+    def _direct(self, x: _Series) -> Tensor:
+        """``(B, H, C, 1 + Q)`` in the context's units: the point forecast, then quantiles."""
+        assert self.direct is not None
+        c = self.config
+        B = x.stats.mean.shape[0]
+        h = self.decoder(self._embed(x.values, x.observed, x.past_cov, x.future_cov)).output
+        out = self.direct(self.head_dropout(h.flatten(1)))  # (B', H*k*(1+Q))
+        out = out.view(h.shape[0], c.horizon, -1, 1 + len(c.quantiles))  # (B', H, k, 1+Q)
+        if self.future_head is not None and x.future_cov is not None:
+            plan = x.future_cov[:, c.context_length :].flatten(1)  # (B', H*F)
+            delta = self.future_head(plan).view(*out.shape[:3], 1)  # (B', H, k, 1)
+            moves = torch.zeros(out.shape[-1], dtype=out.dtype, device=out.device)
+            moves[:2] = 1.0  # the point forecast and the first quantile (the others follow it)
+            out = out + delta * moves
+        # quantiles cannot cross: the first is free, each next one adds a positive step
+        q = torch.cat([out[..., 1:2], F.softplus(out[..., 2:])], dim=-1).cumsum(-1)
+        out = torch.cat([out[..., :1], q], dim=-1)
+        return denormalize(self._from_series(out, B), x.stats)
+
+    # ------------------------------------------------------------------ public API
+
+    def forward(
+        self,
+        past: Tensor,
+        observed: Tensor | None = None,
+        past_covariates: Tensor | None = None,
+        future_covariates: Tensor | None = None,
+    ) -> Tensor:
+        """Point forecast ``(B, H, C)`` from ``past (B, L, C)``.
+
+        Args:
+            past: the last ``L`` values of every forecast channel.
+            observed: ``(B, L, C)`` bool, ``False`` where a value is missing (NaN allowed
+                there); without it ``past`` must be complete.
+            past_covariates: ``(B, L, Cp)`` observed-only covariates, context only.
+            future_covariates: ``(B, L + H, F)`` known-future inputs.
+
+        The autoregressive head generates ``H / s`` patches greedily (the mean), without
+        gradients; it trains through :meth:`loss` (teacher forcing).
+        """
+        c = self.config
+        if c.head == "autoregressive":
+            steps = c.horizon // c.patch_stride
+            return self.generate(
+                past,
+                steps,
+                observed=observed,
+                past_covariates=past_covariates,
+                future_covariates=future_covariates,
+            )
+        x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+        return self._direct(x)[..., 0]
+
+    def predict_quantiles(
+        self,
+        past: Tensor,
+        observed: Tensor | None = None,
+        past_covariates: Tensor | None = None,
+        future_covariates: Tensor | None = None,
+        *,
+        num_samples: int = 200,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Forecast quantiles ``(B, H, C, Q)`` at ``config.quantiles`` (never crossing).
+
+        Direct head: the quantile outputs. Autoregressive head: empirical quantiles of
+        ``num_samples`` sampled trajectories.
+        """
+        c = self.config
+        if not c.quantiles:
+            raise ValueError("this model was built without quantiles (ForecasterConfig.quantiles)")
+        if c.head == "direct":
+            x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+            return self._direct(x)[..., 1:]
+        paths = self.generate(
+            past,
+            c.horizon // c.patch_stride,
+            observed=observed,
+            past_covariates=past_covariates,
+            future_covariates=future_covariates,
+            num_samples=num_samples,
+            generator=generator,
+        )  # (B, S, H, C)
+        levels = torch.tensor(c.quantiles, dtype=paths.dtype, device=paths.device)
+        return torch.quantile(paths, levels, dim=1).permute(1, 2, 3, 0)  # (B, H, C, Q)
+
+    def next_patches(
+        self,
+        past: Tensor,
+        future: Tensor | None = None,
+        *,
+        observed: Tensor | None = None,
+        past_covariates: Tensor | None = None,
+        future_covariates: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing: every position's prediction of its next ``s`` steps, in parallel.
+
+        The input is ``past`` followed by all but the last ``s`` steps of ``future (B, H',
+        C)`` (``H'`` a multiple of ``s``, default none); position ``i`` sees patches ``0..i``
+        only (causal mask). Returns mean and scale (``None`` without quantiles), each
+        ``(B, N', s, C)`` in the units of ``past``; the targets are the ``s`` steps that follow
+        each patch.
+        """
+        c = self.config
+        if c.head != "autoregressive":
+            raise ValueError("next_patches needs a model built with head='autoregressive'")
+        s = c.patch_stride
+        extra = 0 if future is None else future.shape[1]
+        if future is not None and (
+            future.dim() != 3 or future.shape[2] != c.n_channels or extra % s
+        ):
+            raise ValueError(
+                f"future must have shape (B, H', {c.n_channels}) with H' a multiple of "
+                f"stride={s}, found {tuple(future.shape)}"
+            )
+        x = self._series(past, observed, past_covariates, future_covariates, max(extra, s))
+        B = past.shape[0]
+        values, seen = x.values, x.observed
+        if future is not None and extra > s:
+            fut = torch.nan_to_num(normalize(future[:, : extra - s], x.stats))
+            values = torch.cat([values, self._to_series(fut)], dim=1)
+            seen = torch.cat([seen, torch.ones_like(self._to_series(fut))], dim=1)
+        h = self.decoder(self._embed(values, seen, x.past_cov, x.future_cov)).output
+        mean, scale = self._next(h)  # (B', N', s, k)
+        flat = (h.shape[0], -1, mean.shape[-1])  # (B', N'*s, k) to map back per step
+        out_mean = self._from_series(mean.reshape(flat), B)  # (B, N'*s, C)
+        out_mean = denormalize(out_mean, x.stats).reshape(B, -1, s, c.n_channels)
+        if scale is None:
+            return out_mean, None
+        out_scale = self._from_series(scale.reshape(flat), B) * x.stats.std
+        return out_mean, out_scale.reshape(B, -1, s, c.n_channels)
+
+    @torch.no_grad()
+    def generate(
+        self,
+        past: Tensor,
+        steps: int,
+        *,
+        observed: Tensor | None = None,
+        past_covariates: Tensor | None = None,
+        future_covariates: Tensor | None = None,
+        num_samples: int = 0,
+        use_cache: bool = True,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Generate ``steps`` patches of ``s`` steps, each fed back in as the next input.
+
+        Args:
+            past: ``(B, L, C)``; observed, past_covariates as in :meth:`forward`.
+            steps: patches to generate (``steps * s`` time steps).
+            future_covariates: ``(B, L + steps * s, F)`` known-future inputs.
+            num_samples: ``0``: greedy, the mean of every step. ``S > 0``: ``S`` sampled
+                trajectories (Gaussian steps; needs a model built with quantiles).
+            use_cache: keep keys and values (:class:`mfgtx.nn.KVCache`) so that each step
+                runs one new position; ``False`` recomputes the whole sequence (reference).
+            generator: random numbers for sampling.
+
+        Returns:
+            ``(B, steps * s, C)`` greedy, or ``(B, S, steps * s, C)`` sampled.
+        """
+        c = self.config
+        if c.head != "autoregressive":
+            raise ValueError("generate needs a model built with head='autoregressive'")
+        if not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"steps must be a positive integer, found {steps!r}")
+        if num_samples < 0 or (num_samples and not c.quantiles):
+            raise ValueError(
+                f"num_samples={num_samples}: sampling needs num_samples > 0 and a model built "
+                "with quantiles (it learns a scale per step)"
+            )
+        P, s, B = c.patch_len, c.patch_stride, past.shape[0]
+        was_training = self.training
+        self.eval()
+        try:
+            x = self._series(past, observed, past_covariates, future_covariates, steps * s)
+            values, seen, pc, fc = x.values, x.observed, x.past_cov, x.future_cov
+            if num_samples:
+                values, seen = (t.repeat_interleave(num_samples, 0) for t in (values, seen))
+                pc, fc = (None if t is None else t.repeat_interleave(num_samples, 0)
+                          for t in (pc, fc))  # fmt: skip
+            cache: KVCache | None = self.decoder.new_cache() if use_cache else None
+            emb = self._embed(values, seen, pc, fc)  # (B'', N, D)
+            for i in range(steps):
+                h = self.decoder(emb, cache=cache).output[:, -1:]  # (B'', 1, D)
+                mean, scale = self._next(h)  # (B'', 1, s, k)
+                step = mean[:, 0]
+                if num_samples:
+                    assert scale is not None
+                    noise = torch.randn(step.shape, generator=generator, dtype=step.dtype)
+                    step = step + scale[:, 0] * noise.to(step.device)
+                values = torch.cat([values, step], dim=1)
+                seen = torch.cat([seen, torch.ones_like(step)], dim=1)
+                if i == steps - 1:
+                    break
+                if use_cache:  # only the newest patch: [T - P, T), its covariates [T - P, T + s)
+                    T = values.shape[1]
+                    fut = None if fc is None else fc[:, T - P : T + s]
+                    cov = None if pc is None else pc[:, T - P :]
+                    emb = self._embed(values[:, -P:], seen[:, -P:], cov, fut)
+                else:
+                    emb = self._embed(values, seen, pc, fc)
+        finally:
+            self.train(was_training)
+        out = values[:, c.context_length :]  # (B'', steps*s, k)
+        if not num_samples:
+            return denormalize(self._from_series(out, B), x.stats)
+        T = out.shape[1]
+        if self._ci:  # rows (b*C + ch)*S + sample
+            out = out.reshape(B, c.n_channels, num_samples, T).permute(0, 2, 3, 1)
+        else:
+            out = out.reshape(B, num_samples, T, c.n_channels)
+        return out * x.stats.std.unsqueeze(1) + x.stats.mean.unsqueeze(1)  # (B, S, T, C)
+
+    # ------------------------------------------------------------------ training protocol
+
+    def predict(self, batch: dict[str, Any]) -> Tensor:
+        return self(
+            batch["x"],
+            batch.get("observed"),
+            batch.get("past_covariates"),
+            batch.get("future_covariates"),
+        )
+
+    def loss(self, batch: dict[str, Any]) -> Tensor:
+        """Direct: MSE (+ pinball) over the horizon. Autoregressive: teacher-forced MSE (or
+        Gaussian NLL with quantiles) of every position's next patch. Missing targets (NaN)
+        are left out."""
+        c = self.config
+        past, y = batch["x"], batch["y"]
+        if y.dim() != 3 or tuple(y.shape[1:]) != (c.horizon, c.n_channels):
+            raise ValueError(
+                f"y must have shape (B, horizon={c.horizon}, n_channels={c.n_channels}), found "
+                f"{tuple(y.shape)}"
+            )
+        args = (batch.get("observed"), batch.get("past_covariates"), batch.get("future_covariates"))
+        if c.head == "direct":
+            out = self._direct(self._series(past, *args, c.horizon)).float()  # (B, H, C, 1+Q)
+            w = (~torch.isnan(y)).float()
+            target = torch.nan_to_num(y.float())
+            n = w.sum().clamp(min=1.0)
+            loss = (((out[..., 0] - target) ** 2) * w).sum() / n
+            if c.quantiles:
+                levels = torch.tensor(c.quantiles, device=out.device)  # (Q,)
+                err = target.unsqueeze(-1) - out[..., 1:]  # (B, H, C, Q)
+                pinball = torch.maximum(levels * err, (levels - 1) * err) * w.unsqueeze(-1)
+                loss = loss + pinball.sum() / (n * len(c.quantiles))
+            return loss
+        mean, scale = self.next_patches(
+            past, y, observed=args[0], past_covariates=args[1], future_covariates=args[2]
+        )
+        full = torch.cat([torch.where(self._seen(batch), past, torch.nan), y], dim=1)
+        start = (c.context_length - c.patch_len) % c.patch_stride
+        target = full[:, start + c.patch_len :].reshape(mean.shape)  # (B, N', s, C)
+        std = (
+            instance_stats(past, self._seen(batch)).std if c.revin else torch.ones_like(past[:, :1])
+        )
+        w = (~torch.isnan(target)).float()
+        target = torch.nan_to_num(target)
+        # scored in the context's units, so every sample weighs the same
+        z = (mean.float() - target.float()) / std.unsqueeze(1)  # (B, N', s, C)
+        if scale is None:
+            return ((z**2) * w).sum() / w.sum().clamp(min=1.0)
+        sz = scale.float() / std.unsqueeze(1)
+        nll = 0.5 * z**2 / sz**2 + torch.log(sz)
+        return (nll * w).sum() / w.sum().clamp(min=1.0)
+
+    def _seen(self, batch: dict[str, Any]) -> Tensor:
+        obs = batch.get("observed")
+        return ~torch.isnan(batch["x"]) if obs is None else obs.bool()
