@@ -14,6 +14,7 @@ Typical use::
     check.sentence()   # "masking the 10% most-attended ... moved ... by X; random ... Y +/- Z"
 """
 
+from mfgtx.explain import forecast as _forecast  # noqa: F401  (registers CausalForecaster)
 from mfgtx.explain import sensor as _sensor  # noqa: F401  (registers SensorEncoder)
 from mfgtx.explain.deletion import DeletionResult, deletion_test, run_deletion
 from mfgtx.explain.figures import attention_figure, deletion_figure, query_key_figure

@@ -176,12 +176,20 @@ class CausalForecaster(nn.Module):
 
     # ------------------------------------------------------------------ direct head
 
-    def _direct(self, x: _Series) -> Tensor:
-        """``(B, H, C, 1 + Q)`` in the context's units: the point forecast, then quantiles."""
+    def _direct(self, x: _Series, weights: list[Tensor] | None = None) -> Tensor:
+        """``(B, H, C, 1 + Q)`` in the context's units: the point forecast, then quantiles.
+
+        With a ``weights`` list, the explicit attention path runs and the per-layer
+        weights ``(B', heads, N, N)`` are appended to it.
+        """
         assert self.direct is not None
         c = self.config
         B = x.stats.mean.shape[0]
-        h = self.decoder(self._embed(x.values, x.observed, x.past_cov, x.future_cov)).output
+        tokens = self._embed(x.values, x.observed, x.past_cov, x.future_cov)
+        out_stack = self.decoder(tokens, need_weights=weights is not None)
+        if weights is not None:
+            weights.extend(out_stack.weights or ())
+        h = out_stack.output
         out = self.direct(self.head_dropout(h.flatten(1)))  # (B', H*k*(1+Q))
         out = out.view(h.shape[0], c.horizon, -1, 1 + len(c.quantiles))  # (B', H, k, 1+Q)
         if self.future_head is not None and x.future_cov is not None:
@@ -228,6 +236,29 @@ class CausalForecaster(nn.Module):
             )
         x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
         return self._direct(x)[..., 0]
+
+    def forward_with_attention(
+        self,
+        past: Tensor,
+        observed: Tensor | None = None,
+        past_covariates: Tensor | None = None,
+        future_covariates: Tensor | None = None,
+    ) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """Point forecast (as :meth:`forward`) and the causal self-attention weights over the
+        context's patches, per layer ``(B', heads, N, N)`` (``B' = B * C`` channel-independent).
+
+        Direct head: one pass on the explicit attention path (the forecast equals
+        :meth:`forward`'s to float rounding). Autoregressive head: the forecast is
+        :meth:`forward`'s generation and the weights come from the context pass that starts it.
+        """
+        c = self.config
+        x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+        weights: list[Tensor] = []
+        if c.head == "direct":
+            return self._direct(x, weights)[..., 0], tuple(weights)
+        tokens = self._embed(x.values, x.observed, x.past_cov, x.future_cov)
+        context = self.decoder(tokens, need_weights=True).weights or ()
+        return self(past, observed, past_covariates, future_covariates), tuple(context)
 
     def predict_quantiles(
         self,
