@@ -25,10 +25,10 @@ def _confusion(y: np.ndarray, flagged: np.ndarray) -> go.Figure:
     m = np.array([[np.sum((y == a) & (flagged == b)) for b in (0, 1)] for a in (0, 1)], dtype=int)
     fig = go.Figure(
         go.Heatmap(
-            z=m,
+            z=m.tolist(),
             x=["predicted pass", "predicted bad"],
             y=["actual pass", "actual bad"],
-            text=m,
+            text=m.tolist(),
             texttemplate="%{text}",
             colorscale="Blues",
             hovertemplate="%{y}, %{x}: %{z} lots<extra></extra>",
