@@ -45,6 +45,7 @@ UNITS = {
     "ambient_temp_c": "°C",
     "bearing_temp_c": "°C",
     "quality_value": "µm",
+    "rul_cycles": "cycles",
 }
 
 
@@ -187,6 +188,31 @@ def plant_frame(data_dir: str) -> pd.DataFrame:
     return sensors
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _csv(path: str) -> pd.DataFrame:
+    return pd.read_csv(path)
+
+
+def frame_for(cmap: ColumnMap, data_dir: Path, *, need_targets: bool) -> pd.DataFrame:
+    """The data-folder table holding the bundle's columns: the joined sensors and quality
+    files (``plant_frame``) or any other CSV there (``degradation.csv`` for a RUL model)."""
+    need = {cmap.lot, cmap.time, *cmap.keys, *cmap.sensors}
+    if need_targets:
+        need |= set(cmap.targets)
+    candidates = []
+    if (data_dir / "sensors.csv").is_file():
+        candidates.append(lambda: plant_frame(str(data_dir)))
+    for path in sorted(data_dir.glob("*.csv")):
+        candidates.append(lambda path=path: _csv(str(path)))
+    for load_frame in candidates:
+        df = load_frame()
+        if need <= set(df.columns):
+            return df
+    raise DataError(
+        f"no CSV file in {data_dir} has the bundle's columns {sorted(need)}", column=None
+    )
+
+
 def read_upload_csv(upload: Any, cmap: ColumnMap) -> tuple[pd.DataFrame | None, str | None]:
     """An uploaded CSV checked by ``read_table``: ``(frame, None)`` or ``(None, why)``."""
     if upload.size > MAX_CSV_MB * 2**20:
@@ -208,7 +234,9 @@ def read_upload_csv(upload: Any, cmap: ColumnMap) -> tuple[pd.DataFrame | None, 
     return df, None
 
 
-def last_windows(bundle: Bundle, df: pd.DataFrame, *, with_targets: bool) -> tuple[Any, np.ndarray]:
+def last_windows(
+    bundle: Bundle, df: pd.DataFrame, *, with_targets: bool, stride: int | None = None
+) -> tuple[Any, np.ndarray]:
     """Windows of the bundle's length over ``df`` and the index of each lot's last window."""
     cmap = column_map(bundle.manifest)
     if not with_targets:
@@ -219,7 +247,7 @@ def last_windows(bundle: Bundle, df: pd.DataFrame, *, with_targets: bool) -> tup
         warnings.simplefilter("ignore")
         table = read_table(df, cmap)
         length = int(bundle.config.max_len)
-        windows = make_windows(table, length, stride=length)
+        windows = make_windows(table, length, stride=stride or length)
     lots = windows.lot
     last = np.array([np.flatnonzero(lots == lot)[-1] for lot in windows.lots], dtype=np.int64)
     return windows, last
@@ -311,7 +339,9 @@ def sensor_figure(df: pd.DataFrame, time: str, sensors: list[str], title: str) -
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=len(sensors), cols=1, shared_xaxes=True, vertical_spacing=0.03)
-    t = pd.to_datetime(df[time], utc=True)
+    dated = not pd.api.types.is_numeric_dtype(df[time])
+    t = pd.to_datetime(df[time], utc=True) if dated else df[time]
+    x_hover = "%{x|%Y-%m-%d %H:%M} UTC" if dated else f"{time} %{{x}}"
     for i, s in enumerate(sensors, start=1):
         unit = UNITS.get(s, "")
         fig.add_scatter(
@@ -321,9 +351,14 @@ def sensor_figure(df: pd.DataFrame, time: str, sensors: list[str], title: str) -
             name=s,
             row=i,
             col=1,
-            hovertemplate=f"%{{x|%Y-%m-%d %H:%M}} UTC<br>{s}: %{{y:.3f}} {unit}<extra></extra>",
+            hovertemplate=f"{x_hover}<br>{s}: %{{y:.3f}} {unit}<extra></extra>",
         )
         fig.update_yaxes(title_text=f"{s} ({unit})" if unit else s, row=i, col=1)
-    fig.update_xaxes(title_text="time (UTC)", type="date", row=len(sensors), col=1)
+    fig.update_xaxes(
+        title_text="time (UTC)" if dated else time,
+        type="date" if dated else "linear",
+        row=len(sensors),
+        col=1,
+    )
     fig.update_layout(title=title, height=180 * len(sensors) + 80, showlegend=False)
     return fig

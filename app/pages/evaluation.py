@@ -8,13 +8,15 @@ import plotly.graph_objects as go
 import streamlit as st
 from _common import (
     SENSOR_CLASS,
+    UNITS,
     bundles_of,
+    column_map,
+    frame_for,
     guarded,
     last_windows,
     load,
     no_bundle_message,
     pick_bundle,
-    plant_frame,
     predict_lots,
 )
 
@@ -68,17 +70,23 @@ def evaluation() -> None:
         no_bundle_message("SensorEncoder", cfg.models_dir, "mfgtx train quality")
         return
     bundle = load(pick_bundle(infos, "evaluation_bundle"))
-    windows, last = last_windows(bundle, plant_frame(str(cfg.data_dir)), with_targets=True)
+    df = frame_for(column_map(bundle.manifest), cfg.data_dir, need_targets=True)
+    windows, last = last_windows(bundle, df, with_targets=True)
+    if bundle.config.task != "classification":  # RUL: every window, not only the last
+        last = np.arange(len(windows))
     pred = predict_lots(bundle, windows, last)
     st.caption(
-        f"Every labelled lot in `{cfg.data_dir}`, judged from its last window, training lots "
-        "included: the held-out comparison with the baselines is on the Overview page."
+        f"Every labelled lot in `{cfg.data_dir}` (classifiers: its last window; regression: "
+        "every window), training lots included: the held-out comparison with the baselines "
+        "is on the Overview page."
     )
     keep = ~np.isnan(pred.truth)
     y, score = pred.truth[keep], pred.score[keep]
-    end = pd.to_datetime(pred.end[keep], utc=True)
+    dated = np.issubdtype(pred.end.dtype, np.datetime64)
+    end = pd.to_datetime(pred.end[keep], utc=True) if dated else pred.end[keep]
     lots = pred.lots[keep]
-    if bundle.config.task == "classification":
+    classifier = bundle.config.task == "classification"
+    if classifier:
         choice = bundle.calibration.threshold if bundle.calibration else None
         default = float(choice.threshold) if choice is not None else 0.5
         threshold = st.slider("Threshold (what-if)", 0.0, 1.0, default, 0.01, key="eval_threshold")
@@ -87,33 +95,45 @@ def evaluation() -> None:
         left, right = st.columns(2)
         left.plotly_chart(_confusion(y, flagged))
         right.plotly_chart(_reliability(score, y))
-        residual, unit, what = score - y, "", "P(bad) - actual (1 = bad)"
+        unit, what = "", "P(bad) - actual (1 = bad)"
     else:
-        residual, unit, what = score - y, "", "predicted - actual"
+        target = windows.targets[0] if windows.targets else "target"
+        unit, what = UNITS.get(target, ""), f"predicted - actual {target}"
+    residual = score - y
+    x_hover = "%{x|%Y-%m-%d %H:%M} UTC" if dated else "%{x}"
     fig = go.Figure(
         go.Scatter(
             x=end,
             y=residual,
             mode="markers",
             text=lots,
-            hovertemplate="%{text}<br>%{x|%Y-%m-%d %H:%M} UTC<br>residual %{y:.3f}<extra></extra>",
+            hovertemplate=f"%{{text}}<br>{x_hover}<br>residual %{{y:.3f}} {unit}<extra></extra>",
         )
     )
     fig.update_layout(
         title=f"Residuals over time ({what})",
-        xaxis_title="lot end (UTC)",
-        yaxis_title=f"residual {unit}".strip(),
+        xaxis_title="window end (UTC)" if dated else "window end",
+        yaxis_title=f"residual ({unit})" if unit else "residual",
     )
     st.plotly_chart(fig)
-    order = np.argsort(-np.abs(residual))
+    per_lot = (
+        pd.DataFrame({"lot": lots, "error": np.abs(residual)})
+        .groupby("lot", sort=False)["error"]
+        .mean()
+        .sort_values(ascending=False)
+    )
     bars = go.Figure(
         go.Bar(
-            x=lots[order],
-            y=np.abs(residual[order]),
-            hovertemplate="%{x}: |error| %{y:.3f}<extra></extra>",
+            x=per_lot.index.tolist(),
+            y=per_lot.to_numpy(),
+            hovertemplate=f"%{{x}}: mean |error| %{{y:.3f}} {unit}<extra></extra>",
         )
     )
-    bars.update_layout(title="Per-lot absolute error", xaxis_title="lot", yaxis_title="|error|")
+    bars.update_layout(
+        title="Per-lot mean absolute error",
+        xaxis_title="lot",
+        yaxis_title=f"|error| ({unit})" if unit else "|error|",
+    )
     st.plotly_chart(bars)
 
 

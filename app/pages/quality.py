@@ -9,12 +9,12 @@ from _common import (
     UNITS,
     bundles_of,
     column_map,
+    frame_for,
     guarded,
     last_windows,
     load,
     no_bundle_message,
     pick_bundle,
-    plant_frame,
     predict_lots,
     read_upload_csv,
     sensor_figure,
@@ -39,7 +39,7 @@ def quality() -> None:
         if problem:
             st.error(f"Upload refused: {problem}")
     if df is None:
-        df = plant_frame(str(cfg.data_dir))
+        df = frame_for(cmap, cfg.data_dir, need_targets=False)
     line_col = cmap.keys[0] if cmap.keys else None
     lines = sorted(df[line_col].astype(str).unique()) if line_col else []
     line = st.selectbox("Line", lines, key="quality_line") if lines else None
@@ -49,14 +49,20 @@ def quality() -> None:
     sensors = list(cmap.sensors)
     st.plotly_chart(sensor_figure(rows, cmap.time, sensors, f"Sensors of lot {lot}"))
 
-    windows, last = last_windows(bundle, rows, with_targets=False)
+    task = bundle.config.task
+    stride = None if task == "classification" else max(1, bundle.config.max_len // 4)
+    windows, last = last_windows(bundle, rows, with_targets=False, stride=stride)
     if last.size == 0:
         st.warning(f"Lot {lot} is shorter than the model's window of {bundle.config.max_len} rows.")
         return
-    pred = predict_lots(bundle, windows, last[-1:])
+    at = int(last[-1])
+    if task != "classification" and len(windows) > 1:  # RUL: predict as of any window end
+        ends = [str(e) for e in windows.end]
+        at = ends.index(st.select_slider("Predict as of", ends, ends[-1], key="quality_as_of"))
+    pred = predict_lots(bundle, windows, np.array([at]))
     task = bundle.config.task
     st.subheader("Prediction")
-    st.caption(f"From the lot's last {bundle.config.max_len} rows, made when the lot ended.")
+    st.caption(f"From the {bundle.config.max_len} rows up to {windows.end[at]} (a window).")
     if task == "classification":
         choice = bundle.calibration.threshold if bundle.calibration else None
         default = float(choice.threshold) if choice is not None else 0.5

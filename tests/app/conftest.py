@@ -45,3 +45,39 @@ def app_env(monkeypatch: pytest.MonkeyPatch, models_dir: Path) -> Path:
     yield models_dir
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+@pytest.fixture(scope="session")
+def rul_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A models dir with one RUL SensorEncoder (quantile interval) on degradation.csv, 1 epoch."""
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    from mfgtx.artifacts import save_bundle
+    from mfgtx.data import ColumnMap, SensorScaler, WindowDataset, make_windows, read_table
+    from mfgtx.models import SensorEncoder, SensorEncoderConfig
+    from mfgtx.train import TrainConfig, fit
+
+    cols = ColumnMap(
+        lot="machine",
+        time="cycle",
+        targets="rul_cycles",
+        sensors=("load_pct", "ambient_temp_c", "vibration_mm_s", "motor_current_a"),
+    )
+    windows = make_windows(read_table(pd.read_csv(SAMPLE / "degradation.csv"), cols), 20, stride=10)
+    train = np.flatnonzero(np.isin(windows.lot, windows.lots[:10]))  # split by machine
+    val = np.flatnonzero(~np.isin(windows.lot, windows.lots[:10]))
+    scaler = SensorScaler.fit(windows, train)
+    torch.manual_seed(0)
+    model = SensorEncoder(
+        SensorEncoderConfig(
+            n_channels=4, max_len=20, task="regression", n_outputs=1, patch_len=5, d_model=16,
+            n_heads=2, n_layers=1, d_ff=32, quantiles=(0.1, 0.9), target_scale=125.0,
+        )
+    )  # fmt: skip
+    config = TrainConfig(epochs=1, batch_size=64, lr=1e-3, seed=0, progress="off")
+    fit(model, WindowDataset(windows, train, scaler), WindowDataset(windows, val, scaler), config)
+    out = tmp_path_factory.mktemp("rul_models")
+    save_bundle(out / "sample_rul", model, data_schema=cols, scaler=scaler, train_config=config)
+    return out

@@ -220,3 +220,26 @@ def test_password_sign_in_from_secrets(app_env):
     at.text_input[0].input("s3cret").run()
     _clean(at)
     assert any(df.value.shape[0] for df in at.dataframe)
+
+
+def test_rul_bundle_shows_interval_and_per_machine_errors(app_env, monkeypatch, rul_models_dir):
+    monkeypatch.setenv("MFGTX_MODELS_DIR", str(rul_models_dir))
+    at = _app("pages/quality.py")
+    _clean(at)
+    metric = at.metric[0]
+    assert metric.label == "Predicted rul_cycles" and "interval" in metric.value
+    spec = _specs(at)[0]
+    assert spec["layout"]["xaxis4"]["title"]["text"] == "cycle"  # cycles, not dates
+    first = metric.value
+    slider = at.select_slider(key="quality_as_of")
+    slider.set_value(slider.options[0]).run()
+    _clean(at)
+    assert at.metric[0].value != first  # predicting earlier in the machine's life
+    at.switch_page("pages/evaluation.py").run()
+    _clean(at)
+    titles = [s["layout"]["title"]["text"] for s in _specs(at)]
+    assert titles == [
+        "Residuals over time (predicted - actual rul_cycles)",
+        "Per-lot mean absolute error",
+    ]
+    assert _specs(at)[0]["layout"]["yaxis"]["title"]["text"] == "residual (cycles)"

@@ -121,7 +121,7 @@ def test_every_page_in_a_real_browser(server):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = browser.new_page(viewport={"width": 1400, "height": 2400})
             for path, heading in PAGES:
                 page.goto(f"{url}/{path}")
                 _wait_ready(page, heading)
