@@ -243,3 +243,32 @@ def test_rul_bundle_shows_interval_and_per_machine_errors(app_env, monkeypatch, 
         "Per-lot mean absolute error",
     ]
     assert _specs(at)[0]["layout"]["yaxis"]["title"]["text"] == "residual (cycles)"
+
+
+def test_streamlit_config_has_the_plant_network_settings():
+    import tomllib
+
+    from .conftest import ROOT
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["browser"]["gatherUsageStats"] is False
+    assert config["client"]["showErrorDetails"] == "none"
+    server = config["server"]
+    assert server["enableXsrfProtection"] is True and server["enableCORS"] is True
+    assert 0 < server["maxUploadSize"] <= 200
+    assert server["address"] == "127.0.0.1"
+
+
+def test_open_network_bind_without_sign_in_shows_nothing(app_env, monkeypatch):
+    import streamlit as st
+    from streamlit import config
+
+    monkeypatch.delenv("MFGTX_APP_NO_AUTH", raising=False)
+    before = st.get_option("server.address")  # also loads .streamlit/config.toml first
+    config.set_option("server.address", "0.0.0.0")
+    try:
+        at = _app()
+    finally:
+        config.set_option("server.address", before)
+    assert not at.exception and not at.dataframe
+    assert any("no sign-in is configured" in t for t in _texts(at.error))

@@ -82,10 +82,11 @@ def _png() -> bytes:
 
 
 @pytest.fixture
-def server(models_dir):
+def server(request):
     if CHROMIUM is None:
         pytest.skip("no system chromium on PATH (apt-get install chromium)")
     pytest.importorskip("playwright", reason="playwright missing (pip install -e '.[e2e]')")
+    models_dir = request.getfixturevalue("models_dir")  # trained only when the test can run
     out = ROOT / "test-output" / "e2e"
     out.mkdir(parents=True, exist_ok=True)
     port = _free_port()
