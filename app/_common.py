@@ -82,6 +82,9 @@ def guarded(body: Callable[[], None]) -> Callable[[], None]:
     def page() -> None:
         try:
             body()
+        except (DataError, BundleError) as e:  # worded for the user: file, column, lot
+            log.warning("page %s: %s", body.__name__, e)
+            st.error(str(e))
         except Exception:  # the browser never sees a traceback
             log.exception("page %s failed", body.__name__)
             st.error(

@@ -74,7 +74,15 @@ def defects() -> None:
         files += [(name, (cfg.data_dir / name).read_bytes()) for name in picked]
     else:
         st.caption(f"No images in the data folder {cfg.data_dir} to pick from.")
-    opacity = st.slider("Overlay opacity", 0.0, 1.0, 0.5, 0.05, key="defect_opacity")
+    opacity = st.slider(
+        "Overlay opacity",
+        0.0,
+        1.0,
+        0.5,
+        0.05,
+        key="defect_opacity",
+        help="Opacity of the attention map over each image (shown with a defect model).",
+    )
     for name, data in files:
         checked = check_image(name, data)
         if checked.message:

@@ -272,3 +272,29 @@ def test_open_network_bind_without_sign_in_shows_nothing(app_env, monkeypatch):
         config.set_option("server.address", before)
     assert not at.exception and not at.dataframe
     assert any("no sign-in is configured" in t for t in _texts(at.error))
+
+
+def test_good_csv_upload_replaces_the_sample_data(app_env):
+    import pandas as pd
+
+    sensors = pd.read_csv(SAMPLE / "sensors.csv")
+    one_lot = sensors[sensors["lot"] == "L3-0004"].to_csv(index=False).encode()
+    at = _app("pages/quality.py")
+    at.file_uploader[0].set_value(("line3.csv", one_lot, "text/csv")).run()
+    _clean(at)
+    assert not at.error
+    assert at.selectbox(key="quality_lot").options == ["L3-0004"]
+    assert _specs(at)[0]["layout"]["title"]["text"] == "Sensors of lot L3-0004"
+
+
+def test_data_without_labels_gives_a_clear_message_on_evaluation(app_env, monkeypatch, tmp_path):
+    import shutil
+
+    shutil.copy(SAMPLE / "sensors.csv", tmp_path / "sensors.csv")  # no quality.csv: no labels
+    monkeypatch.setenv("MFGTX_DATA_DIR", str(tmp_path))
+    at = _app("pages/evaluation.py")
+    _clean(at)
+    assert any("has the bundle's columns" in t for t in _texts(at.error)), _texts(at.error)
+    at.switch_page("pages/quality.py").run()  # predicting needs no labels
+    _clean(at)
+    assert not at.error and at.metric
