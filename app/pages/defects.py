@@ -58,6 +58,7 @@ def defects() -> None:
         type=IMAGE_TYPES,
         accept_multiple_files=True,
         key="defect_uploads",
+        max_upload_size=MAX_IMAGE_MB,
     )
     files = [(u.name, u.getvalue()) for u in uploads or []]
     found = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 from _common import (
+    MAX_CSV_MB,
     SENSOR_CLASS,
     UNITS,
     bundles_of,
@@ -32,7 +33,11 @@ def quality() -> None:
         return
     bundle = load(pick_bundle(infos, "quality_bundle"))
     cmap = column_map(bundle.manifest)
-    upload = st.file_uploader("Or upload a sensor CSV (same columns as the bundle's data)", "csv")
+    upload = st.file_uploader(
+        "Or upload a sensor CSV (same columns as the bundle's data)",
+        "csv",
+        max_upload_size=MAX_CSV_MB,
+    )
     df = None
     if upload is not None:
         df, problem = read_upload_csv(upload, cmap)
