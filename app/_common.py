@@ -177,7 +177,7 @@ def column_map(manifest: dict[str, Any]) -> ColumnMap:
     return ColumnMap(**schema)
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
+@st.cache_data(show_spinner=False, max_entries=4, ttl=60)  # new rows show within a minute
 def plant_frame(data_dir: str) -> pd.DataFrame:
     """Sensor rows joined with each lot's inspection (sample_data layout); defect = not passed."""
     sensors = pd.read_csv(Path(data_dir) / "sensors.csv")
@@ -191,7 +191,7 @@ def plant_frame(data_dir: str) -> pd.DataFrame:
     return sensors
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@st.cache_data(show_spinner=False, max_entries=8, ttl=60)
 def _csv(path: str) -> pd.DataFrame:
     return pd.read_csv(path)
 

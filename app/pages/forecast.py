@@ -75,6 +75,9 @@ def _figure(history: pd.DataFrame, sensor: str, band: pd.DataFrame | None) -> go
 def forecast() -> None:
     st.title("Forecast")
     cfg, infos = bundles_of(FORECAST_CLASS)
+    if not (cfg.data_dir / "sensors.csv").is_file():
+        st.warning(f"No sensors.csv in the data directory {cfg.data_dir}.")
+        return
     df = plant_frame(str(cfg.data_dir))
     lot = st.selectbox("Lot", list(dict.fromkeys(df["lot"].astype(str))), key="forecast_lot")
     chosen = st.multiselect("Sensors", SENSORS, default=SENSORS[:1], key="forecast_sensors")
