@@ -65,9 +65,8 @@ def quality() -> None:
         ends = [str(e) for e in windows.end]
         at = ends.index(st.select_slider("Predict as of", ends, ends[-1], key="quality_as_of"))
     pred = predict_lots(bundle, windows, np.array([at]))
-    task = bundle.config.task
     st.subheader("Prediction")
-    st.caption(f"From the {bundle.config.max_len} rows up to {windows.end[at]} (a window).")
+    st.caption(f"From the model's window of {bundle.config.max_len} rows ending {windows.end[at]}.")
     if task == "classification":
         choice = bundle.calibration.threshold if bundle.calibration else None
         default = float(choice.threshold) if choice is not None else 0.5
