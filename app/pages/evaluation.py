@@ -1,0 +1,140 @@
+"""Evaluation: confusion matrix, calibration curve, residuals over time, per-lot errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from _common import (
+    SENSOR_CLASS,
+    UNITS,
+    bundles_of,
+    column_map,
+    frame_for,
+    guarded,
+    last_windows,
+    load,
+    no_bundle_message,
+    pick_bundle,
+    predict_lots,
+)
+
+from mfgtx.calibration import reliability_curve
+
+
+def _confusion(y: np.ndarray, flagged: np.ndarray) -> go.Figure:
+    m = np.array([[np.sum((y == a) & (flagged == b)) for b in (0, 1)] for a in (0, 1)], dtype=int)
+    fig = go.Figure(
+        go.Heatmap(
+            z=m.tolist(),
+            x=["predicted pass", "predicted bad"],
+            y=["actual pass", "actual bad"],
+            text=m.tolist(),
+            texttemplate="%{text}",
+            colorscale="Blues",
+            hovertemplate="%{y}, %{x}: %{z} lots<extra></extra>",
+        )
+    )
+    fig.update_layout(title="Confusion matrix (lots)")
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def _reliability(p: np.ndarray, y: np.ndarray) -> go.Figure:
+    curve = reliability_curve(p, y, n_bins=5)
+    fig = go.Figure()
+    fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect", line={"dash": "dot"})
+    fig.add_scatter(
+        x=curve["mean_predicted"],
+        y=curve["observed_frequency"],
+        customdata=curve["counts"],
+        mode="lines+markers",
+        name="model",
+        hovertemplate="predicted %{x:.2f}<br>observed %{y:.2f}<br>%{customdata} lots"
+        "<extra></extra>",
+    )
+    fig.update_layout(
+        title="Calibration curve",
+        xaxis_title="predicted P(bad lot)",
+        yaxis_title="observed share of bad lots",
+    )
+    return fig
+
+
+@guarded
+def evaluation() -> None:
+    st.title("Evaluation")
+    cfg, infos = bundles_of(SENSOR_CLASS)
+    if not infos:
+        no_bundle_message("SensorEncoder", cfg.models_dir, "mfgtx train quality")
+        return
+    bundle = load(pick_bundle(infos, "evaluation_bundle"))
+    df = frame_for(column_map(bundle.manifest), cfg.data_dir, need_targets=True)
+    windows, last = last_windows(bundle, df, with_targets=True)
+    if bundle.config.task != "classification":  # RUL: every window, not only the last
+        last = np.arange(len(windows))
+    pred = predict_lots(bundle, windows, last)
+    st.caption(
+        f"Every labelled lot in `{cfg.data_dir}` (classifiers: its last window; regression: "
+        "every window), training lots included: the held-out comparison with the baselines "
+        "is on the Overview page."
+    )
+    keep = ~np.isnan(pred.truth)
+    y, score = pred.truth[keep], pred.score[keep]
+    dated = np.issubdtype(pred.end.dtype, np.datetime64)
+    end = pd.to_datetime(pred.end[keep], utc=True) if dated else pred.end[keep]
+    lots = pred.lots[keep]
+    classifier = bundle.config.task == "classification"
+    if classifier:
+        choice = bundle.calibration.threshold if bundle.calibration else None
+        default = float(choice.threshold) if choice is not None else 0.5
+        threshold = st.slider("Threshold (what-if)", 0.0, 1.0, default, 0.01, key="eval_threshold")
+        flagged = (score > threshold).astype(int)
+        y = y.astype(int)
+        left, right = st.columns(2)
+        left.plotly_chart(_confusion(y, flagged))
+        right.plotly_chart(_reliability(score, y))
+        unit, what = "", "P(bad) - actual (1 = bad)"
+    else:
+        target = windows.targets[0] if windows.targets else "target"
+        unit, what = UNITS.get(target, ""), f"predicted - actual {target}"
+    residual = score - y
+    x_hover = "%{x|%Y-%m-%d %H:%M} UTC" if dated else "%{x}"
+    fig = go.Figure(
+        go.Scatter(
+            x=end,
+            y=residual,
+            mode="markers",
+            text=lots,
+            hovertemplate=f"%{{text}}<br>{x_hover}<br>residual %{{y:.3f}} {unit}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"Residuals over time ({what})",
+        xaxis_title="window end (UTC)" if dated else "window end",
+        yaxis_title=f"residual ({unit})" if unit else "residual",
+    )
+    st.plotly_chart(fig)
+    per_lot = (
+        pd.DataFrame({"lot": lots, "error": np.abs(residual)})
+        .groupby("lot", sort=False)["error"]
+        .mean()
+        .sort_values(ascending=False)
+    )
+    bars = go.Figure(
+        go.Bar(
+            x=per_lot.index.tolist(),
+            y=per_lot.to_numpy(),
+            hovertemplate=f"%{{x}}: mean |error| %{{y:.3f}} {unit}<extra></extra>",
+        )
+    )
+    bars.update_layout(
+        title="Per-lot mean absolute error",
+        xaxis_title="lot",
+        yaxis_title=f"|error| ({unit})" if unit else "|error|",
+    )
+    st.plotly_chart(bars)
+
+
+evaluation()

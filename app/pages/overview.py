@@ -1,0 +1,108 @@
+"""Overview: the model bundles found, their metrics against the baselines, split audits, data."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+import streamlit as st
+from _common import app_config, find_bundles, guarded
+
+
+def _metrics_table(metrics: dict) -> pd.DataFrame:
+    rows = metrics.get("rows") or []
+    return pd.DataFrame(
+        [{"predictor": r["name"], "kind": r.get("kind", ""), **r["metrics"]} for r in rows]
+    )
+
+
+def _freshness(data_dir) -> None:
+    st.subheader("Data")
+    files = sorted(data_dir.glob("*.csv")) if data_dir.is_dir() else []
+    if not files:
+        st.warning(f"No CSV files in the data directory {data_dir}.")
+        return
+    now = datetime.now(UTC)
+    rows = []
+    for f in files:
+        modified = datetime.fromtimestamp(f.stat().st_mtime, UTC)
+        rows.append(
+            {
+                "file": f.name,
+                "size (kB)": round(f.stat().st_size / 1024, 1),
+                "modified (UTC)": modified.strftime("%Y-%m-%d %H:%M"),
+                "age (days)": round((now - modified).total_seconds() / 86400, 1),
+            }
+        )
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    sensors = data_dir / "sensors.csv"
+    if sensors.is_file():
+        df = pd.read_csv(sensors, usecols=["line", "timestamp"])
+        latest = df.groupby("line")["timestamp"].max().rename("latest reading (UTC)")
+        st.dataframe(latest.reset_index(), hide_index=True)
+
+
+@guarded
+def overview() -> None:
+    cfg = app_config()
+    st.title("Overview")
+    st.caption(
+        f"Models from `{cfg.models_dir}`, data from `{cfg.data_dir}` (settings: {cfg.source})."
+    )
+    bundles, problems = find_bundles(cfg.models_dir)
+    for p in problems:
+        st.warning(f"Refused bundle: {p}")
+    if not bundles:
+        st.info(f"No model bundles in {cfg.models_dir}.")
+    else:
+        st.subheader("Model bundles")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "bundle": b.path.name,
+                        "model": b.model_class,
+                        "task": b.task,
+                        "created (UTC)": b.manifest.get("created_utc"),
+                        "parameters": b.manifest["model"].get("parameters"),
+                        "id": b.bundle_id[:12],
+                    }
+                    for b in bundles
+                ]
+            ),
+            hide_index=True,
+        )
+    for b in bundles:
+        with st.expander(f"{b.path.name}: metrics and split audit", expanded=True):
+            metrics = b.manifest.get("metrics") or {}
+            if metrics.get("rows"):
+                st.markdown(
+                    f"Test windows: {metrics.get('n_test')}; primary metric: "
+                    f"**{metrics.get('primary')}**"
+                )
+                st.dataframe(_metrics_table(metrics), hide_index=True)
+                if metrics.get("verdict"):
+                    st.markdown(f"Verdict: {metrics['verdict']}")
+            else:
+                st.write("No metrics stored in this bundle.")
+            audit = b.manifest.get("audit") or {}
+            checks = audit.get("checks") or []
+            if checks:
+                failed = [c for c in checks if not c["passed"]]
+                label = "passed" if not failed else f"{len(failed)} check(s) FAILED"
+                st.markdown(f"Split audit: **{label}** ({len(checks)} checks)")
+                st.dataframe(
+                    pd.DataFrame(
+                        [
+                            {"check": c["name"], "passed": c["passed"], "detail": c["detail"]}
+                            for c in checks
+                        ]
+                    ),
+                    hide_index=True,
+                )
+            else:
+                st.write("No split audit stored in this bundle.")
+    _freshness(cfg.data_dir)
+
+
+overview()

@@ -1,0 +1,83 @@
+"""Fixtures of the dashboard tests: a tiny trained bundle in a temporary models directory."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import warnings
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MAIN = ROOT / "app" / "main.py"
+SAMPLE = ROOT / "sample_data"
+
+
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A models dir with one calibrated SensorEncoder bundle, trained by the same chain as
+    ``benchmarks/sample_quality.py`` (split, audit, scaler, calibration, report), 1 epoch."""
+    spec = importlib.util.spec_from_file_location(
+        "sample_quality", ROOT / "benchmarks" / "sample_quality.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path_factory.mktemp("models")
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the split's PurgeWarning is expected on 36 lots
+        rc = module.main([str(SAMPLE), "--epochs", "1", "--bundle", str(out / "sample_quality")])
+    assert rc == 0
+    return out
+
+
+@pytest.fixture
+def app_env(monkeypatch: pytest.MonkeyPatch, models_dir: Path) -> Path:
+    """Point the app at the tiny bundle and sample_data; fresh caches for every AppTest."""
+    import streamlit as st
+
+    monkeypatch.setenv("MFGTX_MODELS_DIR", str(models_dir))
+    monkeypatch.setenv("MFGTX_DATA_DIR", str(SAMPLE))
+    monkeypatch.chdir(ROOT)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield models_dir
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.fixture(scope="session")
+def rul_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A models dir with one RUL SensorEncoder (quantile interval) on degradation.csv, 1 epoch."""
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    from mfgtx.artifacts import save_bundle
+    from mfgtx.data import ColumnMap, SensorScaler, WindowDataset, make_windows, read_table
+    from mfgtx.models import SensorEncoder, SensorEncoderConfig
+    from mfgtx.train import TrainConfig, fit
+
+    cols = ColumnMap(
+        lot="machine",
+        time="cycle",
+        targets="rul_cycles",
+        sensors=("load_pct", "ambient_temp_c", "vibration_mm_s", "motor_current_a"),
+    )
+    windows = make_windows(read_table(pd.read_csv(SAMPLE / "degradation.csv"), cols), 20, stride=10)
+    train = np.flatnonzero(np.isin(windows.lot, windows.lots[:10]))  # split by machine
+    val = np.flatnonzero(~np.isin(windows.lot, windows.lots[:10]))
+    scaler = SensorScaler.fit(windows, train)
+    torch.manual_seed(0)
+    model = SensorEncoder(
+        SensorEncoderConfig(
+            n_channels=4, max_len=20, task="regression", n_outputs=1, patch_len=5, d_model=16,
+            n_heads=2, n_layers=1, d_ff=32, quantiles=(0.1, 0.9), target_scale=125.0,
+        )
+    )  # fmt: skip
+    config = TrainConfig(epochs=1, batch_size=64, lr=1e-3, seed=0, progress="off")
+    fit(model, WindowDataset(windows, train, scaler), WindowDataset(windows, val, scaler), config)
+    out = tmp_path_factory.mktemp("rul_models")
+    save_bundle(out / "sample_rul", model, data_schema=cols, scaler=scaler, train_config=config)
+    return out

@@ -1,0 +1,300 @@
+"""AppTests of every dashboard page on sample_data with a tiny trained bundle."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zlib
+
+import numpy as np
+import pytest
+from PIL import Image
+from streamlit.testing.v1 import AppTest
+
+from mfgtx.explain import KIND, NOTICE
+
+from .conftest import MAIN, SAMPLE
+
+PAGES = [
+    "pages/overview.py",
+    "pages/quality.py",
+    "pages/forecast.py",
+    "pages/defects.py",
+    "pages/evaluation.py",
+]
+INTERNAL = "internal error"
+
+
+def _app(page: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(MAIN), default_timeout=180).run()
+    if page is not None:
+        at.switch_page(page).run()
+    return at
+
+
+def _texts(elements) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+def _specs(at: AppTest) -> list[dict]:
+    return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+
+
+def _clean(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not any(INTERNAL in t for t in _texts(at.error)), _texts(at.error)
+
+
+def _png(size: tuple[int, int] = (32, 24), mode: str = "RGB") -> bytes:
+    buf = io.BytesIO()
+    Image.new(mode, size, 128).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def _bomb_png(width: int = 30_000, height: int = 30_000) -> bytes:
+    """A valid tiny PNG whose header claims a huge image (nothing decoded to find out)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    idat = zlib.compress(b"\x00" * (width + 1))  # one row only: truncated if ever decoded
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_on_sample_data(app_env, page):
+    at = _app(page)
+    _clean(at)
+    assert at.title, "each page has a title"
+
+
+def test_overview_lists_bundle_metrics_audit_and_data(app_env):
+    at = _app()
+    _clean(at)
+    frames = [df.value for df in at.dataframe]
+    assert any("sample_quality" in set(f.get("bundle", [])) for f in frames)
+    predictors = next(f for f in frames if "predictor" in f.columns)["predictor"].tolist()
+    assert predictors[0] == "SensorEncoder (calibrated)" and "MajorityClass" in predictors
+    assert any("Split audit: **passed**" in t for t in _texts(at.markdown))
+    assert any("file" in f.columns and "sensors.csv" in set(f["file"]) for f in frames)
+
+
+def test_quality_widgets_change_lot_and_what_if_decision(app_env):
+    at = _app("pages/quality.py")
+    _clean(at)
+    assert _specs(at)[0]["layout"]["title"]["text"] == "Sensors of lot L1-0001"
+    sensor_axes = [
+        v["title"]["text"] for k, v in _specs(at)[0]["layout"].items() if k.startswith("yaxis")
+    ]
+    assert "temperature_c (°C)" in sensor_axes and "pressure_bar (bar)" in sensor_axes
+    at.selectbox(key="quality_line").set_value("L2").run()
+    at.selectbox(key="quality_lot").set_value("L2-0010").run()
+    _clean(at)
+    assert _specs(at)[0]["layout"]["title"]["text"] == "Sensors of lot L2-0010"
+    at.slider(key="quality_threshold").set_value(0.0).run()
+    assert any("**flag for inspection**" in t for t in _texts(at.markdown))
+    at.slider(key="quality_threshold").set_value(1.0).run()
+    assert any("**pass**" in t for t in _texts(at.markdown))
+
+
+def test_every_attention_figure_carries_the_notice(app_env):
+    at = _app("pages/quality.py")
+    _clean(at)
+    attention = [s for s in _specs(at) if "Attention" in s["layout"]["title"]["text"]]
+    assert attention, "the quality page shows an attention map"
+    for spec in attention:
+        assert spec["layout"]["meta"]["kind"] == KIND
+        assert spec["layout"]["meta"]["notice"] == NOTICE
+        notes = " ".join(a["text"] for a in spec["layout"]["annotations"]).replace("<br>", " ")
+        assert NOTICE in notes
+        assert KIND in spec["layout"]["title"]["text"]
+
+
+def test_bad_csv_gives_a_message_and_the_page_keeps_working(app_env):
+    at = _app("pages/quality.py")
+    bad = b"line,lot,timestamp,temperature_c\nL1,L1-0001,not a time,180\n"
+    at.file_uploader[0].set_value(("bad.csv", bad, "text/csv")).run()
+    _clean(at)
+    errors = _texts(at.error)
+    assert any(e.startswith("Upload refused: bad.csv") for e in errors), errors
+    assert _specs(at), "the sample data is still shown"
+
+
+def test_defect_page_checks_each_image_and_says_no_bundle(app_env, tmp_path):
+    at = _app("pages/defects.py")
+    _clean(at)
+    assert any("No defect model bundle in" in t and "mfgtx train" in t for t in _texts(at.info))
+    good, odd = _png(), _png(mode="I;16")
+    files = [
+        ("good.png", good, "image/png"),
+        ("odd-mode.png", odd, "image/png"),
+        ("corrupt.png", b"\x89PNG\r\n\x1a\nthis is not a png", "image/png"),
+        ("truncated.png", good[: len(good) // 2], "image/png"),
+        ("bomb.png", _bomb_png(), "image/png"),
+    ]
+    at.file_uploader(key="defect_uploads").set_value(files).run()
+    _clean(at)
+    errors, ok = _texts(at.error), _texts(at.success)
+    assert any(t.startswith("good.png:") for t in ok), ok
+    assert any(t.startswith("odd-mode.png:") for t in ok), ok
+    for name in ("corrupt.png", "truncated.png", "bomb.png"):
+        assert any(t.startswith(f"{name}:") for t in errors), (name, errors)
+    assert len(_specs(at)) == 2  # the two readable images are drawn
+    at.slider(key="defect_opacity").set_value(0.2).run()
+    _clean(at)
+
+
+def test_forecast_page_history_follows_the_sensor_choice(app_env):
+    at = _app("pages/forecast.py")
+    _clean(at)
+    assert any("No forecaster model bundle in" in t for t in _texts(at.info))
+    at.multiselect(key="forecast_sensors").set_value(["pressure_bar", "vibration_mm_s"]).run()
+    titles = [s["layout"]["title"]["text"] for s in _specs(at)]
+    assert titles == ["pressure_bar", "vibration_mm_s"]
+    assert _specs(at)[0]["layout"]["yaxis"]["title"]["text"] == "pressure_bar (bar)"
+
+
+def test_evaluation_threshold_moves_the_confusion_matrix(app_env):
+    at = _app("pages/evaluation.py")
+    _clean(at)
+    titles = [s["layout"]["title"]["text"] for s in _specs(at)]
+    assert titles[:2] == ["Confusion matrix (lots)", "Calibration curve"]
+    assert any(t.startswith("Residuals over time") for t in titles)
+    at.slider(key="eval_threshold").set_value(1.0).run()
+    z = np.array(_specs(at)[0]["data"][0]["z"])
+    assert z[:, 1].sum() == 0  # nothing above a threshold of 1
+    at.slider(key="eval_threshold").set_value(0.0).run()
+    z = np.array(_specs(at)[0]["data"][0]["z"])
+    assert z[:, 0].sum() == 0
+
+
+def test_empty_models_dir_gives_clear_messages(app_env, monkeypatch, tmp_path):
+    monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
+    for page, words in [
+        ("pages/quality.py", "No SensorEncoder model bundle"),
+        ("pages/evaluation.py", "No SensorEncoder model bundle"),
+        ("pages/overview.py", "No model bundles"),
+    ]:
+        at = _app(page)
+        _clean(at)
+        assert any(words in t for t in _texts(at.info)), (page, _texts(at.info))
+
+
+def test_corrupted_bundle_is_refused_with_a_message(app_env, monkeypatch, tmp_path):
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(app_env / "sample_quality", broken)
+    weights = broken / "weights.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
+    at = _app()
+    _clean(at)
+    assert any(t.startswith("Refused bundle: broken") for t in _texts(at.warning))
+
+
+def test_config_file_sets_the_directories(app_env, monkeypatch, tmp_path):
+    monkeypatch.delenv("MFGTX_MODELS_DIR")
+    monkeypatch.delenv("MFGTX_DATA_DIR")
+    config = tmp_path / "mfgtx-app.toml"
+    config.write_text(f'models_dir = "{app_env}"\ndata_dir = "{SAMPLE}"\n')
+    monkeypatch.setenv("MFGTX_APP_CONFIG", str(config))
+    at = _app()
+    _clean(at)
+    assert any(str(config) in t for t in _texts(at.caption))
+    assert any("sample_quality" in set(df.value.get("bundle", [])) for df in at.dataframe)
+
+
+def test_password_sign_in_from_secrets(app_env):
+    at = AppTest.from_file(str(MAIN), default_timeout=180)
+    at.secrets["app_password"] = "s3cret"
+    at.run()
+    assert not at.exception and not at.dataframe  # nothing shown before sign-in
+    at.text_input[0].input("wrong").run()
+    assert "Wrong password." in _texts(at.error)
+    at.text_input[0].input("s3cret").run()
+    _clean(at)
+    assert any(df.value.shape[0] for df in at.dataframe)
+
+
+def test_rul_bundle_shows_interval_and_per_machine_errors(app_env, monkeypatch, rul_models_dir):
+    monkeypatch.setenv("MFGTX_MODELS_DIR", str(rul_models_dir))
+    at = _app("pages/quality.py")
+    _clean(at)
+    metric = at.metric[0]
+    assert metric.label == "Predicted rul_cycles" and "interval" in metric.value
+    spec = _specs(at)[0]
+    assert spec["layout"]["xaxis4"]["title"]["text"] == "cycle"  # cycles, not dates
+    first = metric.value
+    slider = at.select_slider(key="quality_as_of")
+    slider.set_value(slider.options[0]).run()
+    _clean(at)
+    assert at.metric[0].value != first  # predicting earlier in the machine's life
+    at.switch_page("pages/evaluation.py").run()
+    _clean(at)
+    titles = [s["layout"]["title"]["text"] for s in _specs(at)]
+    assert titles == [
+        "Residuals over time (predicted - actual rul_cycles)",
+        "Per-lot mean absolute error",
+    ]
+    assert _specs(at)[0]["layout"]["yaxis"]["title"]["text"] == "residual (cycles)"
+
+
+def test_streamlit_config_has_the_plant_network_settings():
+    import tomllib
+
+    from .conftest import ROOT
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["browser"]["gatherUsageStats"] is False
+    assert config["client"]["showErrorDetails"] == "none"
+    server = config["server"]
+    assert server["enableXsrfProtection"] is True and server["enableCORS"] is True
+    assert 0 < server["maxUploadSize"] <= 200
+    assert server["address"] == "127.0.0.1"
+
+
+def test_open_network_bind_without_sign_in_shows_nothing(app_env, monkeypatch):
+    import streamlit as st
+    from streamlit import config
+
+    monkeypatch.delenv("MFGTX_APP_NO_AUTH", raising=False)
+    before = st.get_option("server.address")  # also loads .streamlit/config.toml first
+    config.set_option("server.address", "0.0.0.0")
+    try:
+        at = _app()
+    finally:
+        config.set_option("server.address", before)
+    assert not at.exception and not at.dataframe
+    assert any("no sign-in is configured" in t for t in _texts(at.error))
+
+
+def test_good_csv_upload_replaces_the_sample_data(app_env):
+    import pandas as pd
+
+    sensors = pd.read_csv(SAMPLE / "sensors.csv")
+    one_lot = sensors[sensors["lot"] == "L3-0004"].to_csv(index=False).encode()
+    at = _app("pages/quality.py")
+    at.file_uploader[0].set_value(("line3.csv", one_lot, "text/csv")).run()
+    _clean(at)
+    assert not at.error
+    assert at.selectbox(key="quality_lot").options == ["L3-0004"]
+    assert _specs(at)[0]["layout"]["title"]["text"] == "Sensors of lot L3-0004"
+
+
+def test_data_without_labels_gives_a_clear_message_on_evaluation(app_env, monkeypatch, tmp_path):
+    import shutil
+
+    shutil.copy(SAMPLE / "sensors.csv", tmp_path / "sensors.csv")  # no quality.csv: no labels
+    monkeypatch.setenv("MFGTX_DATA_DIR", str(tmp_path))
+    at = _app("pages/evaluation.py")
+    _clean(at)
+    assert any("has the bundle's columns" in t for t in _texts(at.error)), _texts(at.error)
+    at.switch_page("pages/quality.py").run()  # predicting needs no labels
+    _clean(at)
+    assert not at.error and at.metric

@@ -1,0 +1,62 @@
+"""The defect page's image check on its own: every refusal has a reason, odd modes are read."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+from PIL import Image
+
+from .conftest import ROOT
+from .test_dashboard import _bomb_png
+
+sys.path.insert(0, str(ROOT / "app"))
+from _common import MAX_IMAGE_MB, check_image
+
+
+def _encode(img: Image.Image, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, fmt)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    "img, fmt",
+    [
+        (Image.new("RGB", (40, 30), (10, 200, 30)), "PNG"),
+        (Image.new("I;16", (40, 30), 4000), "PNG"),
+        (Image.new("CMYK", (40, 30), (0, 50, 100, 0)), "JPEG"),
+        (Image.new("P", (40, 30), 3), "PNG"),
+        (Image.new("RGBA", (40, 30), (1, 2, 3, 4)), "PNG"),
+        (Image.new("1", (40, 30), 1), "BMP"),
+        (Image.new("F", (40, 30), 2.5), "TIFF"),
+    ],
+)
+def test_odd_modes_are_read_as_grey_in_0_1(img, fmt):
+    checked = check_image(f"x.{fmt.lower()}", _encode(img, fmt))
+    assert checked.message is None
+    assert checked.image.shape == (30, 40)
+    assert checked.image.min() >= 0 and checked.image.max() <= 1
+
+
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (b"", "empty"),
+        (b"GIF89a-no", "not an image"),
+        (_encode(Image.new("L", (4, 4)), "PNG"), "too small"),
+        (_bomb_png(8000, 6000), "px is over"),  # over our limit, under Pillow's
+        (_bomb_png(100_000, 100_000), "decompression bomb"),
+        (b"\0" * (MAX_IMAGE_MB * 2**20 + 1), "MB is over"),
+    ],
+)
+def test_refusals_say_why(data, words):
+    checked = check_image("f.png", data)
+    assert checked.image is None and words in checked.message
+
+
+def test_truncated_jpeg_is_refused():
+    data = _encode(Image.effect_noise((64, 64), 40).convert("RGB"), "JPEG")
+    checked = check_image("cut.jpg", data[: len(data) // 2])
+    assert checked.image is None and "truncated" in checked.message
