@@ -1,14 +1,16 @@
 """Forecast: sensor history, and the forecast with its quantile band from a forecaster bundle.
 
-Model-specific code is :func:`forecast_band` only; everything else works from the data and the
-bundle's manifest, so wiring ``mfgtx.CausalForecaster`` in after its merge is a change there.
+Model-specific code is :func:`forecast_band` only (``mfgtx.CausalForecaster``); everything
+else works from the data and the bundle's manifest.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+import torch
 from _common import (
     FORECAST_CLASS,
     UNITS,
@@ -24,14 +26,44 @@ SENSORS = ["temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a"]
 
 
 def forecast_band(bundle, history: pd.DataFrame, sensor: str, horizon: int) -> pd.DataFrame:
-    """Columns ``time, median, low, high`` for the next ``horizon`` steps of ``sensor``.
+    """Columns ``time, median, low, high`` for the next ``horizon`` minutes of ``sensor`` (at
+    most the model's own horizon), from the last ``context_length`` rows of the lot.
 
-    To be wired to ``mfgtx.CausalForecaster`` once it is merged (its prediction API is not on
-    this branch yet).
+    The band is the model's outer quantiles when it was trained with quantiles, else none
+    (``low``/``high`` equal the point forecast). Raises ``ValueError`` with a message for
+    the page when the lot is too short or the bundle does not forecast ``sensor``.
     """
-    raise NotImplementedError(
-        f"{bundle.manifest['model']['class']} bundles are not wired into the dashboard yet"
-    )
+    c = bundle.config
+    schema = bundle.manifest.get("data_schema") or {}
+    channels = list(schema.get("sensors") or SENSORS)
+    if sensor not in channels or len(channels) != c.n_channels:
+        raise ValueError(f"this forecaster forecasts {channels}, not {sensor!r}")
+    if len(history) < c.context_length:
+        raise ValueError(
+            f"the lot has {len(history)} readings; this forecaster needs the last "
+            f"{c.context_length}"
+        )
+    past = history[channels].to_numpy(np.float64)[-c.context_length :]  # (L, C)
+    if bundle.scaler is not None:
+        past = bundle.scaler.transform(past)
+    x = torch.as_tensor(past, dtype=torch.float32)[None]  # (1, L, C)
+    observed = ~torch.isnan(x)
+    with torch.no_grad():
+        point = bundle.model(x, observed)[0].numpy()  # (H, C)
+        bands = bundle.model.predict_quantiles(x, observed)[0].numpy() if c.quantiles else None
+    t = pd.to_datetime(history["timestamp"], utc=True)
+    step = t.diff().median()
+    minutes = max(step / pd.Timedelta(minutes=1), 1e-9)
+    j, steps = channels.index(sensor), max(1, min(round(horizon / minutes), c.horizon))
+
+    def unscale(a: np.ndarray) -> np.ndarray:  # (H, C) back to the sensor's units
+        return bundle.scaler.inverse_transform(a) if bundle.scaler is not None else a
+
+    median = unscale(point)[:steps, j]
+    low = unscale(bands[..., 0])[:steps, j] if bands is not None else median
+    high = unscale(bands[..., -1])[:steps, j] if bands is not None else median
+    times = t.iloc[-1] + step * np.arange(1, steps + 1)
+    return pd.DataFrame({"time": times, "median": median, "low": low, "high": high})
 
 
 def _figure(history: pd.DataFrame, sensor: str, band: pd.DataFrame | None) -> go.Figure:
@@ -93,7 +125,7 @@ def forecast() -> None:
         if bundle is not None:
             try:
                 band = forecast_band(bundle, history, sensor, horizon)
-            except NotImplementedError as e:
+            except ValueError as e:
                 st.warning(str(e))
         st.plotly_chart(_figure(history, sensor, band))
 

@@ -1,7 +1,7 @@
 """The forecast and defect pages find bundles by their registered model class.
 
-Stand-in classes under test-only names play the CausalForecaster and DefectViT, so the
-dispatch is tested now; wiring the real models in replaces ``forecast_band``/``classify``.
+The forecast page runs a real (untrained) CausalForecaster bundle; a stand-in class under a
+test-only name plays the DefectViT until ``classify`` is wired to it.
 """
 
 from __future__ import annotations
@@ -41,14 +41,49 @@ def stand_in_dir(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_forecast_page_uses_a_bundle_of_the_forecaster_class(app_env, stand_in_dir, monkeypatch):
-    monkeypatch.setattr(_common, "FORECAST_CLASS", "tests.app.StandIn")
+@pytest.fixture
+def forecaster_dir(tmp_path, monkeypatch):
+    """A real (untrained) CausalForecaster bundle with quantiles over the four sensors."""
+    import torch
+
+    from mfgtx.data import ColumnMap
+    from mfgtx.models import CausalForecaster, ForecasterConfig
+
+    torch.manual_seed(0)
+    sensors = ("temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a")
+    model = CausalForecaster(
+        ForecasterConfig(
+            n_channels=4,
+            context_length=32,
+            horizon=16,
+            patch_len=8,
+            stride=4,
+            d_model=16,
+            n_heads=2,
+            n_layers=1,
+            d_ff=32,
+            quantiles=(0.1, 0.5, 0.9),
+        )
+    )
+    cols = ColumnMap(lot="lot", time="timestamp", keys="line", sensors=sensors)
+    save_bundle(tmp_path / "forecaster", model, data_schema=cols)
+    monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_forecast_page_draws_the_forecast_and_its_band(app_env, forecaster_dir):
     at = _app("pages/forecast.py")
     _clean(at)
-    assert at.selectbox(key="forecast_bundle").value == "stand_in"
+    assert at.selectbox(key="forecast_bundle").value == "forecaster"
     assert not any("No forecaster model bundle" in t for t in _texts(at.info))
-    assert any("not wired into the dashboard yet" in t for t in _texts(at.warning))
-    assert _specs(at), "the history is still drawn"
+    assert not at.warning, [w.value for w in at.warning]
+    spec = _specs(at)[0]
+    names = [trace.get("name") for trace in spec["data"]]
+    assert names == ["history", "upper quantile", "quantile band", "forecast"]
+    at.slider(key="forecast_horizon").set_value(10).run()
+    _clean(at)
+    forecast = _specs(at)[0]["data"][-1]
+    assert len(forecast["x"]) == 10  # 10 minutes of 1-minute readings
 
 
 def test_defect_page_uses_a_bundle_of_the_defect_class(app_env, stand_in_dir, monkeypatch):
