@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mfgtx.data import ColumnMap, SensorScaler, Windows, make_windows, read_table
+from mfgtx.data import ColumnMap, DataError, SensorScaler, Windows, make_windows, read_table
 from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.sources import LINE, prepare, read_frame
 from mfgtx.split import AuditReport, SplitSets, audit
@@ -79,7 +79,12 @@ def split_windows(config: JobConfig, windows: Windows, *, strict: bool = True) -
     Raises:
         LeakageError: the audit failed (``strict``).
     """
-    (sets,) = config.split.splitter().split_sets(windows)
+    try:
+        (sets,) = config.split.splitter().split_sets(windows)
+    except DataError:
+        raise
+    except ValueError as e:  # sizes or gap that leave a set empty: the job file must change
+        raise ConfigError(f"{config.source_file}: split: {e}") from e
     scaler = SensorScaler.fit(windows, sets.train)
     report = audit(windows, sets, scaler=scaler, strict=strict)
     last = config.split.evaluate_on == "last_per_lot"

@@ -146,12 +146,11 @@ def test_audit_evaluate_bench(trained, tmp_path, capsys) -> None:
     assert code == 0 and result["windows_per_s"] > 0
 
 
-def test_audit_of_a_leaky_split_fails(trained, capsys) -> None:
+def test_a_split_that_purging_empties_is_a_config_error(trained, capsys) -> None:
     job, _ = trained
-    # labels known only at inspection, no val/test gap large enough: purging empties a set
     code, result, err = _run(capsys, "audit", str(job), "--set", "split.gap=30d")
-    assert code in (1, 2) and not result["ok"]
-    assert err
+    assert code == 2 and not result["ok"]
+    assert "job.yaml: split: fold 0: purging left no" in err
 
 
 def test_missing_bundle_is_bad_input(trained, tmp_path, capsys) -> None:
