@@ -23,7 +23,7 @@ import pandas as pd
 from mfgtx.data import DataError
 from mfgtx.jobs.config import DataSection, SourceSection
 
-__all__ = ["LINE", "describe", "iter_lot_frames", "prepare", "read_frame"]
+__all__ = ["LINE", "copy_to_sql", "describe", "iter_lot_frames", "prepare", "read_frame"]
 
 log = logging.getLogger(__name__)
 
@@ -231,3 +231,24 @@ def prepare(frame: pd.DataFrame, data: DataSection, *, labels: bool = True) -> p
         times = pd.to_datetime(frame[cols.time], utc=True, format="ISO8601")
         frame[cols.label_time] = times.groupby(frame[cols.lot]).transform("max")
     return frame
+
+
+def copy_to_sql(source: SourceSection, url: str, table: str, *, replace: bool = False) -> int:
+    """Copy a file source into a SQL table (to try SQL inputs, or to stage an export).
+
+    Values are copied as read: text from CSV, typed values from Parquet. Returns the rows
+    written. ``replace`` drops an existing table first; otherwise rows are appended.
+    """
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        n = 0
+        with engine.begin() as conn:
+            for i, chunk in enumerate(_chunks(source)):
+                mode = "replace" if replace and i == 0 else "append"
+                chunk.drop(columns=[LINE]).to_sql(table, conn, if_exists=mode, index=False)
+                n += len(chunk)
+        return n
+    finally:
+        engine.dispose()

@@ -10,6 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from mfgtx.cli import main
+from mfgtx.jobs.config import SourceSection
+from mfgtx.jobs.sources import copy_to_sql
 from tests.cli.conftest import quality_job, summary, write_job
 
 
@@ -97,10 +99,7 @@ def test_score_sqlite_source_and_table_idempotent(trained, plant, tmp_path, caps
     if "bundle" not in ctx:
         pytest.skip("needs the trained bundle")
     db = tmp_path / "plant.db"
-    engine = sa.create_engine(f"sqlite:///{db}")
-    rows = pd.read_csv(plant / "sensors.csv")
-    rows.to_sql("sensors", engine, index=False)
-    engine.dispose()
+    copy_to_sql(SourceSection(path=str(plant / "sensors.csv")), f"sqlite:///{db}", "sensors")
     args = [
         "score", str(job),
         "--set", f"score.source={{url: 'sqlite:///{db}', table: sensors, chunk_rows: 300}}",
