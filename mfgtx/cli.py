@@ -32,8 +32,13 @@ _KINDS = ("sensor", "forecast", "vit")
 
 
 def _emit(line: str = "") -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader left (`| head -1`): the job itself goes on
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _summary(data: dict[str, Any]) -> None:

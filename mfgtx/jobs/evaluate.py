@@ -50,12 +50,11 @@ def evaluate(config: JobConfig) -> tuple[dict[str, Any], Any]:
     Returns:
         ``(summary, report)`` with the :class:`~mfgtx.baselines.EvaluationReport`.
     """
-    from mfgtx.artifacts import load_bundle
     from mfgtx.baselines import compare, fit_baselines
-    from mfgtx.jobs.score import predict_windows
+    from mfgtx.jobs.score import load_model_bundle, predict_windows
 
     config.require("bundle")
-    bundle = load_bundle(str(config.bundle))
+    bundle = load_model_bundle(str(config.bundle))
     task = bundle.config.task
     windows, _ = load_windows(config)
     expected = tuple(bundle.manifest["data_schema"]["sensors"])
@@ -91,11 +90,10 @@ def bench(config: JobConfig, *, repeats: int = 3) -> dict[str, Any]:
     model alone (best of ``repeats``), without reading or writing files."""
     import torch
 
-    from mfgtx.artifacts import load_bundle
-    from mfgtx.jobs.score import predict_windows
+    from mfgtx.jobs.score import load_model_bundle, predict_windows
 
     config.require("bundle")
-    bundle = load_bundle(str(config.bundle))
+    bundle = load_model_bundle(str(config.bundle))
     windows, _ = load_windows(config)
     idx = np.arange(len(windows))
     batch = config.score.batch_size if config.score is not None else 256

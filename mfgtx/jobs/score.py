@@ -33,7 +33,7 @@ from mfgtx.jobs.prepare import last_per_lot
 from mfgtx.jobs.sinks import describe_sink, write_errors, write_scores
 from mfgtx.jobs.sources import LINE, describe, iter_lot_frames
 
-__all__ = ["ScoreOutcome", "predict_windows", "score"]
+__all__ = ["ScoreOutcome", "load_model_bundle", "predict_windows", "score"]
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +135,15 @@ def _windows_of(
             yield None, _error(lot, e, part_lines)
 
 
+def load_model_bundle(path: str | Path) -> Any:
+    """:func:`~mfgtx.artifacts.load_bundle` with every model class of mfgtx registered
+    (bundles rebuild only registered classes; a fresh scoring process has imported none)."""
+    import mfgtx.models  # noqa: F401  (registers SensorEncoder)
+    from mfgtx.artifacts import load_bundle
+
+    return load_bundle(path)
+
+
 def score(config: JobConfig) -> ScoreOutcome:
     """Score ``config.score.source`` (default ``config.data.source``) with ``config.bundle``.
 
@@ -144,8 +153,6 @@ def score(config: JobConfig) -> ScoreOutcome:
         LockedError: another job writes the same output.
         DataError: the input cannot be read at all (a missing file, no lot column).
     """
-    from mfgtx.artifacts import load_bundle
-
     config.require("bundle", "score")
     sc = config.score
     if sc is None:  # narrowed for type checkers; require() raised already
@@ -153,7 +160,7 @@ def score(config: JobConfig) -> ScoreOutcome:
     source = sc.source or (config.data.source if config.data else None)
     if source is None:
         raise ConfigError(f"{config.source_file}: score.source: name the data to score")
-    bundle = load_bundle(str(config.bundle))
+    bundle = load_model_bundle(str(config.bundle))
     job = bundle.manifest["extra"]["job"]
     schema = dict(bundle.manifest["data_schema"])
     if config.data is not None:  # the job file's mapping (a new plant's export) wins

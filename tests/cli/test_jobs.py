@@ -156,3 +156,31 @@ def test_missing_bundle_is_bad_input(trained, tmp_path, capsys) -> None:
     job, _ = trained
     code, result, err = _run(capsys, "score", str(job), "--set", f"bundle={tmp_path / 'none'}")
     assert code == 2 and result["exit_code"] == 2 and "none" in err
+
+
+def test_score_in_a_fresh_process(trained, tmp_path) -> None:
+    """A scheduler runs score in a new process: the bundle's model class must be registered."""
+    import subprocess
+    import sys
+
+    job, ctx = trained
+    if "bundle" not in ctx:
+        pytest.skip("needs the trained bundle")
+    out = tmp_path / "fresh.csv"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mfgtx",
+            "-q",
+            "score",
+            str(job),
+            "--set",
+            f"score.output.path={out}",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert summary(done.stdout)["ok"] and out.is_file()
