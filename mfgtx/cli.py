@@ -62,6 +62,9 @@ def _train(args: argparse.Namespace) -> int:
     trainer_for(args.kind)  # a kind not in this version fails before any work
     config = _config(args)
     config.require("bundle")
+    if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 holds the lock and writes
+        outcome = train(args.kind, config, resume=args.resume)
+        return 0
     with output_lock(str(config.bundle)):
         outcome = train(args.kind, config, resume=args.resume)
     if outcome.report_markdown:

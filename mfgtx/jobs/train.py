@@ -54,6 +54,7 @@ class TrainOutcome:
     audit_passed: bool
     metrics: dict[str, float] = field(default_factory=dict)
     verdict: str = ""
+    world_size: int = 1
     report_markdown: str = ""
 
     def summary(self) -> dict[str, Any]:
@@ -230,6 +231,7 @@ def train_sensor(
         audit_passed=prep.report.passed,
         metrics=metrics,
         verdict=report.verdict,
+        world_size=fitted.world_size,
         report_markdown=report.to_markdown(),
     )
 

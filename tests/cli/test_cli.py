@@ -107,6 +107,15 @@ def test_killed_train_resumes_from_its_checkpoint(plant, tmp_path, capsys) -> No
     assert result["resumed_from_epoch"] == 1 and result["epochs_run"] == 3
     assert Path(result["bundle"]).is_dir() and not ckpt.exists()
 
+    # the resumed run ends with the weights of a run that was never interrupted
+    from safetensors.torch import load_file
+
+    whole = train("sensor", load_config(path, [f"bundle={tmp_path / 'whole'}"]))
+    resumed = load_file(Path(result["bundle"]) / "weights.safetensors")
+    uninterrupted = load_file(Path(whole.bundle) / "weights.safetensors")
+    assert resumed.keys() == uninterrupted.keys()
+    assert all(resumed[k].equal(uninterrupted[k]) for k in resumed)
+
 
 def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
     out = tmp_path / "demo"
