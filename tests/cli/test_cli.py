@@ -132,3 +132,13 @@ def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
     assert {"rul_cycles", "rul_cycles_q10", "rul_cycles_q90"} <= set(rul.columns)
     assert main(argv) == 0  # second run: bundles reused, straight to scoring (and the app)
     assert "sample_quality: reusing" in capsys.readouterr().out
+
+
+def test_app_runs_streamlit_on_the_given_script(tmp_path) -> None:
+    from mfgtx.cli import _app_command
+
+    script = tmp_path / "main.py"
+    script.write_text("")
+    cmd = _app_command(script, "runs/demo", 8502)
+    assert cmd[:4] == [sys.executable, "-m", "streamlit", "run"] and str(script) in cmd
+    assert cmd[-2:] == ["--results", "runs/demo"] and "8502" in cmd

@@ -184,3 +184,51 @@ def test_score_in_a_fresh_process(trained, tmp_path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert summary(done.stdout)["ok"] and out.is_file()
+
+
+def test_score_parquet_folder_in_small_chunks_equals_one_csv(trained, plant, tmp_path, capsys):
+    job, ctx = trained
+    if "bundle" not in ctx:
+        pytest.skip("needs the trained bundle")
+    rows = pd.read_csv(plant / "sensors.csv")
+    folder = tmp_path / "export"
+    folder.mkdir()
+    lots = rows["lot"].unique()
+    for i, part in enumerate((lots[:5], lots[5:])):  # two files, lots grouped
+        rows[rows["lot"].isin(part)].to_parquet(folder / f"part-{i}.parquet", index=False)
+    outs = {}
+    for name, source in (("folder", f"{{path: {folder}, chunk_rows: 64}}"), ("csv", None)):
+        out = tmp_path / f"{name}.parquet"
+        args = ["score", str(job), "--set", f"score.output.path={out}"]
+        if source:
+            args += ["--set", f"score.source={source}"]
+        code, result, err = _run(capsys, *args)
+        assert code == 0 and result["bad_lots"] == 0, err
+        outs[name] = pd.read_parquet(out)
+    pd.testing.assert_frame_equal(outs["folder"], outs["csv"], check_exact=False, atol=1e-6)
+
+
+def test_score_refuses_lots_split_across_the_input(trained, plant, tmp_path, capsys) -> None:
+    job, _ = trained
+    rows = pd.read_csv(plant / "sensors.csv", dtype=str)
+    first = rows[rows["lot"] == rows["lot"].iloc[0]]
+    mixed = pd.concat([first.iloc[:50], rows[rows["lot"] != first["lot"].iloc[0]], first.iloc[50:]])
+    source = tmp_path / "mixed.csv"
+    mixed.to_csv(source, index=False)
+    out = tmp_path / "mixed.parquet"
+    code, result, err = _run(
+        capsys, "score", str(job),
+        "--set", f"score.source={{path: {source}, chunk_rows: 100}}",
+        "--set", f"score.output.path={out}",
+    )  # fmt: skip
+    assert code == 2 and not result["ok"] and "are not together" in err and not out.exists()
+
+
+def test_a_stale_lock_is_taken_over(tmp_path) -> None:
+    from mfgtx.jobs import output_lock
+
+    target = tmp_path / "scores.parquet"
+    Path(f"{target}.lock").write_text("999999999\n")  # no such process
+    with output_lock(target) as lock:
+        assert lock.read_text().strip() == str(os.getpid())
+    assert not lock.exists()
