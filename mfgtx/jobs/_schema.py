@@ -15,7 +15,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, Union
 
-__all__ = ["ConfigError", "build", "parse_override", "set_key"]
+__all__ = ["ConfigError", "build", "load_yaml", "parse_override", "set_key"]
 
 T = TypeVar("T")
 
@@ -132,11 +132,38 @@ def build(cls: type[T], data: Any, *, file: str = "config", prefix: str = "") ->
         raise ConfigError(f"{_where(file, prefix)}: {e}") from e
 
 
+def _yaml_loader() -> type:
+    """A safe YAML loader where only true/false are booleans (YAML 1.1 also turns ``on``,
+    ``off``, ``yes``, ``no`` into booleans, so ``on: lot`` would become ``True: lot``)."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = {
+        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
+        for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool",
+        re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+        list("tTfF"),
+    )
+    return Loader
+
+
+def load_yaml(text: str) -> Any:
+    """Parse YAML text with :func:`_yaml_loader` (only true/false are booleans)."""
+    import yaml
+
+    return yaml.load(text, Loader=_yaml_loader())
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``"train.epochs=3"`` -> ``(["train", "epochs"], 3)``; the value is read as YAML."""
     import yaml
-
-    from mfgtx.jobs.config import load_yaml
 
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mfgtx.data import ColumnMap
-from mfgtx.jobs._schema import ConfigError, build, parse_override, set_key
+from mfgtx.jobs._schema import ConfigError, build, load_yaml, parse_override, set_key
 
 __all__ = [
     "CalibrationSection",
@@ -356,35 +356,6 @@ class JobConfig:
         out = dataclasses.asdict(self)
         out.pop("source_file")
         return out
-
-
-def _yaml_loader() -> type:
-    """A safe YAML loader where only true/false are booleans (YAML 1.1 also turns ``on``,
-    ``off``, ``yes``, ``no`` into booleans, so ``on: lot`` would become ``True: lot``)."""
-    import re
-
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.yaml_implicit_resolvers = {
-        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
-        for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    Loader.add_implicit_resolver(
-        "tag:yaml.org,2002:bool",
-        re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-        list("tTfF"),
-    )
-    return Loader
-
-
-def load_yaml(text: str) -> Any:
-    """Parse YAML text with :func:`_yaml_loader` (only true/false are booleans)."""
-    import yaml
-
-    return yaml.load(text, Loader=_yaml_loader())
 
 
 def load_config(
