@@ -183,7 +183,7 @@ def score(config: JobConfig) -> ScoreOutcome:
         parts, errors = [], []
         n_lots = n_windows = 0
         t_model = 0.0
-        for frame in iter_lot_frames(source, cols.lot):
+        for frame in iter_lot_frames(source, cols.lot, cols.time):
             for windows, err in _windows_of(frame, cols, window, stride):
                 if err is not None:
                     errors.append(err)

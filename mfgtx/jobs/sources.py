@@ -110,7 +110,7 @@ def _cmapss_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
     yield out
 
 
-def _sql_chunks(source: SourceSection, lot: str | None) -> Iterator[pd.DataFrame]:
+def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.DataFrame]:
     import sqlalchemy as sa
 
     engine = sa.create_engine(source.url)
@@ -119,8 +119,7 @@ def _sql_chunks(source: SourceSection, lot: str | None) -> Iterator[pd.DataFrame
             stmt = sa.text(source.query)
         else:
             stmt = sa.select(sa.text("*")).select_from(sa.table(source.table))
-            if lot is not None:
-                stmt = stmt.order_by(sa.column(lot))
+            stmt = stmt.order_by(*(sa.column(c) for c in order))
         with engine.connect() as conn:
             first = 0
             for chunk in pd.read_sql(stmt, conn, chunksize=source.chunk_rows):
@@ -133,9 +132,9 @@ def _sql_chunks(source: SourceSection, lot: str | None) -> Iterator[pd.DataFrame
         engine.dispose()
 
 
-def _chunks(source: SourceSection, lot: str | None = None) -> Iterator[pd.DataFrame]:
+def _chunks(source: SourceSection, order: tuple[str, ...] = ()) -> Iterator[pd.DataFrame]:
     if source.url is not None:
-        yield from _sql_chunks(source, lot)
+        yield from _sql_chunks(source, order)
         return
     for file in _files(source):
         kind = _kind(file, source)
@@ -155,11 +154,17 @@ def read_frame(source: SourceSection) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def iter_lot_frames(source: SourceSection, lot: str) -> Iterator[pd.DataFrame]:
-    """Frames of complete lots, about ``chunk_rows`` rows each (see the module docstring)."""
+def iter_lot_frames(
+    source: SourceSection, lot: str, time: str | None = None
+) -> Iterator[pd.DataFrame]:
+    """Frames of complete lots, about ``chunk_rows`` rows each (see the module docstring).
+
+    A SQL ``table`` is read ``ORDER BY lot, time``; a ``query`` is read as written.
+    """
     done: set[str] = set()
     carry: pd.DataFrame | None = None
-    for chunk in _chunks(source, lot):
+    order = (lot,) if time is None else (lot, time)
+    for chunk in _chunks(source, order):
         if lot not in chunk.columns:
             raise DataError(
                 f"{describe(source)}: missing lot column {lot!r}; found {list(chunk.columns)}",
@@ -228,7 +233,9 @@ def prepare(frame: pd.DataFrame, data: DataSection, *, labels: bool = True) -> p
         frame["defect"] = 1.0 - passed
         frame = frame.drop(columns=[data.pass_column])
     if labels and data.label_known == "lot_end":
-        times = pd.to_datetime(frame[cols.time], utc=True, format="ISO8601")
+        times = pd.to_numeric(frame[cols.time], errors="coerce")
+        if times.isna().any():  # timestamps, not cycle numbers
+            times = pd.to_datetime(frame[cols.time], utc=True, format="ISO8601")
         frame[cols.label_time] = times.groupby(frame[cols.lot]).transform("max")
     return frame
 
