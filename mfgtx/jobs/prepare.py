@@ -10,7 +10,7 @@ import pandas as pd
 
 from mfgtx.data import ColumnMap, DataError, SensorScaler, Windows, make_windows, read_table
 from mfgtx.jobs.config import ConfigError, JobConfig
-from mfgtx.jobs.sources import LINE, prepare, read_frame
+from mfgtx.jobs.sources import prepare, read_frame, without_position
 from mfgtx.split import AuditReport, SplitSets, audit
 
 __all__ = ["Prepared", "last_per_lot", "load_windows", "split_windows"]
@@ -53,7 +53,7 @@ def load_windows(config: JobConfig) -> tuple[Windows, ColumnMap]:
         raise ConfigError(f"{config.source_file}: data: required")
     if not data.columns.targets:
         raise ConfigError(f"{config.source_file}: data.columns.targets: name the target(s)")
-    frame = prepare(read_frame(data.source), data).drop(columns=[LINE])
+    frame = without_position(prepare(read_frame(data.source), data))
     cols = data.columns.column_map()
     table = read_table(frame, cols)
     windows = make_windows(

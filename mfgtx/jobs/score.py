@@ -16,6 +16,7 @@ per quantile (the interval).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.prepare import last_per_lot
 from mfgtx.jobs.sinks import describe_sink, write_errors, write_scores
-from mfgtx.jobs.sources import LINE, describe, iter_lot_frames
+from mfgtx.jobs.sources import FILE, LINE, describe, iter_lot_frames, without_position
 
 __all__ = ["ScoreOutcome", "load_model_bundle", "predict_windows", "score"]
 
@@ -103,14 +104,21 @@ def predict_windows(
     return cols
 
 
-def _error(lot: object, err: Exception, lines: np.ndarray | None = None) -> dict[str, object]:
+def _error(lot: object, err: Exception, where: pd.DataFrame | None = None) -> dict[str, object]:
+    """An errors-file row; ``where`` holds the ``_file``/``_line`` of the lot's input rows."""
     row = getattr(err, "row", None)
-    line = int(lines[row]) if lines is not None and row is not None and row < len(lines) else None
+    file = line = None
+    reason = str(err)
+    if where is not None and row is not None and row < len(where):
+        file, line = str(where[FILE].iloc[row]), int(where[LINE].iloc[row])
+        unit = "line" if file.lower().endswith((".csv", ".csv.gz", ".txt", ".tsv")) else "row"
+        reason = re.sub(r"^DataFrame row \d+", f"{file} {unit} {line}", reason)
     return {
         "lot": None if lot is None else str(lot),
+        "file": file,
         "line": line,
         "column": getattr(err, "column", None),
-        "reason": str(err),
+        "reason": reason,
     }
 
 
@@ -118,8 +126,7 @@ def _windows_of(
     frame: pd.DataFrame, cols: ColumnMap, window: int, stride: int
 ) -> Iterator[tuple[Windows | None, dict[str, object] | None]]:
     """Windows of the whole chunk; lot by lot (errors per lot) if the chunk has a bad lot."""
-    lines = frame[LINE].to_numpy()
-    data = frame.drop(columns=[LINE])
+    data = without_position(frame)
     try:
         table = read_table(data, cols)
         yield make_windows(table, window, stride=stride, on_short="error"), None
@@ -127,12 +134,12 @@ def _windows_of(
     except DataError:
         log.info("a lot of this chunk is bad: scoring its lots one by one")
     for lot, part in data.groupby(cols.lot, sort=False):
-        part_lines = lines[part.index.to_numpy()]
+        where = frame.loc[part.index, [FILE, LINE]]
         try:
             table = read_table(part.reset_index(drop=True), cols)
             yield make_windows(table, window, stride=stride, on_short="error"), None
         except DataError as e:
-            yield None, _error(lot, e, part_lines)
+            yield None, _error(lot, e, where)
 
 
 def load_model_bundle(path: str | Path) -> Any:

@@ -124,7 +124,7 @@ def write_scores(sink: SinkSection, frame: pd.DataFrame) -> int:
 
 
 def write_errors(path: Path, errors: list[dict[str, object]]) -> None:
-    """Write the error list (lot, line, column, reason) as CSV, atomically; always written,
-    with a header only when there is nothing to report."""
-    frame = pd.DataFrame(errors, columns=["lot", "line", "column", "reason"])
+    """Write the error list (lot, file, line, column, reason) as CSV, atomically; always
+    written, with a header only when there is nothing to report."""
+    frame = pd.DataFrame(errors, columns=["lot", "file", "line", "column", "reason"])
     _atomic_write(path, frame)

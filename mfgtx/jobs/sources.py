@@ -9,7 +9,8 @@ that reappears after others is an error naming it.
 
 CSV values are read as text, so that the data layer parses numbers and times itself and
 names the line of a bad value. Every yielded frame carries ``_line``: the row's line in its
-CSV file (header = line 1) or its row number in a Parquet file or query.
+CSV file (header = line 1) or its row number in a Parquet file or query, and ``_file``: the
+file name (or the table) it came from.
 """
 
 from __future__ import annotations
@@ -23,11 +24,28 @@ import pandas as pd
 from mfgtx.data import DataError
 from mfgtx.jobs.config import DataSection, SourceSection
 
-__all__ = ["LINE", "copy_to_sql", "describe", "iter_lot_frames", "prepare", "read_frame"]
+__all__ = [
+    "FILE",
+    "LINE",
+    "copy_to_sql",
+    "describe",
+    "iter_lot_frames",
+    "prepare",
+    "read_frame",
+    "without_position",
+]
 
 log = logging.getLogger(__name__)
 
 LINE = "_line"
+FILE = "_file"
+
+
+def without_position(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without the ``_line`` and ``_file`` columns the readers add."""
+    return frame.drop(columns=[LINE, FILE], errors="ignore")
+
+
 _CSV = (".csv", ".csv.gz", ".txt", ".tsv")
 _PARQUET = (".parquet", ".pq")
 
@@ -79,6 +97,7 @@ def _csv_chunks(file: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
         first = 2
         for chunk in reader:
             chunk[LINE] = range(first, first + len(chunk))
+            chunk[FILE] = file.name
             first += len(chunk)
             yield chunk
     except (pd.errors.ParserError, UnicodeDecodeError, OSError) as e:
@@ -94,6 +113,7 @@ def _parquet_chunks(file: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
         for batch in reader.iter_batches(batch_size=chunk_rows):
             chunk = batch.to_pandas()
             chunk[LINE] = range(first, first + len(chunk))
+            chunk[FILE] = file.name
             first += len(chunk)
             yield chunk
     except OSError as e:
@@ -107,6 +127,7 @@ def _cmapss_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
     labelled = file.name.lower().startswith("train")
     out = cmapss_fleet(df, labelled=labelled, rul_cap=source.rul_cap)
     out[LINE] = range(1, len(out) + 1)
+    out[FILE] = file.name
     yield out
 
 
@@ -124,6 +145,7 @@ def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.Da
             first = 0
             for chunk in pd.read_sql(stmt, conn, chunksize=source.chunk_rows):
                 chunk[LINE] = range(first, first + len(chunk))
+                chunk[FILE] = source.table or "query"
                 first += len(chunk)
                 yield chunk
     except sa.exc.SQLAlchemyError as e:
@@ -210,7 +232,7 @@ def prepare(frame: pd.DataFrame, data: DataSection, *, labels: bool = True) -> p
     """Join the labels, derive ``defect`` and the label time as ``data`` says."""
     cols = data.columns
     if labels and data.labels is not None:
-        lab = read_frame(data.labels.source).drop(columns=[LINE])
+        lab = without_position(read_frame(data.labels.source))
         on = data.labels.on
         keep = list(data.labels.columns) or [c for c in lab.columns if c != on]
         missing = [c for c in [on, *keep] if c not in lab.columns]
@@ -254,7 +276,7 @@ def copy_to_sql(source: SourceSection, url: str, table: str, *, replace: bool = 
         with engine.begin() as conn:
             for i, chunk in enumerate(_chunks(source)):
                 mode = "replace" if replace and i == 0 else "append"
-                chunk.drop(columns=[LINE]).to_sql(table, conn, if_exists=mode, index=False)
+                without_position(chunk).to_sql(table, conn, if_exists=mode, index=False)
                 n += len(chunk)
         return n
     finally:

@@ -80,7 +80,11 @@ def test_score_file_bad_lots_reported_and_rerun_idempotent(
     assert set(errors["lot"]) == {"L1-0002", "SHORT-1"}
     reason = errors.set_index("lot")["reason"]
     assert "pressure_bar" in reason["L1-0002"] and "n/a!" in reason["L1-0002"]
-    assert int(errors.set_index("lot")["line"]["L1-0002"]) > 1  # the CSV line of the bad value
+    bad = errors.set_index("lot").loc["L1-0002"]
+    line = int(bad["line"])  # the CSV line of the bad value, as a spreadsheet shows it
+    assert bad["file"] == "new_rows.csv" and bad["column"] == "pressure_bar"
+    assert reason["L1-0002"].startswith(f"new_rows.csv line {line} (lot L1-0002)")
+    assert source.read_text().splitlines()[line - 1].count("n/a!") == 1
     read = pd.read_parquet if suffix == "parquet" else pd.read_csv
     once = read(out)
     assert {"L1-0002", "SHORT-1"}.isdisjoint(set(once["lot"].astype(str)))
