@@ -130,8 +130,13 @@ def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
 
     rul = pd.read_parquet(out / "results" / "sample_rul.parquet")
     assert {"rul_cycles", "rul_cycles_q10", "rul_cycles_q90"} <= set(rul.columns)
-    assert main(argv) == 0  # second run: bundles reused, straight to scoring (and the app)
-    assert "sample_quality: reusing" in capsys.readouterr().out
+    # second run, with the app: bundles reused, straight to scoring and the dashboard, which
+    # is not in this version: a warning, not a failure of the demo
+    argv = [a for a in argv if a != "--no-app"] + ["--app", str(tmp_path / "no_app.py")]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "sample_quality: reusing" in captured.out
+    assert "dashboard is not in this version" in captured.err
 
 
 def test_app_runs_streamlit_on_the_given_script(tmp_path) -> None:
