@@ -204,9 +204,13 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mfgtx {mfgtx.__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
+    # the same two flags after the command (pipelines/*.py put the command first)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("train", help="train a model and write its bundle")
+    p = sub.add_parser("train", parents=[common], help="train a model and write its bundle")
     p.add_argument("kind", choices=_KINDS, help="model kind (forecast, vit: not in this version)")
     _job_args(p)
     p.add_argument(
@@ -214,31 +218,39 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_train)
 
-    p = sub.add_parser("evaluate", help="judge a bundle against baselines on the test lots")
+    p = sub.add_parser(
+        "evaluate", parents=[common], help="judge a bundle against baselines on the test lots"
+    )
     _job_args(p)
     p.add_argument("--report", help="also write the report as JSON to this file")
     p.set_defaults(func=_evaluate)
 
-    p = sub.add_parser("score", help="write a bundle's predictions for new data")
+    p = sub.add_parser("score", parents=[common], help="write a bundle's predictions for new data")
     _job_args(p)
     p.set_defaults(func=_score)
 
-    p = sub.add_parser("audit", help="check a split configuration for leakage")
+    p = sub.add_parser("audit", parents=[common], help="check a split configuration for leakage")
     _job_args(p)
     p.set_defaults(func=_audit)
 
-    p = sub.add_parser("bench", help="measure a bundle's scoring throughput (windows/s)")
+    p = sub.add_parser(
+        "bench", parents=[common], help="measure a bundle's scoring throughput (windows/s)"
+    )
     _job_args(p)
     p.add_argument("--repeats", type=int, default=3, help="timed passes (default 3)")
     p.set_defaults(func=_bench)
 
-    p = sub.add_parser("app", help="start the Streamlit dashboard")
+    p = sub.add_parser("app", parents=[common], help="start the Streamlit dashboard")
     p.add_argument("--path", default="app/main.py", help="the app script (default app/main.py)")
     p.add_argument("--results", help="folder of scored results for the dashboard")
     p.add_argument("--port", type=int, help="server port")
     p.set_defaults(func=_app)
 
-    p = sub.add_parser("demo", help="train small models on sample_data, score, open the dashboard")
+    p = sub.add_parser(
+        "demo",
+        parents=[common],
+        help="train small models on sample_data, score, open the dashboard",
+    )
     p.add_argument("--quick", action="store_true", help="tiny models, two epochs (a smoke test)")
     p.add_argument("--no-app", action="store_true", help="do not start the dashboard")
     p.add_argument("--retrain", action="store_true", help="train even if the bundles exist")

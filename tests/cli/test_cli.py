@@ -147,3 +147,10 @@ def test_app_runs_streamlit_on_the_given_script(tmp_path) -> None:
     cmd = _app_command(script, "runs/demo", 8502)
     assert cmd[:4] == [sys.executable, "-m", "streamlit", "run"] and str(script) in cmd
     assert cmd[-2:] == ["--results", "runs/demo"] and "8502" in cmd
+
+
+def test_log_flags_also_after_the_command(plant, tmp_path, capsys) -> None:
+    path = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path))
+    assert main(["audit", str(path), "-q"]) == 0  # as pipelines/audit.py JOB.yaml -q passes it
+    captured = capsys.readouterr()
+    assert summary(captured.out)["passed"] and "INFO" not in captured.err
