@@ -1,15 +1,26 @@
 """The ``mfgtx`` command line.
 
 This module is the presentation layer of the command: it is the one place in the package
-that writes to stdout (through :func:`_emit`); the library itself only logs.
+that writes to stdout (through :func:`_emit`); the library itself only logs (to stderr).
+Every job command reads a YAML job file (see :mod:`mfgtx.jobs.config`), takes
+``--set key=value`` overrides, and ends with one JSON summary line on stdout.
+
+Exit codes: 0 success; 2 bad input (command line, config, data, missing bundle, a model kind
+not in this version); 1 failure (leakage found, output locked, training diverged, anything
+unexpected); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import mfgtx
 
@@ -17,73 +28,284 @@ __all__ = ["main"]
 
 log = logging.getLogger(__name__)
 
+_KINDS = ("sensor", "forecast", "vit")
+
 
 def _emit(line: str = "") -> None:
-    sys.stdout.write(line + "\n")
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader left (`| head -1`): the job itself goes on
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _summary(data: dict[str, Any]) -> None:
+    """The last stdout line of a job: one JSON object (for schedulers and log parsers)."""
+    _emit(json.dumps(data, sort_keys=True, default=str, allow_nan=False))
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from mfgtx.jobs import load_config
+
+    return load_config(args.config, args.set or ())
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _train(args: argparse.Namespace) -> int:
+    from mfgtx.jobs import output_lock, train
+    from mfgtx.jobs.train import trainer_for
+
+    trainer_for(args.kind)  # a kind not in this version fails before any work
+    config = _config(args)
+    config.require("bundle")
+    if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 holds the lock and writes
+        outcome = train(args.kind, config, resume=args.resume)
+        return 0
+    with output_lock(str(config.bundle)):
+        outcome = train(args.kind, config, resume=args.resume)
+    if outcome.report_markdown:
+        _emit(outcome.report_markdown)
+    _summary({"ok": True, **outcome.summary()})
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    from mfgtx.jobs.score import score
+
+    outcome = score(_config(args))
+    _emit(
+        f"scored {outcome.windows} windows of {outcome.lots} lots in {outcome.seconds:.2f} s "
+        f"({outcome.windows_per_s:.1f} windows/s); {outcome.bad_lots} bad lot(s) listed in "
+        f"{outcome.errors_file}; output {outcome.output} holds {outcome.output_rows} rows"
+    )
+    _summary({"ok": True, **outcome.summary()})
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from mfgtx.jobs.evaluate import audit_split
+
+    summary, report = audit_split(_config(args))
+    for check in report.checks:
+        _emit(f"{'PASS' if check.passed else 'FAIL'} {check.name}: {check.detail}")
+    _summary({"ok": summary["passed"], **summary})
+    return 0 if summary["passed"] else 1
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from mfgtx.jobs.evaluate import evaluate
+    from mfgtx.jobs.sinks import write_text
+
+    summary, report = evaluate(_config(args))
+    _emit(report.to_markdown())
+    if args.report is not None:
+        write_text(Path(args.report), report.to_json())
+        summary["report"] = str(args.report)
+    _summary({"ok": True, **summary})
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from mfgtx.jobs.evaluate import bench
+
+    result = bench(_config(args), repeats=args.repeats)
+    _emit(
+        f"scoring throughput: {result['windows_per_s']:.1f} windows/s ({result['windows']} "
+        f"windows of {result['window']} rows, batch {result['batch_size']}, "
+        f"{result['threads']} thread(s), best of {args.repeats})"
+    )
+    _summary({"ok": True, **result})
+    return 0
+
+
+def _app_command(path: Path, results: str | None, port: int | None) -> list[str] | None:
+    if not path.is_file():
+        return None
+    cmd = [sys.executable, "-m", "streamlit", "run", str(path)]
+    cmd += ["--browser.gatherUsageStats", "false"]
+    if port is not None:
+        cmd += ["--server.port", str(port)]
+    if results is not None:
+        cmd += ["--", "--results", results]
+    return cmd
+
+
+def _launch_app(path: Path, results: str | None, port: int | None) -> int:
+    cmd = _app_command(path, results, port)
+    if cmd is None:
+        log.error(
+            "the dashboard is not in this version: %s not found (app/, issue 9); "
+            "the results are ready for it%s",
+            path,
+            f" in {results}" if results else "",
+        )
+        return 2
+    env = dict(os.environ)
+    if results is not None:
+        env["MFGTX_RESULTS"] = results
+    log.info("starting the dashboard: %s", " ".join(cmd))
+    return subprocess.call(cmd, env=env)
+
+
+def _app(args: argparse.Namespace) -> int:
+    return _launch_app(Path(args.path), args.results, args.port)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    """Build a tiny sensor-window encoder and a tiny causal model and show what they do."""
-    import torch
+    from mfgtx.jobs.demo import run_demo
 
-    from mfgtx.nn import CausalLM, Encoder, TransformerConfig, generate
+    out = args.out or ("runs/demo-quick" if args.quick else "runs/demo")
+    for step in run_demo(args.data, out, quick=args.quick, retrain=args.retrain):
+        if step.get("command") == "score":
+            _emit(
+                f"{step['job']}: scored {step['windows']} windows ({step['windows_per_s']:.1f} "
+                f"windows/s) -> {step['output']}"
+            )
+        elif step.get("reused"):
+            _emit(f"{step['job']}: reusing {step['bundle']}")
+        else:
+            _emit(f"{step['job']}: trained {step['bundle']} ({step['verdict']})")
+    _summary({"command": "demo", "ok": True, "out": out, "quick": args.quick})
+    if args.no_app:
+        return 0
+    if not Path(args.app).is_file():  # the demo's own work succeeded: not an error
+        log.warning(
+            "the dashboard is not in this version (%s not found); the results are in %s",
+            args.app,
+            out,
+        )
+        return 0
+    return _launch_app(Path(args.app), out, None)
 
-    torch.manual_seed(args.seed)
-    _emit(f"mfgtx {mfgtx.__version__} demo (torch {torch.__version__}, device cpu)")
 
-    # 1. a sensor window: 4 lots, 32 time steps, 6 sensors; one lot has 8 missing steps
-    B, T, C = 4, 32, 6
-    cfg = TransformerConfig(d_model=32, n_heads=4, n_layers=2, d_ff=64, dropout=0.0)
-    embed = torch.nn.Linear(C, cfg.d_model)
-    encoder = Encoder(cfg).eval()
-    windows = torch.randn(B, T, C)
-    observed = torch.ones(B, T, dtype=torch.bool)
-    observed[2, -8:] = False
-    with torch.no_grad():
-        out = encoder(embed(windows), key_mask=observed, need_weights=True)
-    pooled = out.output.mean(dim=1)
-    _emit(f"encoder: windows {tuple(windows.shape)} -> tokens {tuple(out.output.shape)}")
-    _emit(f"  attention weights: {len(out.weights)} layers x {tuple(out.weights[0].shape)}")
-    _emit(f"  pooled features of lot 0: {[round(v, 3) for v in pooled[0, :6].tolist()]} ...")
-    masked = float(out.weights[-1][2, :, :, -8:].sum())
-    _emit(f"  attention on lot 2's missing steps: {masked:.1f} (masked out)")
+# --------------------------------------------------------------------------- parser
 
-    # 2. a causal model decoding 16 tokens with and without the KV cache
-    lm = CausalLM(16, TransformerConfig(d_model=32, n_heads=4, n_layers=2, d_ff=64)).eval()
-    prompt = torch.randint(0, 16, (1, 4))
-    cached = generate(lm, prompt, 16)
-    full = generate(lm, prompt, 16, use_cache=False)
-    _emit(f"generate: prompt {prompt[0].tolist()} -> {cached[0, 4:].tolist()}")
-    _emit(f"  cached decoding equals full recomputation: {bool(torch.equal(cached, full))}")
-    return 0
+
+def _job_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", help="YAML job file (see pipelines/configs/)")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a key of the job file, e.g. --set train.epochs=3 (repeatable)",
+    )
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mfgtx",
         description="Manufacturing analytics on Transformer models.",
+        epilog="Exit codes: 0 success, 2 bad input or config, 1 failure.",
     )
     parser.add_argument("--version", action="version", version=f"mfgtx {mfgtx.__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    parser.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
+    # the same two flags after the command (pipelines/*.py put the command first)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = sub.add_parser("demo", help="build a tiny model and show its output")
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    demo.set_defaults(func=_demo)
+
+    p = sub.add_parser("train", parents=[common], help="train a model and write its bundle")
+    p.add_argument("kind", choices=_KINDS, help="model kind (forecast, vit: not in this version)")
+    _job_args(p)
+    p.add_argument(
+        "--resume", action="store_true", help="continue a killed run from its checkpoint"
+    )
+    p.set_defaults(func=_train)
+
+    p = sub.add_parser(
+        "evaluate", parents=[common], help="judge a bundle against baselines on the test lots"
+    )
+    _job_args(p)
+    p.add_argument("--report", help="also write the report as JSON to this file")
+    p.set_defaults(func=_evaluate)
+
+    p = sub.add_parser("score", parents=[common], help="write a bundle's predictions for new data")
+    _job_args(p)
+    p.set_defaults(func=_score)
+
+    p = sub.add_parser("audit", parents=[common], help="check a split configuration for leakage")
+    _job_args(p)
+    p.set_defaults(func=_audit)
+
+    p = sub.add_parser(
+        "bench", parents=[common], help="measure a bundle's scoring throughput (windows/s)"
+    )
+    _job_args(p)
+    p.add_argument("--repeats", type=int, default=3, help="timed passes (default 3)")
+    p.set_defaults(func=_bench)
+
+    p = sub.add_parser("app", parents=[common], help="start the Streamlit dashboard")
+    p.add_argument("--path", default="app/main.py", help="the app script (default app/main.py)")
+    p.add_argument("--results", help="folder of scored results for the dashboard")
+    p.add_argument("--port", type=int, help="server port")
+    p.set_defaults(func=_app)
+
+    p = sub.add_parser(
+        "demo",
+        parents=[common],
+        help="train small models on sample_data, score, open the dashboard",
+    )
+    p.add_argument("--quick", action="store_true", help="tiny models, two epochs (a smoke test)")
+    p.add_argument("--no-app", action="store_true", help="do not start the dashboard")
+    p.add_argument("--retrain", action="store_true", help="train even if the bundles exist")
+    p.add_argument(
+        "--data", default="sample_data", help="sample plant folder (default sample_data)"
+    )
+    p.add_argument("--out", help="output folder (default runs/demo, or runs/demo-quick)")
+    p.add_argument("--app", default="app/main.py", help="the app script (default app/main.py)")
+    p.set_defaults(func=_demo)
     return parser
+
+
+def _exit_code(err: BaseException) -> int:
+    """2 for input the user can fix, 1 for failures."""
+    from mfgtx.artifacts import BundleError
+    from mfgtx.data import DataError
+    from mfgtx.jobs import ConfigError, NotAvailableError
+    from mfgtx.split import LeakageError
+
+    if isinstance(err, LeakageError):
+        return 1
+    if isinstance(err, ConfigError | DataError | BundleError | NotAvailableError):
+        return 2
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mfgtx`` console script; returns the exit code."""
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help (0) and usage errors (2)
+        return int(e.code or 0)
+    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=level,
+        stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
     )
     if args.command is None:
         parser.print_help()
         return 0
-    return int(args.func(args))
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return int(func(args))
+    except KeyboardInterrupt:
+        log.error("interrupted")
+        return 130
+    except Exception as err:
+        code = _exit_code(err)
+        log.debug("details", exc_info=True)
+        sys.stderr.write(f"mfgtx {args.command}: error: {err}\n")
+        _summary({"command": args.command, "ok": False, "exit_code": code, "error": str(err)})
+        return code
 
 
 if __name__ == "__main__":

@@ -1,0 +1,190 @@
+"""Build frozen config dataclasses from YAML mappings, naming the key of every error.
+
+Unknown keys are refused with a suggestion (``data.colums: unknown key; did you mean
+'columns'?``); a value of the wrong type, or one the dataclass's ``__post_init__`` refuses,
+is reported with its full dotted key. Supported field types: ``bool``, ``int``, ``float``,
+``str``, ``Literal[...]``, ``tuple[T, ...]``, nested dataclasses, and ``X | None``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar, Union
+
+__all__ = ["ConfigError", "build", "load_yaml", "parse_override", "set_key"]
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A job configuration that cannot be used; the message names the file and the key."""
+
+
+def _where(file: str, key: str) -> str:
+    return f"{file}: {key}" if key else file
+
+
+def _suggest(name: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f"; expected one of {sorted(allowed)}"
+
+
+def _convert(tp: Any, value: Any, key: str, file: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        errors = []
+        for a in args:
+            try:
+                return _convert(a, value, key, file)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(errors[0])
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ConfigError(
+                f"{_where(file, key)}: must be one of {list(allowed)}, found {value!r}"
+            )
+        return value
+    if origin is tuple:
+        item = typing.get_args(tp)[0]
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{_where(file, key)}: expected a list, found {value!r}")
+        return tuple(_convert(item, v, f"{key}[{i}]", file) for i, v in enumerate(value))
+    if dataclasses.is_dataclass(tp):
+        return build(tp, value, file=file, prefix=key)
+    if tp is Any:
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{_where(file, key)}: expected true or false, found {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{_where(file, key)}: expected a whole number, found {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{_where(file, key)}: expected a number, found {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise ConfigError(f"{_where(file, key)}: expected text, found {value!r}")
+        return str(value)
+    raise TypeError(f"unsupported config field type {tp!r} at {key}")  # a bug, not input
+
+
+def build(cls: type[T], data: Any, *, file: str = "config", prefix: str = "") -> T:
+    """``cls(**data)`` with unknown keys, wrong types and refused values named by key.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class Window:
+        ...     window: int = 60
+        >>> build(Window, {"window": 30}).window
+        30
+        >>> build(Window, {"windw": 30}, file="job.yaml", prefix="windows")
+        Traceback (most recent call last):
+        ...
+        mfgtx.jobs._schema.ConfigError: job.yaml: windows.windw: unknown key; did you mean 'window'?
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{_where(file, prefix)}: expected a mapping of keys, found {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        key = f"{prefix}.{name}" if prefix else str(name)
+        if name not in fields:
+            raise ConfigError(
+                f"{_where(file, key)}: unknown key{_suggest(str(name), list(fields))}"
+            )
+        kwargs[name] = _convert(hints[name], value, key, file)
+    missing = [
+        n
+        for n, f in fields.items()
+        if n not in kwargs
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        key = f"{prefix}.{missing[0]}" if prefix else missing[0]
+        raise ConfigError(f"{_where(file, key)}: required key is missing")
+    try:
+        return cls(**kwargs)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{_where(file, prefix)}: {e}") from e
+
+
+def _yaml_loader() -> type:
+    """A safe YAML loader where only true/false are booleans (YAML 1.1 also turns ``on``,
+    ``off``, ``yes``, ``no`` into booleans, so ``on: lot`` would become ``True: lot``)."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = {
+        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
+        for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool",
+        re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+        list("tTfF"),
+    )
+    return Loader
+
+
+def load_yaml(text: str) -> Any:
+    """Parse YAML text with :func:`_yaml_loader` (only true/false are booleans)."""
+    import yaml
+
+    return yaml.load(text, Loader=_yaml_loader())
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``"train.epochs=3"`` -> ``(["train", "epochs"], 3)``; the value is read as YAML."""
+    import yaml
+
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. train.epochs=3")
+    try:
+        value = load_yaml(raw) if raw.strip() else None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"--set {text!r}: the value is not valid YAML: {e}") from e
+    return [k.strip() for k in key.split(".")], value
+
+
+def set_key(data: dict[str, Any], path: list[str], value: Any) -> None:
+    """Set ``data[path[0]][path[1]]... = value``, creating mappings on the way."""
+    node = data
+    for i, k in enumerate(path[:-1]):
+        nxt = node.get(k)
+        if nxt is None:
+            nxt = node[k] = {}
+        if not isinstance(nxt, dict):
+            raise ConfigError(
+                f"--set {'.'.join(path)}: {'.'.join(path[: i + 1])} is a value, not a section"
+            )
+        node = nxt
+    node[path[-1]] = value

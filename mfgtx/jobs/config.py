@@ -1,0 +1,399 @@
+"""Job configuration: frozen dataclasses read from one YAML file (plus ``--set`` overrides).
+
+One file describes a job end to end, so ``train``, ``evaluate``, ``score`` and ``audit`` can
+share it::
+
+    data:                      # where the sensor rows come from and what the columns mean
+      source: {path: sample_data/sensors.csv}       # or {url: "sqlite:///plant.db", table: sensors}
+      labels: {source: {path: sample_data/quality.csv}, on: lot, columns: [passed, inspected_at]}
+      columns: {lot: lot, time: timestamp, sensors: [...], targets: [defect],
+                label_time: inspected_at}
+      pass_column: passed      # classification: defect = 1 where this pass/fail column is false
+    windows: {window: 120, stride: 30}
+    split: {test_size: 0.25, val_size: 0.2, gap: 30min, evaluate_on: last_per_lot}
+    model: {task: classification, d_model: 32, n_heads: 4, n_layers: 2, d_ff: 64, patch_len: 10}
+    train: {epochs: 30, batch_size: 32, lr: 0.001, patience: 6}
+    calibration: {cost_ratio: 5}
+    bundle: models/sample_quality
+    score:
+      output: {path: results/sample_quality.parquet}
+
+Every key is checked; see :func:`load_config`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from mfgtx.data import ColumnMap
+from mfgtx.jobs._schema import ConfigError, build, load_yaml, parse_override, set_key
+
+__all__ = [
+    "CalibrationSection",
+    "ColumnsSection",
+    "ConfigError",
+    "DataSection",
+    "JobConfig",
+    "LabelsSection",
+    "ModelSection",
+    "ScoreSection",
+    "SinkSection",
+    "SourceSection",
+    "SplitSection",
+    "TrainSection",
+    "WindowsSection",
+    "load_config",
+]
+
+
+@dataclass(frozen=True)
+class SourceSection:
+    """Where rows come from: a file or folder (``path``) or a SQL database (``url``).
+
+    Args:
+        path: a CSV or Parquet file, or a folder of them (read in name order).
+        url: a SQLAlchemy URL (``sqlite:///plant.db``, ``postgresql+psycopg://user@host/db``).
+        table: the SQL table to read (with ``url``).
+        query: a SQL query instead of ``table`` (its rows should come grouped by lot).
+        format: ``auto`` (from the file suffix), ``csv``, ``parquet``, or ``cmapss`` (NASA
+            C-MAPSS text files, placed on one clock with ``rul``/``failed_at`` added).
+        chunk_rows: rows read at a time when scoring (inputs larger than memory).
+        rul_cap: ``cmapss`` only: cap the remaining-useful-life target at this many cycles.
+    """
+
+    path: str | None = None
+    url: str | None = None
+    table: str | None = None
+    query: str | None = None
+    format: Literal["auto", "csv", "parquet", "cmapss"] = "auto"
+    chunk_rows: int = 200_000
+    rul_cap: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("give exactly one of path (file or folder) and url (SQL database)")
+        if self.url is not None and (self.table is None) == (self.query is None):
+            raise ValueError("a SQL source needs exactly one of table and query")
+        if self.path is not None and (self.table or self.query):
+            raise ValueError("table and query belong to a SQL source (url), not to a path")
+        if self.chunk_rows < 1:
+            raise ValueError(f"chunk_rows must be >= 1, found {self.chunk_rows}")
+        if self.rul_cap is not None and (self.format != "cmapss" or not self.rul_cap > 0):
+            raise ValueError("rul_cap is a positive number of cycles for format: cmapss only")
+
+
+@dataclass(frozen=True)
+class LabelsSection:
+    """A second table joined to the sensor rows (e.g. lab results per lot).
+
+    Args:
+        source: where the labels come from.
+        on: the column both tables share (the lot id).
+        columns: label columns to take (empty: all).
+    """
+
+    source: SourceSection
+    on: str = "lot"
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ColumnsSection:
+    """The :class:`~mfgtx.data.ColumnMap` of the input; see its documentation."""
+
+    lot: str
+    time: str
+    sensors: tuple[str, ...] | None = None
+    targets: tuple[str, ...] = ()
+    label_time: str | None = None
+    keys: tuple[str, ...] = ()
+    layout: Literal["wide", "long"] = "wide"
+    sensor_name: str = "sensor"
+    value: str = "value"
+
+    def __post_init__(self) -> None:
+        self.column_map()  # ColumnMap's own checks, with its messages
+
+    def column_map(self, *, targets: bool = True) -> ColumnMap:
+        """The ColumnMap (``targets=False``: for scoring, without targets and label time)."""
+        fields = dataclasses.asdict(self)
+        if not targets:
+            fields.update(targets=(), label_time=None)
+        return ColumnMap(**fields)
+
+
+@dataclass(frozen=True)
+class DataSection:
+    """The input table.
+
+    Args:
+        source: the sensor rows.
+        columns: what the columns mean (a new plant's export needs only this changed).
+        labels: an optional label table joined on the lot.
+        pass_column: classification: a pass/fail column (true/false, pass/fail, 1/0); the
+            target ``defect`` is 1 where it is false. List ``defect`` in ``columns.targets``.
+        label_known: ``row``: a label is known at its row's time (or ``columns.label_time``);
+            ``lot_end``: at the lot's last time (run-to-failure RUL is known at the failure).
+    """
+
+    source: SourceSection
+    columns: ColumnsSection
+    labels: LabelsSection | None = None
+    pass_column: str | None = None
+    label_known: Literal["row", "lot_end"] = "row"
+
+    def __post_init__(self) -> None:
+        if self.pass_column is not None and "defect" not in self.columns.targets:
+            raise ValueError("pass_column makes a 'defect' target: list defect in columns.targets")
+        if self.label_known == "lot_end" and self.columns.label_time is None:
+            raise ValueError("label_known: lot_end needs columns.label_time (a name to create)")
+
+
+@dataclass(frozen=True)
+class WindowsSection:
+    """Windows cut from every lot: ``window`` rows each, ``stride`` apart (default window/4)."""
+
+    window: int = 60
+    stride: int | None = None
+    on_short: Literal["error", "skip"] = "skip"
+
+    def __post_init__(self) -> None:
+        if self.window < 2:
+            raise ValueError(f"window must be >= 2 rows, found {self.window}")
+        if self.stride is not None and self.stride < 1:
+            raise ValueError(f"stride must be >= 1, found {self.stride}")
+
+    @property
+    def step(self) -> int:
+        return self.stride or max(1, self.window // 4)
+
+
+@dataclass(frozen=True)
+class SplitSection:
+    """A :class:`~mfgtx.split.LotTimeSplit`; ``evaluate_on: last_per_lot`` judges each test lot
+    by its last window (the prediction made when the lot ends)."""
+
+    test_size: float = 0.25
+    val_size: float = 0.2
+    gap: str = "0s"
+    evaluate_on: Literal["all", "last_per_lot"] = "all"
+
+    def __post_init__(self) -> None:
+        if not self.test_size > 0:
+            raise ValueError(f"test_size must be positive, found {self.test_size}")
+        if not self.val_size > 0:
+            raise ValueError(f"val_size must be positive (early stopping), found {self.val_size}")
+
+    def splitter(self) -> Any:
+        from mfgtx.split import LotTimeSplit
+
+        def size(v: float) -> float | int:
+            return int(v) if v >= 1 else v
+
+        return LotTimeSplit(
+            test_size=size(self.test_size), val_size=size(self.val_size), gap=self.gap
+        )
+
+
+@dataclass(frozen=True)
+class ModelSection:
+    """The :class:`~mfgtx.models.SensorEncoder` to train (``n_channels``/``max_len`` come from
+    the data and the window)."""
+
+    task: Literal["classification", "regression"] = "classification"
+    tokens: Literal["time", "sensor"] = "time"
+    patch_len: int = 1
+    d_model: int = 32
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 64
+    dropout: float = 0.1
+    quantiles: tuple[float, ...] = ()
+    target_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.quantiles and self.task != "regression":
+            raise ValueError("quantiles are for task: regression")
+
+
+@dataclass(frozen=True)
+class TrainSection:
+    """The training loop (:class:`~mfgtx.train.TrainConfig`); ``checkpoint_dir`` defaults to
+    ``<bundle>.ckpt`` next to the bundle."""
+
+    epochs: int = 20
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    patience: int | None = 5
+    seed: int = 0
+    precision: Literal["auto", "fp32", "bf16"] = "fp32"
+    progress: Literal["auto", "bar", "log", "off"] = "auto"
+    log_every: int = 50
+    checkpoint_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        self.train_config(None)  # TrainConfig's checks
+
+    def train_config(self, checkpoint_dir: str | None, *, resume: bool = False) -> Any:
+        from mfgtx.train import TrainConfig
+
+        return TrainConfig(
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            patience=self.patience,
+            seed=self.seed,
+            precision=self.precision,
+            progress=self.progress,
+            log_every=self.log_every,
+            checkpoint_dir=checkpoint_dir,
+            resume=resume,
+            device="cpu",
+        )
+
+
+@dataclass(frozen=True)
+class CalibrationSection:
+    """Classifiers: temperature scaling and a threshold where a missed defect costs
+    ``cost_ratio`` false alarms (chosen on the validation lots)."""
+
+    cost_ratio: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not self.cost_ratio > 0:
+            raise ValueError(f"cost_ratio must be positive, found {self.cost_ratio}")
+
+
+@dataclass(frozen=True)
+class SinkSection:
+    """Where scores go: a ``.parquet``/``.csv`` file (``path``) or a SQL ``table`` (``url``)."""
+
+    path: str | None = None
+    url: str | None = None
+    table: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("give exactly one of path (a .parquet or .csv file) and url (SQL)")
+        if self.url is not None and not self.table:
+            raise ValueError("a SQL output needs a table")
+        if self.path is not None and not self.path.lower().endswith((".parquet", ".csv")):
+            raise ValueError(f"path must end in .parquet or .csv, found {self.path!r}")
+
+
+@dataclass(frozen=True)
+class ScoreSection:
+    """Batch scoring.
+
+    Args:
+        output: where the predictions go (replaced by key: lot and window end).
+        source: the rows to score (default: ``data.source``, without labels).
+        errors: CSV file listing bad rows, lots and the reason (default: next to the output,
+            or next to the SQLite file).
+        stride: rows between scored windows (default: the training stride);
+            ``last_per_lot: true`` scores only each lot's last window.
+        batch_size: windows per forward pass.
+    """
+
+    output: SinkSection
+    source: SourceSection | None = None
+    errors: str | None = None
+    stride: int | None = None
+    last_per_lot: bool = False
+    batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        if self.stride is not None and self.stride < 1:
+            raise ValueError(f"stride must be >= 1, found {self.stride}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, found {self.batch_size}")
+        if self.errors is None and self.output.path is None and not _sqlite_file(self.output.url):
+            raise ValueError("errors: name a CSV file for the error list of a SQL output")
+
+    def errors_path(self) -> Path:
+        if self.errors is not None:
+            return Path(self.errors)
+        if self.output.path is not None:
+            out = Path(self.output.path)
+            return out.with_name(out.stem + ".errors.csv")
+        db = Path(_sqlite_file(self.output.url) or "")
+        return db.with_name(f"{db.stem}.{self.output.table}.errors.csv")
+
+
+def _sqlite_file(url: str | None) -> str | None:
+    if url and url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        return url[len("sqlite:///") :]
+    return None
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """A whole job file; which sections a command needs is checked by the command."""
+
+    data: DataSection | None = None
+    windows: WindowsSection = field(default_factory=WindowsSection)
+    split: SplitSection = field(default_factory=SplitSection)
+    model: ModelSection = field(default_factory=ModelSection)
+    train: TrainSection = field(default_factory=TrainSection)
+    calibration: CalibrationSection = field(default_factory=CalibrationSection)
+    bundle: str | None = None
+    score: ScoreSection | None = None
+    name: str | None = None
+    source_file: str = field(default="config", compare=False)
+
+    def require(self, *keys: str) -> None:
+        """Raise :class:`ConfigError` naming the first of ``keys`` that is not set."""
+        for key in keys:
+            if getattr(self, key) is None:
+                raise ConfigError(f"{self.source_file}: {key}: required by this command")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out.pop("source_file")
+        return out
+
+
+def load_config(
+    path: str | Path | None,
+    overrides: list[str] | tuple[str, ...] = (),
+    *,
+    base: dict[str, Any] | None = None,
+) -> JobConfig:
+    """Read a YAML job file, apply ``--set key=value`` overrides, validate every key.
+
+    Relative paths in the file stay relative to the working directory (schedulers run jobs
+    from the project root).
+
+    Raises:
+        ConfigError: naming the file and the dotted key, e.g.
+            ``job.yaml: data.colums: unknown key; did you mean 'columns'?``.
+    """
+    import yaml
+
+    data: dict[str, Any] = dict(base or {})
+    name = "config"
+    if path is not None:
+        name = Path(path).name
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"cannot read config {path}: {e.strerror or e}") from e
+        try:
+            loaded = load_yaml(text)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{name}: not valid YAML: {e}") from e
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"{name}: expected a mapping of sections at the top level")
+        data.update(loaded or {})
+    for text in overrides:
+        keys, value = parse_override(text)
+        set_key(data, keys, value)
+    if "source_file" in data:
+        raise ConfigError(f"{name}: source_file: unknown key")
+    config = build(JobConfig, data, file=name)
+    return dataclasses.replace(config, source_file=name)

@@ -1,0 +1,93 @@
+"""From a job's ``data``/``windows``/``split`` sections to audited, split windows."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mfgtx.data import ColumnMap, DataError, SensorScaler, Windows, make_windows, read_table
+from mfgtx.jobs.config import ConfigError, JobConfig
+from mfgtx.jobs.sources import prepare, read_frame, without_position
+from mfgtx.split import AuditReport, SplitSets, audit
+
+__all__ = ["Prepared", "last_per_lot", "load_windows", "split_windows"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Windows of a job's labelled data, split and audited.
+
+    Attributes:
+        windows: every window.
+        sets: the split (train / val / test / purged).
+        scaler: fitted on the training windows only.
+        report: the split audit (passed, or :func:`split_windows` raised).
+        val, test: the validation and test windows the model is judged on (every window, or
+            each lot's last one with ``split.evaluate_on: last_per_lot``).
+    """
+
+    windows: Windows
+    sets: SplitSets
+    scaler: SensorScaler
+    report: AuditReport
+    val: np.ndarray
+    test: np.ndarray
+
+
+def last_per_lot(windows: Windows, idx: np.ndarray) -> np.ndarray:
+    """The last window of each lot among ``idx`` (windows of a lot are in time order)."""
+    lots = windows.lot[idx]
+    return np.array([idx[np.flatnonzero(lots == lot)[-1]] for lot in pd.unique(lots)], np.int64)
+
+
+def load_windows(config: JobConfig) -> tuple[Windows, ColumnMap]:
+    """Read, join, validate and window the labelled data of ``config``."""
+    config.require("data")
+    data = config.data
+    if data is None:  # require() raised already; this narrows the type
+        raise ConfigError(f"{config.source_file}: data: required")
+    if not data.columns.targets:
+        raise ConfigError(f"{config.source_file}: data.columns.targets: name the target(s)")
+    frame = without_position(prepare(read_frame(data.source), data))
+    cols = data.columns.column_map()
+    table = read_table(frame, cols)
+    windows = make_windows(
+        table, config.windows.window, stride=config.windows.step, on_short=config.windows.on_short
+    )
+    if len(windows) == 0:
+        raise ConfigError(
+            f"{config.source_file}: windows.window: no lot has {config.windows.window} rows"
+        )
+    log.info(
+        "%d windows of %d rows from %d lots (%s)",
+        len(windows),
+        windows.window,
+        len(windows.lots),
+        data.source.path or data.source.table or "query",
+    )
+    return windows, table.columns
+
+
+def split_windows(config: JobConfig, windows: Windows, *, strict: bool = True) -> Prepared:
+    """Split by lot and time, fit the scaler on the training windows, audit the split.
+
+    Raises:
+        LeakageError: the audit failed (``strict``).
+    """
+    try:
+        (sets,) = config.split.splitter().split_sets(windows)
+    except DataError:
+        raise
+    except ValueError as e:  # sizes or gap that leave a set empty: the job file must change
+        raise ConfigError(f"{config.source_file}: split: {e}") from e
+    scaler = SensorScaler.fit(windows, sets.train)
+    report = audit(windows, sets, scaler=scaler, strict=strict)
+    last = config.split.evaluate_on == "last_per_lot"
+    val = last_per_lot(windows, sets.val) if last else np.asarray(sets.val)
+    test = last_per_lot(windows, sets.test) if last else np.asarray(sets.test)
+    return Prepared(windows, sets, scaler, report, val, test)

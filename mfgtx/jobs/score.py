@@ -1,0 +1,241 @@
+"""``score``: a bundle's predictions for every window of new data, replaced by key in the output.
+
+The input is read lot-complete chunk by chunk (:func:`~mfgtx.jobs.sources.iter_lot_frames`).
+A chunk is validated as a whole first; when that fails, lot by lot, so that a bad value, a
+bad lot or a lot shorter than the window goes to the errors file with the reason and the rest
+of the batch is still scored. The output is written once at the end (atomic file rename or
+one SQL transaction); nothing is written when the job fails.
+
+Output columns: ``lot``, ``window_end`` (text: ISO 8601 time or cycle number; the key with
+``lot``), ``window_start``, ``bundle_id``, then for a classifier ``p_<class>`` per class
+(calibrated when the bundle has a calibration) and ``decision`` (1 = flagged, with the
+bundle's operating threshold), for a regressor one column per target and ``<target>_q<NN>``
+per quantile (the interval).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from mfgtx.data import ColumnMap, DataError, Windows, make_windows, read_table
+from mfgtx.jobs._lock import output_lock
+from mfgtx.jobs.config import ConfigError, JobConfig
+from mfgtx.jobs.prepare import last_per_lot
+from mfgtx.jobs.sinks import describe_sink, write_errors, write_scores
+from mfgtx.jobs.sources import FILE, LINE, describe, iter_lot_frames, without_position
+
+__all__ = ["ScoreOutcome", "load_model_bundle", "predict_windows", "score"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ScoreOutcome:
+    """What a scoring job did (the CLI prints it as the summary line)."""
+
+    bundle_id: str
+    output: str
+    errors_file: str
+    lots: int
+    windows: int
+    bad_lots: int
+    output_rows: int
+    seconds: float
+    windows_per_s: float
+
+    def summary(self) -> dict[str, Any]:
+        return {"command": "score", **self.__dict__}
+
+
+def _time_text(values: np.ndarray) -> list[str]:
+    if np.issubdtype(values.dtype, np.datetime64):
+        return [t.isoformat() for t in pd.to_datetime(values, utc=True)]
+    return [repr(float(v)) for v in values]
+
+
+def predict_windows(
+    bundle: Any, windows: Windows, idx: np.ndarray, batch_size: int = 256
+) -> dict[str, np.ndarray]:
+    """The bundle's output columns for windows ``idx`` (see the module docstring)."""
+    model, task = bundle.model, bundle.config.task
+    quantiles = tuple(getattr(bundle.config, "quantiles", ()) or ())
+    targets = bundle.manifest["extra"]["job"]["targets"]
+    points, qs = [], []
+    with torch.no_grad():
+        for a in range(0, len(idx), batch_size):
+            x, observed = windows.features(idx[a : a + batch_size], bundle.scaler)
+            xt, mt = torch.from_numpy(x), torch.from_numpy(observed)
+            points.append(model(xt, mt).float().numpy())
+            if quantiles:
+                qs.append(model.forward_quantiles(xt, mt).float().numpy())
+    out = np.concatenate(points) if points else np.zeros((0, bundle.config.n_outputs))
+    cols: dict[str, np.ndarray] = {}
+    if task == "classification":
+        cal = bundle.calibration
+        prob = (
+            cal.probabilities(out)
+            if cal is not None
+            else torch.softmax(torch.from_numpy(out), -1).numpy()
+        )
+        for k in range(prob.shape[1]):
+            cols[f"p_{k}"] = prob[:, k].astype(np.float64)
+        if cal is not None and cal.threshold is not None:
+            cols["decision"] = cal.decide(out).astype(np.int64)
+        else:
+            cols["decision"] = prob.argmax(axis=1).astype(np.int64)
+    else:
+        for k, name in enumerate(targets):
+            cols[name] = out[:, k].astype(np.float64)
+        if quantiles:
+            q = np.concatenate(qs)  # (n, K, Q)
+            for k, name in enumerate(targets):
+                for j, level in enumerate(quantiles):
+                    cols[f"{name}_q{round(level * 100):02d}"] = q[:, k, j].astype(np.float64)
+    return cols
+
+
+def _error(lot: object, err: Exception, where: pd.DataFrame | None = None) -> dict[str, object]:
+    """An errors-file row; ``where`` holds the ``_file``/``_line`` of the lot's input rows."""
+    row = getattr(err, "row", None)
+    file = line = None
+    reason = str(err)
+    if where is not None and row is not None and row < len(where):
+        file, line = str(where[FILE].iloc[row]), int(where[LINE].iloc[row])
+        unit = "line" if file.lower().endswith((".csv", ".csv.gz", ".txt", ".tsv")) else "row"
+        reason = re.sub(r"^DataFrame row \d+", f"{file} {unit} {line}", reason)
+    return {
+        "lot": None if lot is None else str(lot),
+        "file": file,
+        "line": line,
+        "column": getattr(err, "column", None),
+        "reason": reason,
+    }
+
+
+def _windows_of(
+    frame: pd.DataFrame, cols: ColumnMap, window: int, stride: int
+) -> Iterator[tuple[Windows | None, dict[str, object] | None]]:
+    """Windows of the whole chunk; lot by lot (errors per lot) if the chunk has a bad lot."""
+    data = without_position(frame)
+    try:
+        table = read_table(data, cols)
+        yield make_windows(table, window, stride=stride, on_short="error"), None
+        return
+    except DataError:
+        log.info("a lot of this chunk is bad: scoring its lots one by one")
+    for lot, part in data.groupby(cols.lot, sort=False):
+        where = frame.loc[part.index, [FILE, LINE]]
+        try:
+            table = read_table(part.reset_index(drop=True), cols)
+            yield make_windows(table, window, stride=stride, on_short="error"), None
+        except DataError as e:
+            yield None, _error(lot, e, where)
+
+
+def load_model_bundle(path: str | Path) -> Any:
+    """:func:`~mfgtx.artifacts.load_bundle` with every model class of mfgtx registered
+    (bundles rebuild only registered classes; a fresh scoring process has imported none)."""
+    import mfgtx.models  # noqa: F401  (registers SensorEncoder)
+    from mfgtx.artifacts import load_bundle
+
+    return load_bundle(path)
+
+
+def score(config: JobConfig) -> ScoreOutcome:
+    """Score ``config.score.source`` (default ``config.data.source``) with ``config.bundle``.
+
+    Raises:
+        ConfigError: a missing section.
+        BundleError: the bundle is missing or damaged.
+        LockedError: another job writes the same output.
+        DataError: the input cannot be read at all (a missing file, no lot column).
+    """
+    config.require("bundle", "score")
+    sc = config.score
+    if sc is None:  # narrowed for type checkers; require() raised already
+        raise ConfigError(f"{config.source_file}: score: required")
+    source = sc.source or (config.data.source if config.data else None)
+    if source is None:
+        raise ConfigError(f"{config.source_file}: score.source: name the data to score")
+    bundle = load_model_bundle(str(config.bundle))
+    job = bundle.manifest["extra"]["job"]
+    schema = dict(bundle.manifest["data_schema"])
+    if config.data is not None:  # the job file's mapping (a new plant's export) wins
+        schema = {k: v for k, v in config.data.columns.__dict__.items()}
+    schema.update(targets=(), label_time=None)
+    expected = list(bundle.manifest["data_schema"]["sensors"])
+    if not schema.get("sensors"):
+        schema["sensors"] = expected
+    if list(schema["sensors"]) != expected:
+        raise ConfigError(
+            f"{config.source_file}: data.columns.sensors: the bundle was trained on {expected}, "
+            f"the job names {list(schema['sensors'])}"
+        )
+    cols = ColumnMap(**{k: tuple(v) if isinstance(v, list) else v for k, v in schema.items()})
+    window, stride = int(job["window"]), int(sc.stride or job["stride"])
+    target = Path(sc.output.path) if sc.output.path else sc.errors_path()
+    errors_path = sc.errors_path()
+    t0 = time.perf_counter()
+    with output_lock(target):
+        parts, errors = [], []
+        n_lots = n_windows = 0
+        t_model = 0.0
+        for frame in iter_lot_frames(source, cols.lot, cols.time):
+            for windows, err in _windows_of(frame, cols, window, stride):
+                if err is not None:
+                    errors.append(err)
+                    log.warning("lot %s not scored: %s", err["lot"], err["reason"])
+                    continue
+                assert windows is not None
+                idx = np.arange(len(windows))
+                if sc.last_per_lot:
+                    idx = last_per_lot(windows, idx)
+                t1 = time.perf_counter()
+                pred = predict_windows(bundle, windows, idx, sc.batch_size)
+                t_model += time.perf_counter() - t1
+                part = pd.DataFrame(
+                    {
+                        "lot": windows.lot[idx].astype(str),
+                        "window_end": _time_text(windows.end[idx]),
+                        "window_start": _time_text(windows.start[idx]),
+                        "bundle_id": bundle.bundle_id,
+                        **pred,
+                    }
+                )
+                parts.append(part)
+                n_lots += len(windows.lots)
+                n_windows += len(idx)
+        if not parts:
+            write_errors(errors_path, errors)
+            raise DataError(
+                f"{describe(source)}: nothing could be scored ({len(errors)} bad lots, see "
+                f"{errors_path})"
+            )
+        frame = pd.concat(parts, ignore_index=True)
+        rows = write_scores(sc.output, frame)
+        write_errors(errors_path, errors)
+    seconds = time.perf_counter() - t0
+    log.info(
+        "scored %d windows of %d lots in %.2f s (model %.2f s)", n_windows, n_lots, seconds, t_model
+    )
+    return ScoreOutcome(
+        bundle_id=bundle.bundle_id,
+        output=describe_sink(sc.output),
+        errors_file=str(errors_path),
+        lots=n_lots,
+        windows=n_windows,
+        bad_lots=len(errors),
+        output_rows=rows,
+        seconds=round(seconds, 3),
+        windows_per_s=round(n_windows / seconds, 1) if seconds > 0 else float("nan"),
+    )

@@ -1,0 +1,130 @@
+"""Writing scores: replace-by-key into a Parquet/CSV file or a SQL table, all or nothing.
+
+Rows are keyed by ``KEYS`` (lot, window end). Writing a batch replaces the rows with the same
+keys and keeps the others, so re-running a job on the same input gives the same output
+without duplicates. A file is rewritten through a temporary file in the same folder and
+renamed into place (readers see the old or the new file, never half of one); a SQL table is
+changed in one transaction (delete the batch's keys, insert the batch) and carries a unique
+index on the keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from mfgtx.jobs.config import SinkSection
+
+__all__ = ["KEYS", "describe_sink", "write_errors", "write_scores", "write_text"]
+
+log = logging.getLogger(__name__)
+
+KEYS = ("lot", "window_end")
+
+
+def describe_sink(sink: SinkSection) -> str:
+    if sink.path is not None:
+        return sink.path
+    from sqlalchemy.engine import make_url
+
+    return f"{make_url(sink.url).render_as_string(hide_password=True)} table {sink.table}"
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a text file atomically (temporary file in the same folder, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _atomic_write(path: Path, frame: pd.DataFrame) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        if path.name.lower().endswith(".parquet"):
+            frame.to_parquet(tmp, index=False, engine="pyarrow")
+        else:
+            frame.to_csv(tmp, index=False, lineterminator="\n")
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _read_file(path: Path) -> pd.DataFrame | None:
+    if not path.exists():
+        return None
+    if path.name.lower().endswith(".parquet"):
+        return pd.read_parquet(path, engine="pyarrow")
+    return pd.read_csv(path, dtype={"lot": str, "window_end": str})
+
+
+def _merge(old: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
+    if old is not None and len(old):
+        old_keys = pd.MultiIndex.from_frame(old[list(KEYS)].astype(str))
+        new_keys = pd.MultiIndex.from_frame(new[list(KEYS)].astype(str))
+        old = old[~old_keys.isin(new_keys)]
+        new = pd.concat([old, new], ignore_index=True) if len(old) else new
+    return new.sort_values(list(KEYS), kind="stable").reset_index(drop=True)
+
+
+def _write_sql(sink: SinkSection, frame: pd.DataFrame) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(sink.url)
+    try:
+        with engine.begin() as conn:  # one transaction: all rows or none
+            table = sa.table(sink.table, *(sa.column(k) for k in KEYS))
+            if sa.inspect(conn).has_table(sink.table):
+                keys = frame[list(KEYS)].astype(str).to_dict("records")
+                stmt = sa.delete(table).where(
+                    table.c.lot == sa.bindparam("k_lot"),
+                    table.c.window_end == sa.bindparam("k_end"),
+                )
+                conn.execute(stmt, [{"k_lot": k["lot"], "k_end": k["window_end"]} for k in keys])
+            frame.to_sql(sink.table, conn, if_exists="append", index=False)
+            index = sa.Index(f"ux_{sink.table}_keys", *KEYS, unique=True)
+            index_table = sa.Table(sink.table, sa.MetaData(), autoload_with=conn)
+            if not any(ix.name == index.name for ix in index_table.indexes):
+                sa.Index(index.name, *(index_table.c[k] for k in KEYS), unique=True).create(conn)
+    finally:
+        engine.dispose()
+
+
+def write_scores(sink: SinkSection, frame: pd.DataFrame) -> int:
+    """Replace the rows of ``frame``'s keys in ``sink``; returns the rows now in the output
+    (files) or written (SQL)."""
+    if frame[list(KEYS)].duplicated().any():
+        raise ValueError("scores hold the same (lot, window_end) twice")
+    if sink.path is not None:
+        path = Path(sink.path)
+        merged = _merge(_read_file(path), frame)
+        _atomic_write(path, merged)
+        return len(merged)
+    _write_sql(sink, frame)
+    return len(frame)
+
+
+def write_errors(path: Path, errors: list[dict[str, object]]) -> None:
+    """Write the error list (lot, file, line, column, reason) as CSV, atomically; always
+    written, with a header only when there is nothing to report."""
+    frame = pd.DataFrame(errors, columns=["lot", "file", "line", "column", "reason"])
+    _atomic_write(path, frame)

@@ -1,0 +1,283 @@
+"""Reading job inputs: CSV/Parquet files or folders, SQL databases, C-MAPSS text files.
+
+:func:`read_frame` reads a whole source (training). :func:`iter_lot_frames` reads it in
+chunks of about ``chunk_rows`` rows and yields frames that each hold *complete* lots, so a
+scoring job never holds more than a chunk and a lot in memory (Parquet through pyarrow's
+batch reader, CSV through pandas chunks, SQL through a server-side ``ORDER BY`` cursor).
+Rows of a lot must come together (as plant exports and ``ORDER BY lot`` give them); a lot
+that reappears after others is an error naming it.
+
+CSV values are read as text, so that the data layer parses numbers and times itself and
+names the line of a bad value. Every yielded frame carries ``_line``: the row's line in its
+CSV file (header = line 1) or its row number in a Parquet file or query, and ``_file``: the
+file name (or the table) it came from.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+
+from mfgtx.data import DataError
+from mfgtx.jobs.config import DataSection, SourceSection
+
+__all__ = [
+    "FILE",
+    "LINE",
+    "copy_to_sql",
+    "describe",
+    "iter_lot_frames",
+    "prepare",
+    "read_frame",
+    "without_position",
+]
+
+log = logging.getLogger(__name__)
+
+LINE = "_line"
+FILE = "_file"
+
+
+def without_position(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without the ``_line`` and ``_file`` columns the readers add."""
+    return frame.drop(columns=[LINE, FILE], errors="ignore")
+
+
+_CSV = (".csv", ".csv.gz", ".txt", ".tsv")
+_PARQUET = (".parquet", ".pq")
+
+
+def describe(source: SourceSection) -> str:
+    """The source in words, without a password from a URL."""
+    if source.path is not None:
+        return source.path
+    from sqlalchemy.engine import make_url
+
+    what = source.table or "query"
+    return f"{make_url(source.url).render_as_string(hide_password=True)} ({what})"
+
+
+def _files(source: SourceSection) -> list[Path]:
+    path = Path(source.path or "")
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.name.lower().endswith(_CSV + _PARQUET))
+        if not files:
+            raise DataError(f"{path}: no .csv or .parquet files in this folder")
+        return files
+    if not path.exists():
+        raise DataError(f"data file not found: {path}")
+    return [path]
+
+
+def _kind(file: Path, source: SourceSection) -> str:
+    if source.format != "auto":
+        return source.format
+    name = file.name.lower()
+    if name.endswith(_PARQUET):
+        return "parquet"
+    if name.endswith(_CSV):
+        return "csv"
+    raise DataError(f"{file.name}: unknown file type; expected .csv or .parquet (or set format)")
+
+
+def _csv_chunks(file: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
+    sep = "\t" if file.name.lower().endswith(".tsv") else ","
+    try:
+        reader = pd.read_csv(
+            file,
+            sep=sep,
+            dtype=str,
+            keep_default_na=False,
+            na_values=[""],
+            chunksize=chunk_rows,
+        )
+        first = 2
+        for chunk in reader:
+            chunk[LINE] = range(first, first + len(chunk))
+            chunk[FILE] = file.name
+            first += len(chunk)
+            yield chunk
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as e:
+        raise DataError(f"cannot read {file.name} as CSV: {e}") from e
+
+
+def _parquet_chunks(file: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
+    import pyarrow.parquet as pq
+
+    try:
+        reader = pq.ParquetFile(file)
+        first = 0
+        for batch in reader.iter_batches(batch_size=chunk_rows):
+            chunk = batch.to_pandas()
+            chunk[LINE] = range(first, first + len(chunk))
+            chunk[FILE] = file.name
+            first += len(chunk)
+            yield chunk
+    except OSError as e:
+        raise DataError(f"cannot read {file.name} as Parquet: {e}") from e
+
+
+def _cmapss_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
+    from mfgtx.datasets import cmapss_fleet, read_cmapss
+
+    df = read_cmapss(file)
+    labelled = file.name.lower().startswith("train")
+    out = cmapss_fleet(df, labelled=labelled, rul_cap=source.rul_cap)
+    out[LINE] = range(1, len(out) + 1)
+    out[FILE] = file.name
+    yield out
+
+
+def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.DataFrame]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(source.url)
+    try:
+        if source.query is not None:
+            stmt = sa.text(source.query)
+        else:
+            stmt = sa.select(sa.text("*")).select_from(sa.table(source.table))
+            stmt = stmt.order_by(*(sa.column(c) for c in order))
+        with engine.connect() as conn:
+            first = 0
+            for chunk in pd.read_sql(stmt, conn, chunksize=source.chunk_rows):
+                chunk[LINE] = range(first, first + len(chunk))
+                chunk[FILE] = source.table or "query"
+                first += len(chunk)
+                yield chunk
+    except sa.exc.SQLAlchemyError as e:
+        raise DataError(f"{describe(source)}: cannot read: {e.__class__.__name__}: {e}") from e
+    finally:
+        engine.dispose()
+
+
+def _chunks(source: SourceSection, order: tuple[str, ...] = ()) -> Iterator[pd.DataFrame]:
+    if source.url is not None:
+        yield from _sql_chunks(source, order)
+        return
+    for file in _files(source):
+        kind = _kind(file, source)
+        if kind == "csv":
+            yield from _csv_chunks(file, source.chunk_rows)
+        elif kind == "parquet":
+            yield from _parquet_chunks(file, source.chunk_rows)
+        else:
+            yield from _cmapss_chunks(file, source)
+
+
+def read_frame(source: SourceSection) -> pd.DataFrame:
+    """The whole source as one DataFrame (with the ``_line`` column)."""
+    parts = list(_chunks(source))
+    if not parts:
+        raise DataError(f"{describe(source)}: no rows")
+    return pd.concat(parts, ignore_index=True)
+
+
+def iter_lot_frames(
+    source: SourceSection, lot: str, time: str | None = None
+) -> Iterator[pd.DataFrame]:
+    """Frames of complete lots, about ``chunk_rows`` rows each (see the module docstring).
+
+    A SQL ``table`` is read ``ORDER BY lot, time``; a ``query`` is read as written.
+    """
+    done: set[str] = set()
+    carry: pd.DataFrame | None = None
+    order = (lot,) if time is None else (lot, time)
+    for chunk in _chunks(source, order):
+        if lot not in chunk.columns:
+            raise DataError(
+                f"{describe(source)}: missing lot column {lot!r}; found {list(chunk.columns)}",
+                column=lot,
+            )
+        frame = chunk if carry is None else pd.concat([carry, chunk], ignore_index=True)
+        ids = frame[lot].astype(str)
+        last = ids.iloc[-1]
+        tail = (ids == last).to_numpy()
+        ready, carry = frame[~tail], frame[tail]
+        if len(ready):
+            _check_grouped(ready, lot, done, source)
+            yield ready.reset_index(drop=True)
+    if carry is not None and len(carry):
+        _check_grouped(carry, lot, done, source)
+        yield carry.reset_index(drop=True)
+
+
+def _check_grouped(frame: pd.DataFrame, lot: str, done: set[str], source: SourceSection) -> None:
+    ids = pd.unique(frame[lot].astype(str))
+    again = [i for i in ids if i in done]
+    if again:
+        raise DataError(
+            f"{describe(source)}: rows of lot {again[0]} are not together (it appears again "
+            "after other lots); sort the export by lot, or read a table with ORDER BY lot",
+            lot=again[0],
+        )
+    done.update(ids)
+
+
+def _truthy(s: pd.Series, column: str) -> pd.Series:
+    words = {"true": 1.0, "false": 0.0, "pass": 1.0, "fail": 0.0, "yes": 1.0, "no": 0.0}
+    text = s.astype("string").str.strip().str.lower()
+    out = pd.to_numeric(text.replace(words), errors="coerce")
+    bad = out.isna() & text.notna()
+    if bad.any():
+        i = int(bad.to_numpy().nonzero()[0][0])
+        raise DataError(f"column {column!r} holds {s.iloc[i]!r}, expected pass/fail", column=column)
+    return out
+
+
+def prepare(frame: pd.DataFrame, data: DataSection, *, labels: bool = True) -> pd.DataFrame:
+    """Join the labels, derive ``defect`` and the label time as ``data`` says."""
+    cols = data.columns
+    if labels and data.labels is not None:
+        lab = without_position(read_frame(data.labels.source))
+        on = data.labels.on
+        keep = list(data.labels.columns) or [c for c in lab.columns if c != on]
+        missing = [c for c in [on, *keep] if c not in lab.columns]
+        if missing:
+            raise DataError(
+                f"{describe(data.labels.source)}: missing label column(s) {missing}; found "
+                f"{list(lab.columns)}",
+                column=missing[0],
+            )
+        if lab[on].duplicated().any():
+            dup = lab[on][lab[on].duplicated()].iloc[0]
+            raise DataError(f"{describe(data.labels.source)}: lot {dup} has two label rows")
+        frame = frame.merge(lab[[on, *keep]], on=on, how="left", validate="many_to_one")
+    if labels and data.pass_column is not None:
+        if data.pass_column not in frame.columns:
+            raise DataError(
+                f"pass_column {data.pass_column!r} is not a column", column=data.pass_column
+            )
+        passed = _truthy(frame[data.pass_column], data.pass_column)
+        frame["defect"] = 1.0 - passed
+        frame = frame.drop(columns=[data.pass_column])
+    if labels and data.label_known == "lot_end":
+        times = pd.to_numeric(frame[cols.time], errors="coerce")
+        if times.isna().any():  # timestamps, not cycle numbers
+            times = pd.to_datetime(frame[cols.time], utc=True, format="ISO8601")
+        frame[cols.label_time] = times.groupby(frame[cols.lot]).transform("max")
+    return frame
+
+
+def copy_to_sql(source: SourceSection, url: str, table: str, *, replace: bool = False) -> int:
+    """Copy a file source into a SQL table (to try SQL inputs, or to stage an export).
+
+    Values are copied as read: text from CSV, typed values from Parquet. Returns the rows
+    written. ``replace`` drops an existing table first; otherwise rows are appended.
+    """
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        n = 0
+        with engine.begin() as conn:
+            for i, chunk in enumerate(_chunks(source)):
+                mode = "replace" if replace and i == 0 else "append"
+                without_position(chunk).to_sql(table, conn, if_exists=mode, index=False)
+                n += len(chunk)
+        return n
+    finally:
+        engine.dispose()

@@ -1,0 +1,13 @@
+"""Score new data with a bundle: python pipelines/score.py JOB.yaml [--set K=V]
+
+A thin wrapper of ``mfgtx score`` for schedulers that call scripts (cron, Airflow's
+BashOperator): same arguments, same exit codes (0 ok, 2 bad input or config, 1 failure),
+logs on stderr, a JSON summary as the last line of stdout.
+"""
+
+import sys
+
+from mfgtx.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["score", *sys.argv[1:]]))

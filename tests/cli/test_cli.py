@@ -1,0 +1,156 @@
+"""The command line itself: --help, config validation, exit codes, resume, the quick demo."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mfgtx.cli import main
+from mfgtx.jobs import ConfigError, load_config
+from tests.cli.conftest import quality_job, summary, write_job
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMANDS = ["train", "evaluate", "score", "audit", "app", "demo", "bench"]
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_on_every_command(command, capsys) -> None:
+    argv = ["--help"] if command is None else [command, "--help"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: mfgtx")
+    if command is not None:
+        assert command in out.splitlines()[0]
+
+
+def test_python_dash_m_mfgtx_runs_the_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mfgtx", "--version"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.startswith("mfgtx ")
+
+
+def test_usage_error_exits_2(capsys) -> None:
+    assert main(["train", "nonsense", "job.yaml"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_unknown_key_is_named_with_a_suggestion(plant, tmp_path, capsys) -> None:
+    job = quality_job(plant, tmp_path)
+    job["data"]["colums"] = job["data"].pop("columns")
+    path = write_job(tmp_path / "job.yaml", job)
+    assert main(["audit", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert "job.yaml: data.colums: unknown key; did you mean 'columns'?" in captured.err
+    assert summary(captured.out)["exit_code"] == 2
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("train.epoch=3", "train.epoch: unknown key; did you mean 'epochs'?"),
+        ("train.epochs=three", "train.epochs: expected a whole number, found 'three'"),
+        ("model.task=clustering", "model.task: must be one of"),
+        ("windows.window=1", "windows: window must be >= 2 rows, found 1"),
+        ("train.lr=-1", "train: lr must be positive"),
+        ("score.output.path=out.xlsx", "score.output: path must end in .parquet or .csv"),
+    ],
+)
+def test_overrides_are_validated_like_the_file(plant, tmp_path, override, message) -> None:
+    path = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path))
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_config(path, [override])
+
+
+def test_overrides_change_any_key(plant, tmp_path) -> None:
+    path = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path))
+    config = load_config(path, ["train.epochs=3", "data.columns.keys=[]", "split.gap=1h"])
+    assert config.train.epochs == 3 and config.data.columns.keys == () and config.split.gap == "1h"
+
+
+def test_train_forecast_and_vit_are_not_available(capsys) -> None:
+    for kind in ("forecast", "vit"):
+        assert main(["train", kind, "does-not-matter.yaml"]) == 2
+        assert "not available in this version" in capsys.readouterr().err
+
+
+def test_app_without_the_dashboard_exits_2(tmp_path, capsys) -> None:
+    assert main(["app", "--path", str(tmp_path / "main.py")]) == 2
+    assert "dashboard is not in this version" in capsys.readouterr().err
+
+
+def test_killed_train_resumes_from_its_checkpoint(plant, tmp_path, capsys) -> None:
+    from mfgtx.jobs import train
+
+    job = quality_job(plant, tmp_path)
+    job["train"].update(epochs=3, batch_size=8)
+    path = write_job(tmp_path / "job.yaml", job)
+    config = load_config(path)
+    ckpt = Path(f"{config.bundle}.ckpt") / "last.ckpt"
+
+    class Killed(Exception):
+        pass
+
+    def kill_after_first_checkpoint(step: int, loss: float) -> None:
+        if ckpt.exists():  # written at the end of epoch 1
+            raise Killed
+
+    with pytest.raises(Killed):
+        train("sensor", config, on_step=kill_after_first_checkpoint)
+    assert ckpt.exists() and not Path(str(config.bundle)).exists()  # no partial bundle
+
+    assert main(["train", "sensor", str(path), "--resume"]) == 0
+    result = summary(capsys.readouterr().out)
+    assert result["resumed_from_epoch"] == 1 and result["epochs_run"] == 3
+    assert Path(result["bundle"]).is_dir() and not ckpt.exists()
+
+    # the resumed run ends with the weights of a run that was never interrupted
+    from safetensors.torch import load_file
+
+    whole = train("sensor", load_config(path, [f"bundle={tmp_path / 'whole'}"]))
+    resumed = load_file(Path(result["bundle"]) / "weights.safetensors")
+    uninterrupted = load_file(Path(whole.bundle) / "weights.safetensors")
+    assert resumed.keys() == uninterrupted.keys()
+    assert all(resumed[k].equal(uninterrupted[k]) for k in resumed)
+
+
+def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
+    out = tmp_path / "demo"
+    argv = ["demo", "--quick", "--no-app", "--data", str(plant), "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    first = capsys.readouterr().out
+    assert "sample_quality: trained" in first and "sample_rul: trained" in first
+    for name in ("sample_quality", "sample_rul"):
+        assert (out / "models" / name / "manifest.json").is_file()
+        assert (out / "results" / f"{name}.parquet").is_file()
+    import pandas as pd
+
+    rul = pd.read_parquet(out / "results" / "sample_rul.parquet")
+    assert {"rul_cycles", "rul_cycles_q10", "rul_cycles_q90"} <= set(rul.columns)
+    # second run, with the app: bundles reused, straight to scoring and the dashboard, which
+    # is not in this version: a warning, not a failure of the demo
+    argv = [a for a in argv if a != "--no-app"] + ["--app", str(tmp_path / "no_app.py")]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "sample_quality: reusing" in captured.out
+    assert "dashboard is not in this version" in captured.err
+
+
+def test_app_runs_streamlit_on_the_given_script(tmp_path) -> None:
+    from mfgtx.cli import _app_command
+
+    script = tmp_path / "main.py"
+    script.write_text("")
+    cmd = _app_command(script, "runs/demo", 8502)
+    assert cmd[:4] == [sys.executable, "-m", "streamlit", "run"] and str(script) in cmd
+    assert cmd[-2:] == ["--results", "runs/demo"] and "8502" in cmd
+
+
+def test_log_flags_also_after_the_command(plant, tmp_path, capsys) -> None:
+    path = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path))
+    assert main(["audit", str(path), "-q"]) == 0  # as pipelines/audit.py JOB.yaml -q passes it
+    captured = capsys.readouterr()
+    assert summary(captured.out)["passed"] and "INFO" not in captured.err

@@ -1,0 +1,35 @@
+"""The shipped job files in pipelines/configs/ are valid and agree with the demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mfgtx.cli import main
+from mfgtx.jobs import load_config
+from mfgtx.jobs.demo import demo_configs
+from tests.cli.conftest import summary
+
+CONFIGS = Path(__file__).resolve().parents[2] / "pipelines" / "configs"
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_configs_are_valid(path: Path) -> None:
+    config = load_config(path)
+    assert config.data is not None and config.bundle and config.score is not None
+
+
+@pytest.mark.parametrize("name", ["sample_quality", "sample_rul"])
+def test_sample_configs_match_the_demo(name: str) -> None:
+    shipped = load_config(CONFIGS / f"{name}.yaml")
+    demo = demo_configs("sample_data", "runs/sample")[name]
+    assert shipped == demo
+
+
+def test_cmapss_split_audits_clean(datasets_dir: Path, capsys) -> None:
+    path = datasets_dir / "cmapss_fd001" / "train_FD001.txt.gz"
+    argv = ["audit", str(CONFIGS / "cmapss_fd001.yaml"), "--set", f"data.source.path={path}"]
+    assert main(argv) == 0, capsys.readouterr().err
+    result = summary(capsys.readouterr().out)
+    assert result["passed"] and result["lots"]["test"] == 20 and result["lots"]["val"] == 10

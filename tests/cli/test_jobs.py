@@ -1,0 +1,238 @@
+"""train / score / audit / evaluate / bench end to end on a small copy of the sample plant."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from mfgtx.cli import main
+from mfgtx.jobs.config import SourceSection
+from mfgtx.jobs.sources import copy_to_sql
+from tests.cli.conftest import quality_job, summary, write_job
+
+
+@pytest.fixture(scope="module")
+def trained(plant: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A tiny quality classifier trained through the command line."""
+    out = tmp_path_factory.mktemp("trained")
+    job = write_job(out / "job.yaml", quality_job(plant, out))
+    return job, {"out": out}
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, summary(captured.out), captured.err
+
+
+def test_train_writes_an_audited_calibrated_bundle(trained, capsys) -> None:
+    job, ctx = trained
+    code, result, err = _run(capsys, "train", "sensor", str(job))
+    assert code == 0, err
+    assert result["ok"] and result["audit_passed"] and result["task"] == "classification"
+    bundle = Path(result["bundle"])
+    from mfgtx.artifacts import load_bundle
+
+    loaded = load_bundle(bundle)
+    assert loaded.bundle_id == result["bundle_id"]
+    assert "calibration" in loaded.manifest  # null here: no defect among the few val lots
+    assert loaded.manifest["audit"]["passed"] is True
+    assert loaded.manifest["metrics"]["rows"][0]["name"] == "SensorEncoder"
+    assert not Path(f"{bundle}.ckpt").exists()  # checkpoints removed after success
+    assert not Path(f"{bundle}.lock").exists()
+    ctx["bundle"] = bundle
+
+
+def _scoring_input(plant: Path, folder: Path) -> Path:
+    """The plant's sensors with one non-numeric value in lot L1-0002 and a 10-row lot."""
+    df = pd.read_csv(plant / "sensors.csv", dtype=str, keep_default_na=False)
+    bad = df.index[df["lot"] == "L1-0002"][5]
+    df.loc[bad, "pressure_bar"] = "n/a!"
+    short = df[df["lot"] == "L2-0001"].head(10).assign(lot="SHORT-1")
+    df = pd.concat([df, short], ignore_index=True)
+    path = folder / "new_rows.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_score_file_bad_lots_reported_and_rerun_idempotent(
+    trained, plant, tmp_path, capsys, suffix
+) -> None:
+    job, ctx = trained
+    if "bundle" not in ctx:
+        pytest.skip("needs the trained bundle")
+    source = _scoring_input(plant, tmp_path)
+    out = tmp_path / f"scores.{suffix}"
+    args = [
+        "score", str(job),
+        "--set", f"score.source={{path: {source}, chunk_rows: 150}}",
+        "--set", f"score.output.path={out}",
+    ]  # fmt: skip
+    code, first, err = _run(capsys, *args)
+    assert code == 0, err
+    assert first["bad_lots"] == 2 and first["windows_per_s"] > 0
+    errors = pd.read_csv(first["errors_file"])
+    assert set(errors["lot"]) == {"L1-0002", "SHORT-1"}
+    reason = errors.set_index("lot")["reason"]
+    assert "pressure_bar" in reason["L1-0002"] and "n/a!" in reason["L1-0002"]
+    bad = errors.set_index("lot").loc["L1-0002"]
+    line = int(bad["line"])  # the CSV line of the bad value, as a spreadsheet shows it
+    assert bad["file"] == "new_rows.csv" and bad["column"] == "pressure_bar"
+    assert reason["L1-0002"].startswith(f"new_rows.csv line {line} (lot L1-0002)")
+    assert source.read_text().splitlines()[line - 1].count("n/a!") == 1
+    read = pd.read_parquet if suffix == "parquet" else pd.read_csv
+    once = read(out)
+    assert {"L1-0002", "SHORT-1"}.isdisjoint(set(once["lot"].astype(str)))
+    assert len(once) == first["windows"] > 0
+    assert {"lot", "window_end", "bundle_id", "p_0", "p_1", "decision"} <= set(once.columns)
+
+    code, second, _ = _run(capsys, *args)
+    assert code == 0 and second["windows"] == first["windows"]
+    twice = read(out)
+    assert not twice.duplicated(["lot", "window_end"]).any()
+    pd.testing.assert_frame_equal(once, twice)
+
+
+def test_score_sqlite_source_and_table_idempotent(trained, plant, tmp_path, capsys) -> None:
+    job, ctx = trained
+    if "bundle" not in ctx:
+        pytest.skip("needs the trained bundle")
+    db = tmp_path / "plant.db"
+    copy_to_sql(SourceSection(path=str(plant / "sensors.csv")), f"sqlite:///{db}", "sensors")
+    args = [
+        "score", str(job),
+        "--set", f"score.source={{url: 'sqlite:///{db}', table: sensors, chunk_rows: 300}}",
+        "--set", f"score.output={{url: 'sqlite:///{db}', table: scores}}",
+    ]  # fmt: skip
+    code, first, _ = _run(capsys, *args)
+    assert code == 0 and first["bad_lots"] == 0
+    code, second, _ = _run(capsys, *args)
+    assert code == 0
+    engine = sa.create_engine(f"sqlite:///{db}")
+    with engine.connect() as conn:
+        scores = pd.read_sql("SELECT * FROM scores", conn)
+        indexes = sa.inspect(conn).get_indexes("scores")
+    engine.dispose()
+    assert len(scores) == first["windows"] == second["windows"]
+    assert not scores.duplicated(["lot", "window_end"]).any()
+    assert any(ix["unique"] and ix["column_names"] == ["lot", "window_end"] for ix in indexes)
+    assert Path(first["errors_file"]).exists()
+
+
+def test_score_refuses_a_locked_output(trained, tmp_path, capsys) -> None:
+    job, ctx = trained
+    if "bundle" not in ctx:
+        pytest.skip("needs the trained bundle")
+    out = tmp_path / "locked.parquet"
+    Path(f"{out}.lock").write_text(f"{os.getpid()}\n")  # a running process holds it
+    code, result, err = _run(capsys, "score", str(job), "--set", f"score.output.path={out}")
+    assert code == 1 and not result["ok"]
+    assert "held by running process" in err
+    assert not out.exists()
+
+
+def test_audit_evaluate_bench(trained, tmp_path, capsys) -> None:
+    job, ctx = trained
+    code, result, _ = _run(capsys, "audit", str(job))
+    assert code == 0 and result["passed"] and result["windows"]["test"] > 0
+    if "bundle" not in ctx:
+        pytest.skip("needs the trained bundle")
+    report = tmp_path / "report.json"
+    code, result, _ = _run(capsys, "evaluate", str(job), "--report", str(report))
+    assert code == 0 and result["n_test"] > 0 and report.exists()
+    code, result, _ = _run(capsys, "bench", str(job), "--repeats", "1")
+    assert code == 0 and result["windows_per_s"] > 0
+
+
+def test_a_split_that_purging_empties_is_a_config_error(trained, capsys) -> None:
+    job, _ = trained
+    code, result, err = _run(capsys, "audit", str(job), "--set", "split.gap=30d")
+    assert code == 2 and not result["ok"]
+    assert "job.yaml: split: fold 0: purging left no" in err
+
+
+def test_missing_bundle_is_bad_input(trained, tmp_path, capsys) -> None:
+    job, _ = trained
+    code, result, err = _run(capsys, "score", str(job), "--set", f"bundle={tmp_path / 'none'}")
+    assert code == 2 and result["exit_code"] == 2 and "none" in err
+
+
+def test_score_in_a_fresh_process(trained, tmp_path) -> None:
+    """A scheduler runs score in a new process: the bundle's model class must be registered."""
+    import subprocess
+    import sys
+
+    job, ctx = trained
+    if "bundle" not in ctx:
+        pytest.skip("needs the trained bundle")
+    out = tmp_path / "fresh.csv"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mfgtx",
+            "-q",
+            "score",
+            str(job),
+            "--set",
+            f"score.output.path={out}",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert summary(done.stdout)["ok"] and out.is_file()
+
+
+def test_score_parquet_folder_in_small_chunks_equals_one_csv(trained, plant, tmp_path, capsys):
+    job, ctx = trained
+    if "bundle" not in ctx:
+        pytest.skip("needs the trained bundle")
+    rows = pd.read_csv(plant / "sensors.csv")
+    folder = tmp_path / "export"
+    folder.mkdir()
+    lots = rows["lot"].unique()
+    for i, part in enumerate((lots[:5], lots[5:])):  # two files, lots grouped
+        rows[rows["lot"].isin(part)].to_parquet(folder / f"part-{i}.parquet", index=False)
+    outs = {}
+    for name, source in (("folder", f"{{path: {folder}, chunk_rows: 64}}"), ("csv", None)):
+        out = tmp_path / f"{name}.parquet"
+        args = ["score", str(job), "--set", f"score.output.path={out}"]
+        if source:
+            args += ["--set", f"score.source={source}"]
+        code, result, err = _run(capsys, *args)
+        assert code == 0 and result["bad_lots"] == 0, err
+        outs[name] = pd.read_parquet(out)
+    pd.testing.assert_frame_equal(outs["folder"], outs["csv"], check_exact=False, atol=1e-6)
+
+
+def test_score_refuses_lots_split_across_the_input(trained, plant, tmp_path, capsys) -> None:
+    job, _ = trained
+    rows = pd.read_csv(plant / "sensors.csv", dtype=str)
+    first = rows[rows["lot"] == rows["lot"].iloc[0]]
+    mixed = pd.concat([first.iloc[:50], rows[rows["lot"] != first["lot"].iloc[0]], first.iloc[50:]])
+    source = tmp_path / "mixed.csv"
+    mixed.to_csv(source, index=False)
+    out = tmp_path / "mixed.parquet"
+    code, result, err = _run(
+        capsys, "score", str(job),
+        "--set", f"score.source={{path: {source}, chunk_rows: 100}}",
+        "--set", f"score.output.path={out}",
+    )  # fmt: skip
+    assert code == 2 and not result["ok"] and "are not together" in err and not out.exists()
+
+
+def test_a_stale_lock_is_taken_over(tmp_path) -> None:
+    from mfgtx.jobs import output_lock
+
+    target = tmp_path / "scores.parquet"
+    Path(f"{target}.lock").write_text("999999999\n")  # no such process
+    with output_lock(target) as lock:
+        assert lock.read_text().strip() == str(os.getpid())
+    assert not lock.exists()
