@@ -122,20 +122,30 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _app_command(path: Path, results: str | None, port: int | None) -> list[str] | None:
+def _app_command(path: Path, port: int | None) -> list[str] | None:
     if not path.is_file():
         return None
     cmd = [sys.executable, "-m", "streamlit", "run", str(path)]
-    cmd += ["--browser.gatherUsageStats", "false"]
+    cmd += ["--browser.gatherUsageStats", "false", "--server.headless", "true"]
     if port is not None:
         cmd += ["--server.port", str(port)]
-    if results is not None:
-        cmd += ["--", "--results", results]
     return cmd
 
 
-def _launch_app(path: Path, results: str | None, port: int | None) -> int:
-    cmd = _app_command(path, results, port)
+def _app_env(results: str | None, data: str | None) -> dict[str, str]:
+    """The dashboard reads its folders from MFGTX_MODELS_DIR / MFGTX_DATA_DIR."""
+    env = dict(os.environ)
+    if results is not None:
+        env["MFGTX_RESULTS"] = results
+        models = Path(results) / "models"  # the demo's layout: <out>/models/<bundle>
+        env["MFGTX_MODELS_DIR"] = str(models if models.is_dir() else Path(results))
+    if data is not None:
+        env["MFGTX_DATA_DIR"] = str(data)
+    return env
+
+
+def _launch_app(path: Path, results: str | None, port: int | None, data: str | None = None) -> int:
+    cmd = _app_command(path, port)
     if cmd is None:
         log.error(
             "the dashboard is not in this version: %s not found (app/, issue 9); "
@@ -144,11 +154,8 @@ def _launch_app(path: Path, results: str | None, port: int | None) -> int:
             f" in {results}" if results else "",
         )
         return 2
-    env = dict(os.environ)
-    if results is not None:
-        env["MFGTX_RESULTS"] = results
     log.info("starting the dashboard: %s", " ".join(cmd))
-    return subprocess.call(cmd, env=env)
+    return subprocess.call(cmd, env=_app_env(results, data))
 
 
 def _app(args: argparse.Namespace) -> int:
@@ -179,7 +186,7 @@ def _demo(args: argparse.Namespace) -> int:
             out,
         )
         return 0
-    return _launch_app(Path(args.app), out, None)
+    return _launch_app(Path(args.app), out, args.port, args.data)
 
 
 # --------------------------------------------------------------------------- parser
@@ -259,6 +266,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", help="output folder (default runs/demo, or runs/demo-quick)")
     p.add_argument("--app", default="app/main.py", help="the app script (default app/main.py)")
+    p.add_argument("--port", type=int, help="dashboard port (default: Streamlit's, 8501)")
     p.set_defaults(func=_demo)
     return parser
 

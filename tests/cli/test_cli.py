@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -144,9 +145,21 @@ def test_app_runs_streamlit_on_the_given_script(tmp_path) -> None:
 
     script = tmp_path / "main.py"
     script.write_text("")
-    cmd = _app_command(script, "runs/demo", 8502)
+    cmd = _app_command(script, 8502)
     assert cmd[:4] == [sys.executable, "-m", "streamlit", "run"] and str(script) in cmd
-    assert cmd[-2:] == ["--results", "runs/demo"] and "8502" in cmd
+    assert "8502" in cmd
+
+
+def test_app_is_pointed_at_the_demo_bundles_and_data(tmp_path) -> None:
+    from mfgtx.cli import _app_env
+
+    (tmp_path / "models").mkdir()
+    env = _app_env(str(tmp_path), "sample_data")
+    assert env["MFGTX_MODELS_DIR"] == str(tmp_path / "models")
+    assert env["MFGTX_DATA_DIR"] == "sample_data"
+    assert _app_env(str(tmp_path / "bundles"), None)["MFGTX_MODELS_DIR"] == str(
+        tmp_path / "bundles"
+    )
 
 
 def test_log_flags_also_after_the_command(plant, tmp_path, capsys) -> None:
@@ -154,3 +167,35 @@ def test_log_flags_also_after_the_command(plant, tmp_path, capsys) -> None:
     assert main(["audit", str(path), "-q"]) == 0  # as pipelines/audit.py JOB.yaml -q passes it
     captured = capsys.readouterr()
     assert summary(captured.out)["passed"] and "INFO" not in captured.err
+
+
+def test_demo_quick_trains_then_starts_and_stops_the_dashboard(plant, tmp_path) -> None:
+    import signal
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "demo"
+    cmd = [sys.executable, "-m", "mfgtx", "demo", "--quick", "--data", str(plant)]
+    app = Path(__file__).resolve().parents[2] / "app" / "main.py"
+    cmd += ["--out", str(out), "--port", str(port), "--app", str(app)]
+    log = (tmp_path / "demo.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline, healthy = time.monotonic() + 180, False
+        while time.monotonic() < deadline and proc.poll() is None and not healthy:
+            try:
+                url = f"http://127.0.0.1:{port}/_stcore/health"
+                healthy = urllib.request.urlopen(url, timeout=2).read() == b"ok"
+            except OSError:
+                time.sleep(1)
+        assert healthy, (tmp_path / "demo.log").read_text()[-3000:]
+        assert (out / "models" / "sample_quality" / "manifest.json").is_file()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        log.close()
