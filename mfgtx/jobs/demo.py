@@ -1,8 +1,9 @@
 """``demo``: train small models on the sample plant, score it, and hand the results to the app.
 
-Two jobs on ``sample_data/``: lot pass/fail (classification, calibrated) from ``sensors.csv``
-and ``quality.csv``, and remaining useful life with an 80 % interval from
-``degradation.csv``. A bundle that already exists and verifies is reused, so a second
+Three jobs on ``sample_data/``: lot pass/fail (classification, calibrated) from
+``sensors.csv`` and ``quality.csv``, remaining useful life with an 80 % interval from
+``degradation.csv``, and a forecaster of the process sensors (:mod:`mfgtx.jobs.forecast`).
+A bundle that already exists and verifies is reused, so a second
 ``mfgtx demo`` goes straight to the dashboard. ``quick`` trains tiny models for two epochs
 (a smoke test of the whole chain, not a useful model).
 """
@@ -142,4 +143,22 @@ def run_demo(
             outcome = train("sensor", config)
             steps.append({"job": name, **outcome.summary()})
         steps.append({"job": name, **score(config).summary()})
+    steps.append(_forecaster(Path(data_dir), Path(out_dir), quick=quick, retrain=retrain))
     return steps
+
+
+def _forecaster(data: Path, out: Path, *, quick: bool, retrain: bool) -> dict[str, Any]:
+    """The sample forecaster for the dashboard's Forecast page (reused when it verifies)."""
+    from mfgtx.artifacts import BundleError, verify_bundle
+    from mfgtx.jobs.forecast import train_sample_forecaster
+
+    bundle = out / "models" / "sample_forecast"
+    if bundle.exists() and not retrain:
+        try:
+            verify_bundle(bundle)
+            return {"command": "train", "job": "sample_forecast", "bundle": str(bundle),
+                    "reused": True}  # fmt: skip
+        except BundleError as e:
+            log.warning("sample_forecast: retraining, the existing bundle is unusable: %s", e)
+    log.info("sample_forecast: training (%s)", "quick" if quick else "full")
+    return {"job": "sample_forecast", **train_sample_forecaster(data, bundle, quick=quick)}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mfgtx.artifacts import load_bundle
 from mfgtx.cli import main
 from mfgtx.jobs import ConfigError, load_config
 from tests.cli.conftest import quality_job, summary, write_job
@@ -124,9 +125,13 @@ def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
     assert main(argv) == 0, capsys.readouterr().err
     first = capsys.readouterr().out
     assert "sample_quality: trained" in first and "sample_rul: trained" in first
+    assert "sample_forecast: trained" in first
     for name in ("sample_quality", "sample_rul"):
         assert (out / "models" / name / "manifest.json").is_file()
         assert (out / "results" / f"{name}.parquet").is_file()
+    forecaster = load_bundle(out / "models" / "sample_forecast")
+    assert type(forecaster.model).__name__ == "CausalForecaster"
+    assert forecaster.manifest["audit"]["passed"] and forecaster.scaler is not None
     import pandas as pd
 
     rul = pd.read_parquet(out / "results" / "sample_rul.parquet")
