@@ -1,5 +1,14 @@
 """mfgtx.models: the application models built on :mod:`mfgtx.nn`."""
 
 from mfgtx.models.sensor_encoder import MaskedPretraining, SensorEncoder, SensorEncoderConfig
+from mfgtx.models.vit import DefectSizeWarning, DefectViT, ViTConfig, resized_defect_px
 
-__all__ = ["MaskedPretraining", "SensorEncoder", "SensorEncoderConfig"]
+__all__ = [
+    "DefectSizeWarning",
+    "DefectViT",
+    "MaskedPretraining",
+    "SensorEncoder",
+    "SensorEncoderConfig",
+    "ViTConfig",
+    "resized_defect_px",
+]
