@@ -54,6 +54,12 @@ class ImageSplit:
     groups: np.ndarray
     lot_sets: SplitSets | None = None
 
+    def __post_init__(self) -> None:
+        # writable copies: torch warns when a tensor is indexed with a read-only array (the
+        # arrays of SplitSets are read-only)
+        for name in ("train", "val", "test", "purged", "groups"):
+            object.__setattr__(self, name, np.array(getattr(self, name), dtype=np.int64))
+
 
 def _union_find(keys: Sequence[Sequence[Any]]) -> np.ndarray:
     """Group ids ``(N,)``: items sharing any key (per key column) get one group."""

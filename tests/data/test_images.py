@@ -249,6 +249,7 @@ def test_lot_split_is_lot_and_time_safe_and_keeps_duplicates_together(tmp_path: 
     ):
         s = split_images(r, test_size=0.2, val_size=0.1)
     assert s.method == "lot_time" and s.lot_sets is not None
+    assert s.test.flags.writeable  # torch warns when indexing with read-only arrays
     lots = r.frame["lot"].to_numpy()
     # duplicates merged lots L0-L1, L2-L3 ... into 5 groups: 1 test group, 1 val, 3 train
     assert set(lots[s.test]) == {"L8", "L9"}
