@@ -5,7 +5,11 @@ Writes four CSV files (see ``sample_data/README.md`` for every column and the st
 * ``sensors.csv``      1-minute wide sensor log of 36 lots on three production lines;
 * ``quality.csv``      one row per lot: inspection time, surface roughness Ra, pass/fail;
 * ``faults.csv``       ground truth of the sensor faults injected into ``sensors.csv``;
-* ``degradation.csv``  run-to-failure cycles of 14 machines, with the true RUL (target only).
+* ``degradation.csv``  run-to-failure cycles of 14 machines, with the true RUL (target only);
+
+and (``generate_defects``) the folder ``defects/``: 200 grey 64x64 PNG surface patches with
+scratches, pits, inclusions, cracks or no defect, a defect mask each, and ``manifest.csv``
+(label, lot, timestamp, defect size and contrast per patch).
 
 Usage::
 
@@ -15,6 +19,9 @@ The same seed gives byte-identical files. Only numpy and pandas are needed.
 """
 
 import argparse
+import itertools
+import struct
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -431,6 +438,177 @@ def generate(out_dir: Path, seed: int = DEFAULT_SEED) -> dict[str, Path]:
     }
 
 
+# --------------------------------------------------------------------------- defect patches
+
+DEFECT_CLASSES = ("none", "scratch", "pit", "inclusion", "crack")
+DEFECT_LOTS = 10  # lots D01..D10, 20 patches each
+DEFECT_PER_LOT = 20
+PATCH = 64  # side of a patch in pixels
+DEFECT_START = pd.Timestamp("2026-03-02T08:00:00Z")
+
+
+def write_png(arr: np.ndarray, path: Path, *, bits: int = 8) -> Path:
+    """Write a grey uint8 image as PNG with stored (uncompressed) deflate blocks.
+
+    Stored blocks make the bytes independent of the zlib build, so the files are byte-identical
+    on every machine. ``bits=1`` packs a 0/1 mask (1 bit per pixel).
+    """
+    h, w = arr.shape
+    if bits == 1:
+        rows = np.packbits(arr.astype(bool), axis=1)  # (h, ceil(w/8))
+    else:
+        rows = arr.astype(np.uint8)
+    raw = b"".join(b"\x00" + row.tobytes() for row in rows)  # filter type 0 per row
+    blocks, step = [], 65535
+    for i in range(0, max(len(raw), 1), step):
+        chunk = raw[i : i + step]
+        final = 1 if i + step >= len(raw) else 0
+        blocks.append(struct.pack("<BHH", final, len(chunk), 0xFFFF ^ len(chunk)) + chunk)
+    data = b"\x78\x01" + b"".join(blocks) + struct.pack(">I", zlib.adler32(raw))
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body)
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", w, h, bits, 0, 0, 0, 0)  # grey, no interlace
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data)
+    path.write_bytes(png + chunk(b"IEND", b""))
+    return path
+
+
+def _smooth(x: np.ndarray, kx: int, ky: int) -> np.ndarray:
+    """Separable box blur with wrap-around (``kx`` along rows, ``ky`` along columns)."""
+    for k, axis in ((kx, 1), (ky, 0)):
+        if k > 1:
+            x = sum(np.roll(x, s, axis=axis) for s in range(-(k // 2), k - k // 2)) / k
+    return x
+
+
+def surface(rng: np.random.Generator, level: float) -> np.ndarray:
+    """Rolled-steel texture: streaks along the rolling direction (x), grain, lighting."""
+    n = PATCH
+    streaks = _smooth(rng.normal(0, 1, (n, n)), 15, 1)
+    streaks = streaks / streaks.std() * rng.uniform(3.0, 7.0)
+    grain = _smooth(rng.normal(0, 1, (n, n)), 2, 2) * rng.uniform(2.0, 5.0)
+    yy, xx = np.mgrid[0:n, 0:n] / n
+    gx, gy = rng.uniform(-8, 8, 2)
+    return level + streaks + grain + gx * (xx - 0.5) + gy * (yy - 0.5)
+
+
+def _line_mask(pts: np.ndarray, width: float) -> np.ndarray:
+    """Pixels within ``width / 2`` of the polyline through ``pts`` ((k, 2) as x, y)."""
+    yy, xx = np.mgrid[0:PATCH, 0:PATCH].astype(float)
+    dist = np.full((PATCH, PATCH), np.inf)
+    for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+        dx, dy = x1 - x0, y1 - y0
+        t = np.clip(((xx - x0) * dx + (yy - y0) * dy) / max(dx * dx + dy * dy, 1e-9), 0, 1)
+        dist = np.minimum(dist, np.hypot(xx - (x0 + t * dx), yy - (y0 + t * dy)))
+    return dist <= width / 2
+
+
+def defect(rng: np.random.Generator, kind: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """A defect's intensity profile (negative = darker), its mask and its size in pixels."""
+    n = PATCH
+    yy, xx = np.mgrid[0:n, 0:n].astype(float)
+    cx, cy = rng.uniform(14, n - 14, 2)
+    if kind == "scratch":  # thin, straight, along the rolling direction (within 20 degrees)
+        length, angle = rng.uniform(14, 50), np.deg2rad(rng.uniform(-20, 20))
+        d = np.array([np.cos(angle), np.sin(angle)]) * length / 2
+        centre = np.array([cx, cy])
+        mask = _line_mask(np.stack([centre - d, centre + d]), rng.uniform(1.0, 2.5))
+        sign, size = rng.choice([-1.0, 1.0]), length
+    elif kind == "pit":  # small round dark spot
+        r = rng.uniform(1.5, 5.0)
+        mask = np.hypot(xx - cx, yy - cy) <= r
+        sign, size = -1.0, 2 * r
+    elif kind == "inclusion":  # elongated irregular blob along the rolling direction
+        a, b = rng.uniform(4, 12), rng.uniform(1.5, 4.5)
+        wobble = 1 + 0.25 * _smooth(rng.normal(0, 1, (n, n)), 5, 5)
+        mask = ((xx - cx) / a) ** 2 + ((yy - cy) / b) ** 2 <= wobble
+        sign, size = -1.0, 2 * a
+    elif kind == "crack":  # jagged, mostly across the rolling direction, sometimes branched
+        steps = rng.integers(6, 12)
+        heading = np.deg2rad(90 + rng.uniform(-30, 30))
+        pts = [np.array([cx, cy])]
+        for _ in range(steps):
+            heading += rng.normal(0, 0.5)
+            pts.append(pts[-1] + 3.5 * np.array([np.cos(heading), np.sin(heading)]))
+        pts_arr = np.array(pts) - (np.array(pts[-1]) - pts[0]) / 2
+        mask = _line_mask(pts_arr, rng.uniform(1.0, 2.0))
+        if rng.random() < 0.4:
+            k = int(rng.integers(1, steps))
+            drift = np.array([2.5, 0.0])
+            twig = np.cumsum(rng.normal(0, 1.5, (4, 2)) + drift, axis=0) + pts_arr[k]
+            mask |= _line_mask(np.vstack([pts_arr[k], twig]), 1.0)
+        sign = -1.0
+        size = float(np.ptp(pts_arr, axis=0).max())
+    else:
+        raise ValueError(f"unknown defect kind {kind!r}")
+    profile = _smooth(mask.astype(float), 2, 2) * 0.5 + mask * 0.5  # soft edge
+    return sign * profile, mask, float(size)
+
+
+def make_defect_patches(
+    rng: np.random.Generator,
+) -> tuple[list[np.ndarray], list[np.ndarray], pd.DataFrame]:
+    """200 patches: 10 lots x 20, classes balanced within each lot, contrast varied."""
+    images, masks, rows = [], [], []
+    for lot in range(DEFECT_LOTS):
+        lot_id = f"D{lot + 1:02d}"
+        level = rng.uniform(90, 150)  # each coil has its own brightness
+        start = (
+            DEFECT_START
+            + pd.Timedelta(hours=7 * lot)
+            + pd.Timedelta(minutes=int(rng.integers(0, 60)))
+        )
+        kinds = np.repeat(DEFECT_CLASSES, DEFECT_PER_LOT // len(DEFECT_CLASSES))
+        rng.shuffle(kinds)
+        for j, kind in enumerate(kinds):
+            img = surface(rng, level)
+            if kind == "none":
+                mask, size, contrast = np.zeros((PATCH, PATCH), bool), 0.0, 0.0
+            else:
+                profile, mask, size = defect(rng, str(kind))
+                contrast = float(rng.uniform(12, 70))
+                img = img + contrast * profile
+            img = img + rng.normal(0, 1.5, img.shape)  # sensor noise
+            images.append(np.clip(np.rint(img), 0, 255).astype(np.uint8))
+            masks.append(mask)
+            i = len(rows)
+            rows.append(
+                {
+                    "path": f"images/{i:03d}.png",
+                    "mask_path": f"masks/{i:03d}.png",
+                    "label": str(kind),
+                    "lot": lot_id,
+                    "timestamp": start + pd.Timedelta(minutes=3 * j),
+                    "defect_px": round(size, 1),
+                    "contrast": round(contrast, 1),
+                    "mask_pixels": int(mask.sum()),
+                }
+            )
+    return images, masks, pd.DataFrame(rows)
+
+
+def generate_defects(out_dir: Path, seed: int = DEFAULT_SEED) -> dict[str, Path]:
+    """Write ``out_dir/defects/`` (images, masks, manifest.csv); return name -> path.
+
+    Uses its own random stream (``SeedSequence(seed)``'s fifth child), so the CSV files of
+    :func:`generate` are unchanged by it.
+    """
+    folder = Path(out_dir) / "defects"
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    (folder / "masks").mkdir(parents=True, exist_ok=True)
+    ss = np.random.SeedSequence(seed).spawn(5)[4]
+    images, masks, manifest = make_defect_patches(np.random.default_rng(ss))
+    out = {}
+    for i, (img, mask) in enumerate(zip(images, masks, strict=True)):
+        out[f"image{i:03d}"] = write_png(img, folder / manifest.path[i])
+        out[f"mask{i:03d}"] = write_png(mask, folder / manifest.mask_path[i], bits=1)
+    out["manifest"] = write_csv(manifest, folder / "manifest.csv")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
@@ -438,6 +616,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for name, path in generate(args.out, args.seed).items():
         print(f"{name:12s} {path} ({path.stat().st_size / 1024:.0f} KiB)")
+    defects = generate_defects(args.out, args.seed)
+    size = sum(p.stat().st_size for p in defects.values())
+    folder = defects["manifest"].parent
+    print(f"{'defects':12s} {folder} ({len(defects)} files, {size / 1024:.0f} KiB)")
     return 0
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
 
 from mfgtx.data import ColumnMap, make_windows, read_table
 
@@ -110,3 +111,56 @@ def test_rul_labels_are_known_only_once_the_machine_has_failed() -> None:
 @pytest.mark.parametrize("name", FILES)
 def test_files_are_small(name: str) -> None:
     assert (SAMPLE / name).stat().st_size < 2_000_000
+
+
+# ---------------------------------------------------------------------- defect patches
+
+DEFECTS = SAMPLE / "defects"
+
+
+def test_defect_patches_are_exactly_what_the_generator_writes(tmp_path: Path) -> None:
+    written = _generator().generate_defects(tmp_path)
+    ours = sorted(p.relative_to(tmp_path / "defects").as_posix() for p in written.values())
+    committed = sorted(p.relative_to(DEFECTS).as_posix() for p in DEFECTS.rglob("*") if p.is_file())
+    assert ours == committed, "sample_data/defects differs from generate.py: regenerate it"
+    for rel in committed:
+        a = hashlib.sha256((tmp_path / "defects" / rel).read_bytes()).hexdigest()
+        b = hashlib.sha256((DEFECTS / rel).read_bytes()).hexdigest()
+        assert a == b, f"defects/{rel} differs from generate.py output: regenerate it"
+
+
+def test_defect_patches_change_with_the_seed_but_not_the_plant(tmp_path: Path) -> None:
+    gen = _generator()
+    gen.generate_defects(tmp_path, seed=7)
+    assert (tmp_path / "defects" / "images" / "000.png").read_bytes() != (
+        DEFECTS / "images" / "000.png"
+    ).read_bytes()
+    assert not (tmp_path / "sensors.csv").exists()  # the plant files are written separately
+
+
+def test_defect_patches_read_as_records_with_masks_lots_and_times() -> None:
+    from mfgtx.images import ImageRecords, read_images, split_images
+
+    records = ImageRecords.from_manifest(DEFECTS / "manifest.csv")
+    assert records.class_names == ("crack", "inclusion", "none", "pit", "scratch")
+    assert len(records) == 200 and records.has_lots
+    assert np.bincount(records.labels).tolist() == [40] * 5
+    manifest = pd.read_csv(DEFECTS / "manifest.csv")
+    batch = read_images(records.read_bytes())
+    assert not batch.errors and all(img.shape == (64, 64) for img in batch.images)
+    masks = []
+    for p in manifest["mask_path"]:
+        with Image.open(DEFECTS / p) as im:
+            assert im.mode == "1" and im.size == (64, 64)  # 1-bit masks
+            masks.append(np.asarray(im, dtype=bool))
+    mask_pixels = np.array([m.sum() for m in masks])
+    assert np.array_equal(mask_pixels, manifest["mask_pixels"].to_numpy())
+    assert ((mask_pixels == 0) == (manifest["label"] == "none")).all()
+    # a defect is visible: inside its mask the image differs from the surface around it
+    images = np.stack(batch.images).astype(float)
+    for i in np.flatnonzero(mask_pixels > 0)[:40]:
+        m = masks[i]
+        assert abs(images[i][m].mean() - images[i][~m].mean()) > 4
+    s = split_images(records, test_size=0.2, val_size=0.1)
+    lots = manifest["lot"].to_numpy()
+    assert set(lots[s.test]) == {"D09", "D10"} and set(lots[s.val]) == {"D08"}

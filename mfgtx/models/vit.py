@@ -1,0 +1,365 @@
+"""Vision Transformer for defect image patches (surface inspection), built on :mod:`mfgtx.nn`.
+
+Shape legend: ``B`` batch, ``C`` image channels (1 grey, 3 RGB), ``H``/``W`` image height and
+width, ``P`` ``patch_size``, ``h``/``w`` patch grid (``H/P``, ``W/P``), ``N = h*w`` patch
+tokens, ``D`` ``d_model``, ``K`` classes.
+
+An image ``(B, C, H, W)`` becomes ``N`` tokens of width ``D``: either by a linear map of each
+``P x P`` patch (``stem="linear"``, ViT) or by a small convolutional stem of stride-2 3x3
+convolutions (``stem="conv"``, Xiao et al. 2021, "Early convolutions help transformers see
+better"), which trains far better from scratch on a few thousand images. Positions are a
+learned table (bicubically resampled when the patch grid differs from the configured one) or
+a fixed 2-D sine-cosine code (half of ``D`` for rows, half for columns, evaluated at
+fractional positions so another image size spans the same range). A class token or the mean
+of the patch tokens feeds a linear head.
+
+Stochastic depth (Huang et al. 2016): :class:`mfgtx.nn.Encoder` has no drop-path hook, so the
+model runs the encoder's blocks itself and, in training, skips whole blocks per sample with
+probability rising linearly from 0 (first block) to ``drop_path`` (last block); the residual
+update of a kept block is scaled by ``1 / (1 - p)``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from mfgtx.artifacts import register_model
+from mfgtx.nn import Encoder, TransformerConfig, init_weights
+
+__all__ = ["DefectSizeWarning", "DefectViT", "ViTConfig", "resized_defect_px"]
+
+
+class DefectSizeWarning(UserWarning):
+    """The smallest defect of interest shrinks below what one patch token can carry."""
+
+
+def resized_defect_px(min_defect_px: float, source_size: int, image_size: int) -> float:
+    """Side in model pixels of a defect of ``min_defect_px`` source pixels after resizing.
+
+    >>> resized_defect_px(6, source_size=512, image_size=128)
+    1.5
+    """
+    return float(min_defect_px) * image_size / source_size
+
+
+def _check_defect_size(
+    min_defect_px: float, source_size: int, image_size: int, patch_size: int, strict: bool
+) -> None:
+    side = resized_defect_px(min_defect_px, source_size, image_size)
+    if side * 2 >= patch_size:
+        return
+    msg = (
+        f"a defect of {min_defect_px:g} px in {source_size} px images resized to "
+        f"{image_size} px is {side:.3g} px, less than half a patch ({patch_size} px / 2): it "
+        f"fills under a quarter of its patch token and can vanish in the texture. Use a larger "
+        f"image_size (>= {math.ceil(patch_size * source_size / (2 * min_defect_px))}), a smaller "
+        "patch_size, or crop tiles instead of resizing"
+    )
+    if strict:
+        raise ValueError(msg)
+    warnings.warn(msg, DefectSizeWarning, stacklevel=4)
+
+
+@dataclass(frozen=True)
+class ViTConfig:
+    """Configuration of a :class:`DefectViT`.
+
+    Args:
+        image_size: side of the (square) training images; other sizes that are multiples of
+            ``patch_size`` are accepted at run time (positions are interpolated).
+        patch_size: side ``P`` of a patch token; a power of two for ``stem="conv"``.
+        in_chans: 1 (grey) or 3 (RGB).
+        num_classes: classes ``K`` (>= 2).
+        d_model, n_heads, n_layers, d_ff: the Transformer encoder (Pre-LN, GELU).
+        dropout: dropout on embeddings, residuals and feed-forward.
+        drop_path: stochastic depth rate of the last block, in ``[0, 1)``.
+        stem: ``"linear"`` (patchify) or ``"conv"`` (stride-2 3x3 convolutions with
+            BatchNorm and ReLU, then a 1x1 convolution to ``d_model``).
+        stem_channels: width of the first convolution of the conv stem (doubled at each
+            stride-2 step, capped at ``d_model``).
+        pooling: ``"cls"`` token or ``"mean"`` of the patch tokens.
+        positional: ``"learned"`` or ``"sinusoidal"`` (2-D; needs ``d_model % 4 == 0``).
+        class_weights: loss weight per class (rare defects weigh more), or ``None``.
+        label_smoothing: cross-entropy label smoothing in ``[0, 1)``.
+        min_defect_px: small-defect guard: side in source pixels of the smallest defect that
+            must stay detectable (``None``: no check).
+        source_size: side in pixels of the images before they are resized to ``image_size``
+            (default ``image_size``: no resizing).
+        strict_defect_size: raise instead of warning when the guard fails.
+
+    Small-defect rule: a defect of ``min_defect_px`` source pixels is
+    ``min_defect_px * image_size / source_size`` pixels after resizing. It must be at least
+    half a patch side (``>= patch_size / 2``), so that it covers at least a quarter of the
+    pixels of the patch token that holds it; otherwise a :class:`DefectSizeWarning` is raised
+    (``ValueError`` with ``strict_defect_size=True``). The conv stem sees single pixels in its
+    first layers but still summarises each ``P x P`` area in one token, so the same rule
+    applies to both stems.
+
+    Example:
+        >>> cfg = ViTConfig(image_size=224, patch_size=16, in_chans=1, num_classes=6,
+        ...                 d_model=192, n_heads=3, n_layers=12, d_ff=768)
+        >>> cfg.grid, cfg.n_patches
+        (14, 196)
+        >>> ViTConfig(image_size=100, patch_size=16)
+        Traceback (most recent call last):
+        ...
+        ValueError: image_size=100 is not a multiple of patch_size=16
+    """
+
+    image_size: int = 224
+    patch_size: int = 16
+    in_chans: int = 1
+    num_classes: int = 6
+    d_model: int = 192
+    n_heads: int = 3
+    n_layers: int = 12
+    d_ff: int = 768
+    dropout: float = 0.0
+    drop_path: float = 0.0
+    stem: Literal["linear", "conv"] = "linear"
+    stem_channels: int = 24
+    pooling: Literal["cls", "mean"] = "cls"
+    positional: Literal["learned", "sinusoidal"] = "learned"
+    class_weights: tuple[float, ...] | None = None
+    label_smoothing: float = 0.0
+    min_defect_px: float | None = None
+    source_size: int | None = None
+    strict_defect_size: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("image_size", "patch_size", "num_classes", "stem_channels"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, found {v!r}")
+        if self.in_chans not in (1, 3):
+            raise ValueError(f"in_chans must be 1 (grey) or 3 (RGB), found {self.in_chans!r}")
+        if self.num_classes < 2:
+            raise ValueError(f"num_classes must be >= 2, found {self.num_classes}")
+        if self.image_size % self.patch_size:
+            raise ValueError(
+                f"image_size={self.image_size} is not a multiple of patch_size={self.patch_size}"
+            )
+        if self.stem not in ("linear", "conv"):
+            raise ValueError(f"stem must be 'linear' or 'conv', found {self.stem!r}")
+        if self.stem == "conv" and self.patch_size & (self.patch_size - 1):
+            raise ValueError(
+                f"stem='conv' halves the image per layer: patch_size must be a power of two, "
+                f"found {self.patch_size}"
+            )
+        if self.pooling not in ("cls", "mean"):
+            raise ValueError(f"pooling must be 'cls' or 'mean', found {self.pooling!r}")
+        if self.positional not in ("learned", "sinusoidal"):
+            raise ValueError(
+                f"positional must be 'learned' or 'sinusoidal', found {self.positional!r}"
+            )
+        if self.positional == "sinusoidal" and self.d_model % 4:
+            raise ValueError(
+                f"2-D sinusoidal positions need d_model divisible by 4, found {self.d_model}"
+            )
+        if not 0.0 <= self.drop_path < 1.0:
+            raise ValueError(f"drop_path must be in [0, 1), found {self.drop_path!r}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), found {self.label_smoothing!r}")
+        if self.class_weights is not None:
+            object.__setattr__(self, "class_weights", tuple(float(w) for w in self.class_weights))
+            if len(self.class_weights) != self.num_classes or not all(
+                w > 0 for w in self.class_weights
+            ):
+                raise ValueError(
+                    f"class_weights needs one positive weight per class ({self.num_classes}), "
+                    f"found {self.class_weights}"
+                )
+        if self.source_size is not None and (
+            not isinstance(self.source_size, int) or self.source_size < 1
+        ):
+            raise ValueError(f"source_size must be a positive integer, found {self.source_size!r}")
+        if self.min_defect_px is not None:
+            if not self.min_defect_px > 0:
+                raise ValueError(f"min_defect_px must be positive, found {self.min_defect_px!r}")
+            _check_defect_size(
+                self.min_defect_px,
+                self.source_size or self.image_size,
+                self.image_size,
+                self.patch_size,
+                self.strict_defect_size,
+            )
+        self.transformer  # validates d_model / n_heads / d_ff / dropout  # noqa: B018
+
+    @property
+    def grid(self) -> int:
+        """Patches per side at ``image_size``."""
+        return self.image_size // self.patch_size
+
+    @property
+    def n_patches(self) -> int:
+        return self.grid**2
+
+    @property
+    def transformer(self) -> TransformerConfig:
+        return TransformerConfig(
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_layers=self.n_layers,
+            d_ff=self.d_ff,
+            dropout=self.dropout,
+            activation="gelu",
+            norm_first=True,
+            positional="none",  # the model adds 2-D positions itself
+            layer_norm_eps=1e-6,
+        )
+
+
+def _conv_stem(c: ViTConfig) -> nn.Sequential:
+    """``(B, C, H, W) -> (B, D, H/P, W/P)`` with log2(P) stride-2 3x3 convs, then a 1x1 conv."""
+    layers: list[nn.Module] = []
+    width_in, width = c.in_chans, min(c.stem_channels, c.d_model)
+    for _ in range(int(math.log2(c.patch_size))):
+        layers += [
+            nn.Conv2d(width_in, width, 3, stride=2, padding=1, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(inplace=True),
+        ]
+        width_in, width = width, min(width * 2, c.d_model)
+    layers.append(nn.Conv2d(width_in, c.d_model, 1))
+    return nn.Sequential(*layers)
+
+
+def sincos_2d(h: int, w: int, d_model: int, *, grid: int, base: float = 10000.0) -> Tensor:
+    """2-D sine-cosine positions ``(h*w, D)``, rows first, at positions scaled to ``grid``.
+
+    A grid of another size than ``grid`` is placed on the same range (positions
+    ``i * grid / h``), which is the interpolation of the continuous code.
+    """
+    quarter = d_model // 4
+    freq = base ** (-torch.arange(quarter, dtype=torch.float64) / quarter)  # (D/4,)
+    rows = torch.arange(h, dtype=torch.float64) * (grid / h)  # (h,)
+    cols = torch.arange(w, dtype=torch.float64) * (grid / w)  # (w,)
+    r = rows[:, None] * freq[None]  # (h, D/4)
+    q = cols[:, None] * freq[None]  # (w, D/4)
+    r = torch.cat([r.sin(), r.cos()], 1)[:, None].expand(h, w, d_model // 2)  # (h, w, D/2)
+    q = torch.cat([q.sin(), q.cos()], 1)[None].expand(h, w, d_model // 2)  # (h, w, D/2)
+    return torch.cat([r, q], -1).reshape(h * w, d_model).float()  # (N, D)
+
+
+def _drop_path(update: Tensor, p: float, training: bool) -> Tensor:
+    """Zero the whole residual ``update (B, N, D)`` of a random ``p`` share of samples."""
+    if p == 0.0 or not training:
+        return update
+    keep = torch.rand(update.shape[0], 1, 1, device=update.device) >= p  # (B, 1, 1)
+    return update * keep.to(update.dtype) / (1.0 - p)
+
+
+@register_model(name="mfgtx.DefectViT")
+class DefectViT(nn.Module):
+    """Vision Transformer classifying defect image patches.
+
+    Args:
+        config: a :class:`ViTConfig`.
+
+    ``forward(images (B, C, H, W)) -> logits (B, K)``; ``H`` and ``W`` must be multiples of
+    ``patch_size``. For :func:`mfgtx.train.fit`, batches are dicts with ``"images"`` and
+    ``"y"`` (class index), as made by :class:`mfgtx.images.ImageDataset`.
+
+    Example:
+        >>> cfg = ViTConfig(image_size=32, patch_size=8, num_classes=3, d_model=16,
+        ...                 n_heads=2, n_layers=2, d_ff=32, stem="conv")
+        >>> model = DefectViT(cfg).eval()
+        >>> model(torch.randn(2, 1, 32, 32)).shape
+        torch.Size([2, 3])
+        >>> model(torch.randn(2, 1, 48, 64)).shape     # another size: positions interpolated
+        torch.Size([2, 3])
+    """
+
+    def __init__(self, config: ViTConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        if c.stem == "conv":
+            self.stem: nn.Module = _conv_stem(c)
+        else:
+            self.stem = nn.Conv2d(c.in_chans, c.d_model, c.patch_size, stride=c.patch_size)
+        self.pos = (
+            nn.Parameter(torch.zeros(1, c.n_patches, c.d_model))
+            if c.positional == "learned"
+            else None
+        )
+        self.cls = nn.Parameter(torch.zeros(1, 1, c.d_model)) if c.pooling == "cls" else None
+        self.encoder = Encoder(c.transformer)  # initialises itself
+        self.head = nn.Linear(c.d_model, c.num_classes)
+        init_weights(self.head, n_layers=c.n_layers)
+        if self.pos is not None:
+            nn.init.normal_(self.pos, std=0.02)
+        if self.cls is not None:
+            nn.init.normal_(self.cls, std=0.02)
+        self.drop_rates = tuple(c.drop_path * i / max(c.n_layers - 1, 1) for i in range(c.n_layers))
+        if c.class_weights is not None:
+            self.register_buffer("class_weights", torch.tensor(c.class_weights))
+        else:
+            self.class_weights = None
+
+    def positions(self, h: int, w: int) -> Tensor:
+        """Position code ``(1, h*w, D)`` for an ``h x w`` patch grid."""
+        c = self.config
+        if self.pos is None:
+            return sincos_2d(h, w, c.d_model, grid=c.grid).to(self.head.weight)[None]
+        if (h, w) == (c.grid, c.grid):
+            return self.pos
+        table = self.pos.reshape(1, c.grid, c.grid, c.d_model).permute(0, 3, 1, 2)  # (1,D,g,g)
+        table = F.interpolate(table, size=(h, w), mode="bicubic", align_corners=False)
+        return table.permute(0, 2, 3, 1).reshape(1, h * w, c.d_model)  # (1, N, D)
+
+    def tokens(self, images: Tensor) -> Tensor:
+        """Images ``(B, C, H, W)`` -> position-coded patch tokens ``(B, N, D)``."""
+        c = self.config
+        if images.dim() != 4 or images.shape[1] != c.in_chans:
+            raise ValueError(
+                f"images must have shape (B, C={c.in_chans}, H, W), found {tuple(images.shape)}"
+            )
+        H, W = images.shape[-2:]
+        if H % c.patch_size or W % c.patch_size:
+            raise ValueError(
+                f"image height and width must be multiples of patch_size={c.patch_size}, "
+                f"found {H}x{W}"
+            )
+        x = self.stem(images)  # (B, D, h, w)
+        h, w = x.shape[-2:]
+        x = x.flatten(2).transpose(1, 2)  # (B, N, D)
+        return x + self.positions(h, w)
+
+    def features(self, images: Tensor) -> Tensor:
+        """Pooled image summaries ``(B, D)`` (input of the head)."""
+        x = self.tokens(images)  # (B, N, D)
+        if self.cls is not None:
+            x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1)  # (B, 1+N, D)
+        x = self.encoder.dropout(x)
+        for block, p in zip(self.encoder.blocks, self.drop_rates, strict=True):
+            if p > 0.0 and self.training:
+                x = x + _drop_path(block(x).output - x, p, training=True)
+            else:
+                x = block(x).output
+        x = self.encoder.norm(x)
+        return x[:, 0] if self.cls is not None else x.mean(1)
+
+    def forward(self, images: Tensor) -> Tensor:
+        """Images ``(B, C, H, W)`` -> logits ``(B, K)``."""
+        return self.head(self.features(images))
+
+    # ------------------------------------------------------------------ training protocol
+
+    def predict(self, batch: dict[str, Any]) -> Tensor:
+        return self(batch["images"])
+
+    def loss(self, batch: dict[str, Any]) -> Tensor:
+        logits = self(batch["images"]).float()
+        return F.cross_entropy(
+            logits,
+            batch["y"].long().view(-1),
+            weight=self.class_weights,
+            label_smoothing=self.config.label_smoothing,
+        )
