@@ -16,6 +16,7 @@ Typical use::
 
 from mfgtx.explain import forecast as _forecast  # noqa: F401  (registers CausalForecaster)
 from mfgtx.explain import sensor as _sensor  # noqa: F401  (registers SensorEncoder)
+from mfgtx.explain import vit as _vit  # noqa: F401  (registers DefectViT)
 from mfgtx.explain.deletion import DeletionResult, deletion_test, run_deletion
 from mfgtx.explain.figures import attention_figure, deletion_figure, query_key_figure
 from mfgtx.explain.maps import AttentionMaps, attention_maps, register_explainer

@@ -346,6 +346,23 @@ class DefectViT(nn.Module):
         x = self.encoder.norm(x)
         return x[:, 0] if self.cls is not None else x.mean(1)
 
+    def forward_with_attention(self, images: Tensor) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """Logits (as :meth:`forward`, in eval mode) and per-layer attention weights
+        ``(B, heads, N', N')`` from one pass on the explicit attention path (``N' = 1 + N``
+        with a CLS token, which comes first). Stochastic depth is off, as in eval mode."""
+        x = self.tokens(images)  # (B, N, D)
+        if self.cls is not None:
+            x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1)  # (B, 1+N, D)
+        x = self.encoder.dropout(x)
+        weights = []
+        for block in self.encoder.blocks:
+            out = block(x, need_weights=True)
+            x = out.output
+            weights.append(out.weights)
+        x = self.encoder.norm(x)
+        pooled = x[:, 0] if self.cls is not None else x.mean(1)
+        return self.head(pooled), tuple(weights)
+
     def forward(self, images: Tensor) -> Tensor:
         """Images ``(B, C, H, W)`` -> logits ``(B, K)``."""
         return self.head(self.features(images))
