@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from mfgtx.calibration.temperature import TemperatureScaler
-from mfgtx.calibration.threshold import ThresholdChoice, apply_threshold
+from mfgtx.calibration.threshold import ThresholdChoice
 
 __all__ = ["Calibration"]
 
@@ -23,7 +23,9 @@ class Calibration:
     Args:
         temperature: the :class:`TemperatureScaler` fitted on validation logits.
         threshold: the :class:`ThresholdChoice` made on the calibrated validation
-            probabilities, or ``None`` (multi-class models, or no cost ratio given).
+            probabilities of a defect, or ``None`` (no cost ratio given).
+        good_class: multi-class models with a threshold: the class of good parts; the
+            defect probability is then ``1 - P(good_class)`` (any defect type).
 
     Example:
         >>> import numpy as np
@@ -43,6 +45,7 @@ class Calibration:
 
     temperature: TemperatureScaler
     threshold: ThresholdChoice | None = None
+    good_class: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.temperature, TemperatureScaler):
@@ -54,33 +57,57 @@ class Calibration:
                 f"threshold must be a ThresholdChoice or None, found "
                 f"{type(self.threshold).__name__}"
             )
+        g = self.good_class
+        if g is not None and (isinstance(g, bool) or not isinstance(g, int) or g < 0):
+            raise ValueError(f"good_class must be a class index >= 0 or None, found {g!r}")
 
     def probabilities(self, logits: object) -> np.ndarray:
         """Calibrated probabilities: ``(N,)`` P(defect) for ``(N,)`` logits, else ``(N, K)``."""
         return self.temperature.transform(logits)
 
-    def decide(self, logits: object) -> np.ndarray:
-        """Class decisions ``(N,)``: the saved threshold for binary models, else the argmax."""
+    def defect_probability(self, logits: object) -> np.ndarray:
+        """``(N,)`` calibrated probability of a defect: P(class 1) for binary models,
+        ``1 - P(good_class)`` for multi-class ones."""
         p = self.probabilities(logits)
+        if p.ndim == 1:
+            return p
+        if self.good_class is not None:
+            return 1.0 - p[:, self.good_class]
+        if p.shape[1] == 2:
+            return p[:, 1]
+        raise ValueError(
+            f"{p.shape[1]} classes: say which is the good one (good_class) to get P(defect)"
+        )
+
+    def decide(self, logits: object) -> np.ndarray:
+        """Decisions ``(N,)``: with a threshold, 1 = flagged as defective (P(defect) above
+        it); without, the most probable class (binary: P(class 1) > 0.5)."""
         if self.threshold is None:
+            p = self.probabilities(logits)
             return (p > 0.5).astype(np.int64) if p.ndim == 1 else p.argmax(-1)
-        return apply_threshold(p, self.threshold.threshold).astype(np.int64)
+        flagged = self.defect_probability(logits) > self.threshold.threshold
+        return flagged.astype(np.int64)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible state (the bundle's ``calibration`` section)."""
         return {
             "temperature": self.temperature.to_dict(),
             "threshold": None if self.threshold is None else self.threshold.to_dict(),
+            "good_class": self.good_class,
         }
 
     @classmethod
     def from_dict(cls, state: dict[str, Any]) -> Calibration:
         """Rebuild from :meth:`to_dict`; ``ValueError`` naming what is missing or wrong."""
-        if not isinstance(state, dict) or set(state) != {"temperature", "threshold"}:
+        keys = set(state) if isinstance(state, dict) else set()
+        if not {"temperature", "threshold"} <= keys <= {"temperature", "threshold", "good_class"}:
             found = sorted(state) if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"calibration state must have keys temperature, threshold: {found}")
+            raise ValueError(
+                f"calibration state must have keys temperature, threshold (and good_class): {found}"
+            )
         threshold = state["threshold"]
         return cls(
             TemperatureScaler.from_dict(state["temperature"]),
             None if threshold is None else ThresholdChoice.from_dict(threshold),
+            state.get("good_class"),
         )

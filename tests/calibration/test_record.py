@@ -57,3 +57,14 @@ def test_bad_state_is_refused(state, match) -> None:
 def test_types_are_checked() -> None:
     with pytest.raises(TypeError, match="temperature must be a TemperatureScaler"):
         Calibration(2.0)  # type: ignore[arg-type]
+
+
+def test_multiclass_with_a_good_class_flags_any_defect() -> None:
+    # classes: 0 scratch, 1 none (good), 2 pit; P(defect) = 1 - P(none)
+    logits = np.log(np.array([[0.2, 0.7, 0.1], [0.1, 0.3, 0.6]]))
+    cal = Calibration(TemperatureScaler(1.0), _choice(0.4), good_class=1)
+    np.testing.assert_allclose(cal.defect_probability(logits), [0.3, 0.7])
+    assert cal.decide(logits).tolist() == [0, 1]
+    assert Calibration.from_dict(cal.to_dict()) == cal
+    with pytest.raises(ValueError, match="say which is the good one"):
+        Calibration(TemperatureScaler(1.0), _choice(0.4)).decide(logits)
