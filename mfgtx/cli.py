@@ -174,6 +174,8 @@ def _demo(args: argparse.Namespace) -> int:
             )
         elif step.get("reused"):
             _emit(f"{step['job']}: reusing {step['bundle']}")
+        elif step.get("skipped"):
+            _emit(f"{step['job']}: skipped ({step['skipped']})")
         else:
             _emit(f"{step['job']}: trained {step['bundle']} ({step['verdict']})")
     _summary({"command": "demo", "ok": True, "out": out, "quick": args.quick})

@@ -1,14 +1,15 @@
 """Defect inspection: upload images (or pick them from the data folder), check each one, and
 classify them with a defect-model bundle, with the attention overlay and its deletion test.
 
-Model-specific code is :func:`classify` only, to be wired to ``mfgtx.DefectViT`` after its
-merge; uploads are validated here whether or not a model exists.
+Model-specific code is :func:`classify` only (``mfgtx.DefectViT``); uploads are validated here
+whether or not a model exists.
 """
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
+import torch
 from _common import (
     DEFECT_CLASS,
     MAX_IMAGE_MB,
@@ -20,19 +21,44 @@ from _common import (
     pick_bundle,
 )
 
-from mfgtx.explain import NOTICE
+from mfgtx.explain import (
+    NOTICE,
+    attention_figure,
+    attention_maps,
+    deletion_figure,
+    deletion_test,
+)
+from mfgtx.images import load_images
 
 IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
 
 
-def classify(bundle, image):
+def classify(bundle, data: bytes):
     """``(class name, probability, flagged, attention figure, deletion figure)`` for one image.
 
-    To be wired to ``mfgtx.DefectViT`` and ``mfgtx.images`` once they are merged.
+    The image is read and resized exactly as in training (:func:`mfgtx.images.load_images`);
+    probabilities are the bundle's calibrated ones, the flag is its threshold on P(defect).
     """
-    raise NotImplementedError(
-        f"{bundle.manifest['model']['class']} bundles are not wired into the dashboard yet"
-    )
+    c = bundle.config
+    job = (bundle.manifest.get("extra") or {}).get("job") or {}
+    names = job.get("class_names") or [f"class {k}" for k in range(c.num_classes)]
+    mode = "L" if c.in_chans == 1 else "RGB"
+    images, _, errors = load_images([("upload", data)], c.image_size, mode=mode)
+    if errors:
+        raise ValueError(errors[0].reason)
+    x = (images - job.get("mean", 0.5)) / job.get("std", 0.5)  # (1, C, S, S)
+    maps = attention_maps(bundle.model, x)
+    logits = maps.prediction.numpy()
+    cal = bundle.calibration
+    prob = cal.probabilities(logits)[0] if cal else torch.softmax(maps.prediction, -1)[0].numpy()
+    k = int(prob.argmax())
+    if cal is not None and cal.threshold is not None:
+        flagged = bool(cal.decide(logits)[0])
+    else:
+        flagged = names[k] != "none"
+    check = deletion_test(bundle.model, x, maps, fraction=0.1, n_random=5)
+    attention = attention_figure(maps, 0, image=images[0].mean(0))
+    return names[k], float(prob[k]), flagged, attention, deletion_figure(check)
 
 
 def _image_figure(image, name: str) -> go.Figure:
@@ -50,7 +76,7 @@ def defects() -> None:
     cfg, infos = bundles_of(DEFECT_CLASS)
     bundle = None
     if not infos:
-        no_bundle_message("defect", cfg.models_dir, "mfgtx train defects")
+        no_bundle_message("defect", cfg.models_dir, "mfgtx demo")
     else:
         bundle = load(pick_bundle(infos, "defect_bundle"))
     uploads = st.file_uploader(
@@ -94,9 +120,9 @@ def defects() -> None:
             st.plotly_chart(_image_figure(checked.image, name))
             continue
         try:
-            label, prob, flagged, attention, deletion = classify(bundle, checked.image)
-        except NotImplementedError as e:
-            st.warning(str(e))
+            label, prob, flagged, attention, deletion = classify(bundle, data)
+        except ValueError as e:
+            st.warning(f"{name}: {e}")
             st.plotly_chart(_image_figure(checked.image, name))
             continue
         st.markdown(

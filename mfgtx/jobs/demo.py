@@ -1,8 +1,9 @@
 """``demo``: train small models on the sample plant, score it, and hand the results to the app.
 
-Three jobs on ``sample_data/``: lot pass/fail (classification, calibrated) from
+Four jobs on ``sample_data/``: lot pass/fail (classification, calibrated) from
 ``sensors.csv`` and ``quality.csv``, remaining useful life with an 80 % interval from
-``degradation.csv``, and a forecaster of the process sensors (:mod:`mfgtx.jobs.forecast`).
+``degradation.csv``, a forecaster of the process sensors (:mod:`mfgtx.jobs.forecast`) and a
+defect-patch ViT (:mod:`mfgtx.jobs.defects`).
 A bundle that already exists and verifies is reused, so a second
 ``mfgtx demo`` goes straight to the dashboard. ``quick`` trains tiny models for two epochs
 (a smoke test of the whole chain, not a useful model).
@@ -144,7 +145,28 @@ def run_demo(
             steps.append({"job": name, **outcome.summary()})
         steps.append({"job": name, **score(config).summary()})
     steps.append(_forecaster(Path(data_dir), Path(out_dir), quick=quick, retrain=retrain))
+    steps.append(_defect_vit(Path(data_dir), Path(out_dir), quick=quick, retrain=retrain))
     return steps
+
+
+def _defect_vit(data: Path, out: Path, *, quick: bool, retrain: bool) -> dict[str, Any]:
+    """The sample defect ViT for the dashboard's Defect inspection page."""
+    from mfgtx.artifacts import BundleError, verify_bundle
+    from mfgtx.jobs.defects import train_sample_defect_vit
+
+    bundle = out / "models" / "sample_defects"
+    if not (data / "defects" / "manifest.csv").is_file():
+        log.warning("sample_defects: skipped, %s has no defects/manifest.csv", data)
+        return {"command": "train", "job": "sample_defects", "skipped": "no defect images"}
+    if bundle.exists() and not retrain:
+        try:
+            verify_bundle(bundle)
+            return {"command": "train", "job": "sample_defects", "bundle": str(bundle),
+                    "reused": True}  # fmt: skip
+        except BundleError as e:
+            log.warning("sample_defects: retraining, the existing bundle is unusable: %s", e)
+    log.info("sample_defects: training (%s)", "quick" if quick else "full")
+    return {"job": "sample_defects", **train_sample_defect_vit(data, bundle, quick=quick)}
 
 
 def _forecaster(data: Path, out: Path, *, quick: bool, retrain: bool) -> dict[str, Any]:

@@ -1,8 +1,4 @@
-"""The forecast and defect pages find bundles by their registered model class.
-
-The forecast page runs a real (untrained) CausalForecaster bundle; a stand-in class under a
-test-only name plays the DefectViT until ``classify`` is wired to it.
-"""
+"""The forecast and defect pages run real (untrained) CausalForecaster and DefectViT bundles."""
 
 from __future__ import annotations
 
@@ -18,7 +14,6 @@ from .conftest import ROOT
 from .test_dashboard import _app, _clean, _png, _specs, _texts
 
 sys.path.insert(0, str(ROOT / "app"))
-import _common
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,12 +81,38 @@ def test_forecast_page_draws_the_forecast_and_its_band(app_env, forecaster_dir):
     assert len(forecast["x"]) == 10  # 10 minutes of 1-minute readings
 
 
-def test_defect_page_uses_a_bundle_of_the_defect_class(app_env, stand_in_dir, monkeypatch):
-    monkeypatch.setattr(_common, "DEFECT_CLASS", "tests.app.StandIn")
+@pytest.fixture
+def defect_dir(tmp_path, monkeypatch):
+    """A real (untrained) DefectViT bundle with a calibration and a defect threshold."""
+    import torch
+
+    from mfgtx.calibration import Calibration, TemperatureScaler, ThresholdChoice
+    from mfgtx.models import DefectViT, ViTConfig
+
+    torch.manual_seed(0)
+    model = DefectViT(
+        ViTConfig(image_size=32, patch_size=8, num_classes=3, d_model=16, n_heads=2,
+                  n_layers=1, d_ff=32)
+    )  # fmt: skip
+    choice = ThresholdChoice(0.0, cost_missed_defect=5.0, cost_false_alarm=1.0, tp=1, fp=1,
+                             tn=1, fn=1)  # fmt: skip
+    cal = Calibration(TemperatureScaler(1.5), choice, good_class=1)
+    job = {"kind": "vit", "class_names": ["crack", "none", "pit"], "mean": 0.5, "std": 0.5}
+    save_bundle(tmp_path / "defects", model, calibration=cal, extra={"job": job})
+    monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_defect_page_classifies_with_the_map_notice_and_deletion_test(app_env, defect_dir):
     at = _app("pages/defects.py")
     _clean(at)
-    assert at.selectbox(key="defect_bundle").value == "stand_in"
+    assert at.selectbox(key="defect_bundle").value == "defects"
     at.file_uploader(key="defect_uploads").set_value([("a.png", _png(), "image/png")]).run()
     _clean(at)
     assert any(t.startswith("a.png:") for t in _texts(at.success))
-    assert any("not wired into the dashboard yet" in t for t in _texts(at.warning))
+    text = " ".join(m.value for m in at.markdown)
+    assert "probability" in text and "flagged at the bundle's threshold" in text  # threshold 0
+    specs = _specs(at)
+    kinds = [spec["layout"].get("meta", {}).get("kind") for spec in specs]
+    assert kinds.count("non-causal diagnostic") == 2  # the overlay and the deletion test
+    assert any("Deletion test" in spec["layout"]["title"]["text"] for spec in specs)
