@@ -25,7 +25,8 @@ class OverlapScore:
     """Map-vs-region agreement over a set of images.
 
     Attributes:
-        pointing_game: share of images whose map maximum lies in the region.
+        pointing_game: share of images whose map maximum lies in the region (when several
+            pixels tie for the maximum, the share of them inside counts).
         auroc: mean over images of the AUROC of map values for region pixels.
         images: images scored (those with a region that is neither empty nor everything).
         skipped: images left out for that reason.
@@ -77,7 +78,7 @@ def overlap_score(maps: Tensor | np.ndarray, masks: Tensor | np.ndarray) -> Over
             skipped += 1
             continue
         flat, pos = m.ravel(), region.ravel()
-        hits.append(bool(pos[flat == flat.max()].all()))  # ties: every maximum must hit
+        hits.append(float(pos[flat == flat.max()].mean()))  # ties share the credit
         aurocs.append(_auroc(flat, pos))
     if not aurocs:
         raise ValueError(
