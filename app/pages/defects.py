@@ -34,7 +34,7 @@ IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
 
 
 def classify(bundle, data: bytes):
-    """``(class name, probability, flagged, attention figure, deletion figure)`` for one image.
+    """``(class name, probability, flagged or None, attention figure, deletion figure)``.
 
     The image is read and resized exactly as in training (:func:`mfgtx.images.load_images`);
     probabilities are the bundle's calibrated ones, the flag is its threshold on P(defect).
@@ -52,10 +52,7 @@ def classify(bundle, data: bytes):
     cal = bundle.calibration
     prob = cal.probabilities(logits)[0] if cal else torch.softmax(maps.prediction, -1)[0].numpy()
     k = int(prob.argmax())
-    if cal is not None and cal.threshold is not None:
-        flagged = bool(cal.decide(logits)[0])
-    else:
-        flagged = names[k] != "none"
+    flagged = None if cal is None or cal.threshold is None else bool(cal.decide(logits)[0])
     check = deletion_test(bundle.model, x, maps, fraction=0.1, n_random=5)
     attention = attention_figure(maps, 0, image=images[0].mean(0))
     return names[k], float(prob[k]), flagged, attention, deletion_figure(check)
@@ -125,10 +122,11 @@ def defects() -> None:
             st.warning(f"{name}: {e}")
             st.plotly_chart(_image_figure(checked.image, name))
             continue
-        st.markdown(
-            f"**{label}**, probability {prob:.1%}: "
-            f"{'flagged' if flagged else 'not flagged'} at the bundle's threshold"
-        )
+        if flagged is None:
+            decision = "no operating threshold in this bundle (train it with a cost ratio)"
+        else:
+            decision = f"{'flagged' if flagged else 'not flagged'} at the bundle's threshold"
+        st.markdown(f"**{label}**, probability {prob:.1%}: {decision}")
         attention.update_traces(opacity=opacity, selector={"type": "heatmap", "showscale": True})
         st.plotly_chart(attention)
         st.caption(NOTICE)

@@ -81,12 +81,33 @@ def _png() -> bytes:
     return buf.getvalue()
 
 
+def _save_defect_bundle(path: Path) -> None:
+    """A tiny (untrained) DefectViT bundle with a calibration, for the inspection page."""
+    import torch
+
+    from mfgtx.artifacts import save_bundle
+    from mfgtx.calibration import Calibration, TemperatureScaler, ThresholdChoice
+    from mfgtx.models import DefectViT, ViTConfig
+
+    torch.manual_seed(0)
+    config = ViTConfig(image_size=32, patch_size=8, num_classes=3, d_model=16, n_heads=2,
+                       n_layers=1, d_ff=32)  # fmt: skip
+    job = {"kind": "vit", "class_names": ["crack", "none", "pit"], "mean": 0.5, "std": 0.5}
+    choice = ThresholdChoice(0.5, cost_missed_defect=5.0, cost_false_alarm=1.0, tp=1, fp=1,
+                             tn=1, fn=1)  # fmt: skip
+    cal = Calibration(TemperatureScaler(1.0), choice, good_class=1)
+    save_bundle(path, DefectViT(config), calibration=cal, extra={"job": job})
+
+
 @pytest.fixture
 def server(request):
     if CHROMIUM is None:
         pytest.skip("no system chromium on PATH (apt-get install chromium)")
     pytest.importorskip("playwright", reason="playwright missing (pip install -e '.[e2e]')")
-    models_dir = request.getfixturevalue("models_dir")  # trained only when the test can run
+    trained = request.getfixturevalue("models_dir")  # trained only when the test can run
+    models_dir = request.getfixturevalue("tmp_path") / "models"
+    shutil.copytree(trained, models_dir)
+    _save_defect_bundle(models_dir / "defects")
     out = ROOT / "test-output" / "e2e"
     out.mkdir(parents=True, exist_ok=True)
     port = _free_port()
@@ -139,8 +160,11 @@ def test_every_page_in_a_real_browser(server):
                     page.get_by_text("broken.png: not an image").wait_for(timeout=TIMEOUT_MS)
                     _wait_ready(page, heading)
                     text = page.inner_text("body")
-                    # until a DefectViT bundle exists, the page says so instead of predicting
-                    assert "No defect model bundle in" in text
+                    # the DefectViT bundle's prediction, with the map's notice beside it
+                    page.get_by_text("probability").first.wait_for(timeout=TIMEOUT_MS)
+                    text = page.inner_text("body")
+                    assert "at the bundle's threshold" in text
+                    assert "non-causal diagnostic" in text
                 page.screenshot(path=str(out / f"{path or 'overview'}.png"), full_page=True)
         finally:
             browser.close()
