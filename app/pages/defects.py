@@ -33,7 +33,7 @@ from mfgtx.images import load_images
 IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
 
 
-def classify(bundle, data: bytes):
+def classify(bundle, data: bytes, which: str = "rollout"):
     """``(class name, probability, flagged or None, attention figure, deletion figure)``.
 
     The image is read and resized exactly as in training (:func:`mfgtx.images.load_images`);
@@ -54,7 +54,7 @@ def classify(bundle, data: bytes):
     k = int(prob.argmax())
     flagged = None if cal is None or cal.threshold is None else bool(cal.decide(logits)[0])
     check = deletion_test(bundle.model, x, maps, fraction=0.1, n_random=5)
-    attention = attention_figure(maps, 0, image=images[0].mean(0))
+    attention = attention_figure(maps, 0, which=which, image=images[0].mean(0))
     return names[k], float(prob[k]), flagged, attention, deletion_figure(check)
 
 
@@ -85,7 +85,11 @@ def defects() -> None:
     )
     files = [(u.name, u.getvalue()) for u in uploads or []]
     found = (
-        sorted(p for p in cfg.data_dir.rglob("*") if p.suffix.lower().lstrip(".") in IMAGE_TYPES)
+        sorted(
+            p
+            for p in cfg.data_dir.rglob("*")
+            if p.suffix.lower().lstrip(".") in IMAGE_TYPES and "masks" not in p.parts
+        )
         if cfg.data_dir.is_dir()
         else []
     )
@@ -107,6 +111,13 @@ def defects() -> None:
         key="defect_opacity",
         help="Opacity of the attention map over each image (shown with a defect model).",
     )
+    which = st.radio(
+        "Attention map",
+        ["rollout", "layer"],
+        format_func=lambda w: "rollout (all layers)" if w == "rollout" else "last layer (heads averaged)",
+        horizontal=True,
+        key="defect_map",
+    )
     for name, data in files:
         checked = check_image(name, data)
         if checked.message:
@@ -117,7 +128,7 @@ def defects() -> None:
             st.plotly_chart(_image_figure(checked.image, name))
             continue
         try:
-            label, prob, flagged, attention, deletion = classify(bundle, data)
+            label, prob, flagged, attention, deletion = classify(bundle, data, which)
         except ValueError as e:
             st.warning(f"{name}: {e}")
             st.plotly_chart(_image_figure(checked.image, name))

@@ -116,3 +116,8 @@ def test_defect_page_classifies_with_the_map_notice_and_deletion_test(app_env, d
     kinds = [spec["layout"].get("meta", {}).get("kind") for spec in specs]
     assert kinds.count("non-causal diagnostic") == 2  # the overlay and the deletion test
     assert any("Deletion test" in spec["layout"]["title"]["text"] for spec in specs)
+    assert any("Attention rollout" in spec["layout"]["title"]["text"] for spec in specs)
+    at.radio(key="defect_map").set_value("layer").run()
+    _clean(at)
+    titles = [spec["layout"]["title"]["text"] for spec in _specs(at)]
+    assert any(t.startswith("Attention weights, layer 0") for t in titles), titles
