@@ -114,7 +114,9 @@ def defects() -> None:
     which = st.radio(
         "Attention map",
         ["rollout", "layer"],
-        format_func=lambda w: "rollout (all layers)" if w == "rollout" else "last layer (heads averaged)",
+        format_func=lambda w: (
+            "rollout (all layers)" if w == "rollout" else "last layer (heads averaged)"
+        ),
         horizontal=True,
         key="defect_map",
     )
