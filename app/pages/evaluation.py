@@ -67,7 +67,11 @@ def evaluation() -> None:
     st.title("Evaluation")
     cfg, infos = bundles_of(SENSOR_CLASS)
     if not infos:
-        no_bundle_message("SensorEncoder", cfg.models_dir, "mfgtx train quality")
+        no_bundle_message(
+            "SensorEncoder",
+            cfg.models_dir,
+            "mfgtx train sensor pipelines/configs/sample_quality.yaml",
+        )
         return
     bundle = load(pick_bundle(infos, "evaluation_bundle"))
     df = frame_for(column_map(bundle.manifest), cfg.data_dir, need_targets=True)

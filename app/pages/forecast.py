@@ -117,7 +117,7 @@ def forecast() -> None:
     history = df[df["lot"].astype(str) == lot]
     bundle = None
     if not infos:
-        no_bundle_message("forecaster", cfg.models_dir, "mfgtx train forecast")
+        no_bundle_message("forecaster", cfg.models_dir, "mfgtx demo")
     else:
         bundle = load(pick_bundle(infos, "forecast_bundle"))
     for sensor in chosen:

@@ -29,7 +29,11 @@ def quality() -> None:
     st.title("Quality & RUL")
     cfg, infos = bundles_of(SENSOR_CLASS)
     if not infos:
-        no_bundle_message("SensorEncoder", cfg.models_dir, "mfgtx train quality")
+        no_bundle_message(
+            "SensorEncoder",
+            cfg.models_dir,
+            "mfgtx train sensor pipelines/configs/sample_quality.yaml",
+        )
         return
     bundle = load(pick_bundle(infos, "quality_bundle"))
     cmap = column_map(bundle.manifest)

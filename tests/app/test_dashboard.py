@@ -126,7 +126,7 @@ def test_bad_csv_gives_a_message_and_the_page_keeps_working(app_env):
 def test_defect_page_checks_each_image_and_says_no_bundle(app_env, tmp_path):
     at = _app("pages/defects.py")
     _clean(at)
-    assert any("No defect model bundle in" in t and "mfgtx train" in t for t in _texts(at.info))
+    assert any("No defect model bundle in" in t and "mfgtx demo" in t for t in _texts(at.info))
     good, odd = _png(), _png(mode="I;16")
     files = [
         ("good.png", good, "image/png"),
