@@ -329,6 +329,8 @@ def load_bundle(path: str | PathLike[str], *, map_location: str | torch.device =
     root, manifest = Path(path), verified.manifest
     manifest_file = root / MANIFEST_FILE
     name = manifest["model"]["class"]
+    if name.startswith("mfgtx.") and _lookup(name) is None:
+        import mfgtx.models  # noqa: F401  (registers mfgtx's own models in a fresh process)
     cls = _lookup(name)
     if cls is None:
         raise BundleError(

@@ -220,3 +220,21 @@ def test_redefined_class_replaces_its_old_registration(clean_registry) -> None:
     first, second = define(), define()
     assert first is not second
     assert registered_models()[f"{__name__}.Reloaded"] is second
+
+
+def test_a_fresh_process_loads_an_mfgtx_model_bundle_without_importing_models(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from mfgtx.models import SensorEncoder, SensorEncoderConfig
+
+    save_bundle(tmp_path / "b", SensorEncoder(SensorEncoderConfig(n_channels=2, max_len=8)))
+    code = (
+        "import sys; from mfgtx.artifacts import load_bundle; "
+        "print(type(load_bundle(sys.argv[1]).model).__name__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "b")], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "SensorEncoder"
