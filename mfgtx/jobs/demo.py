@@ -122,65 +122,52 @@ def run_demo(
     Returns:
         The summary of every step, in order.
     """
-    from mfgtx.artifacts import BundleError, verify_bundle
+    from mfgtx.jobs.defects import train_sample_defect_vit
+    from mfgtx.jobs.forecast import train_sample_forecaster
     from mfgtx.jobs.score import score
     from mfgtx.jobs.train import train
 
+    data, out = Path(data_dir), Path(out_dir)
+    mode = "quick" if quick else "full"
     steps: list[dict[str, Any]] = []
-    for name, config in demo_configs(data_dir, out_dir, quick=quick).items():
+    for name, config in demo_configs(data, out, quick=quick).items():
         bundle = Path(str(config.bundle))
-        have = False
-        if bundle.exists() and not retrain:
-            try:
-                verify_bundle(bundle)
-                have = True
-            except BundleError as e:
-                log.warning("%s: retraining, the existing bundle is unusable: %s", name, e)
-        if have:
-            log.info("%s: using the existing bundle %s", name, bundle)
-            steps.append({"command": "train", "job": name, "bundle": str(bundle), "reused": True})
-        else:
-            log.info("%s: training (%s)", name, "quick" if quick else "full")
-            outcome = train("sensor", config)
-            steps.append({"job": name, **outcome.summary()})
-        steps.append({"job": name, **score(config).summary()})
-    steps.append(_forecaster(Path(data_dir), Path(out_dir), quick=quick, retrain=retrain))
-    steps.append(_defect_vit(Path(data_dir), Path(out_dir), quick=quick, retrain=retrain))
-    return steps
+        reused = None if retrain else _reuse(name, bundle)
+        if reused is None:
+            log.info("%s: training (%s)", name, mode)
+            reused = {"job": name, **train("sensor", config).summary()}
+        steps += [reused, {"job": name, **score(config).summary()}]
 
-
-def _defect_vit(data: Path, out: Path, *, quick: bool, retrain: bool) -> dict[str, Any]:
-    """The sample defect ViT for the dashboard's Defect inspection page."""
-    from mfgtx.artifacts import BundleError, verify_bundle
-    from mfgtx.jobs.defects import train_sample_defect_vit
-
+    # the dashboard's Forecast and Defect inspection pages (no scoring job for these yet)
+    bundle = out / "models" / "sample_forecast"
+    step = None if retrain else _reuse("sample_forecast", bundle)
+    if step is None:
+        log.info("sample_forecast: training (%s)", mode)
+        step = {"job": "sample_forecast", **train_sample_forecaster(data, bundle, quick=quick)}
+    steps.append(step)
     bundle = out / "models" / "sample_defects"
     if not (data / "defects" / "manifest.csv").is_file():
         log.warning("sample_defects: skipped, %s has no defects/manifest.csv", data)
-        return {"command": "train", "job": "sample_defects", "skipped": "no defect images"}
-    if bundle.exists() and not retrain:
-        try:
-            verify_bundle(bundle)
-            return {"command": "train", "job": "sample_defects", "bundle": str(bundle),
-                    "reused": True}  # fmt: skip
-        except BundleError as e:
-            log.warning("sample_defects: retraining, the existing bundle is unusable: %s", e)
-    log.info("sample_defects: training (%s)", "quick" if quick else "full")
-    return {"job": "sample_defects", **train_sample_defect_vit(data, bundle, quick=quick)}
+        steps.append({"command": "train", "job": "sample_defects", "skipped": "no defect images"})
+        return steps
+    step = None if retrain else _reuse("sample_defects", bundle)
+    if step is None:
+        log.info("sample_defects: training (%s)", mode)
+        step = {"job": "sample_defects", **train_sample_defect_vit(data, bundle, quick=quick)}
+    steps.append(step)
+    return steps
 
 
-def _forecaster(data: Path, out: Path, *, quick: bool, retrain: bool) -> dict[str, Any]:
-    """The sample forecaster for the dashboard's Forecast page (reused when it verifies)."""
+def _reuse(name: str, bundle: Path) -> dict[str, Any] | None:
+    """The step of an existing bundle that verifies, or ``None``: train it."""
     from mfgtx.artifacts import BundleError, verify_bundle
-    from mfgtx.jobs.forecast import train_sample_forecaster
 
-    bundle = out / "models" / "sample_forecast"
-    if bundle.exists() and not retrain:
-        try:
-            verify_bundle(bundle)
-            return {"command": "train", "job": "sample_forecast", "bundle": str(bundle),
-                    "reused": True}  # fmt: skip
-        except BundleError as e:
-            log.warning("sample_forecast: retraining, the existing bundle is unusable: %s", e)
-    log.info("sample_forecast: training (%s)", "quick" if quick else "full")
-    return {"job": "sample_forecast", **train_sample_forecaster(data, bundle, quick=quick)}
+    if not bundle.exists():
+        return None
+    try:
+        verify_bundle(bundle)
+    except BundleError as e:
+        log.warning("%s: retraining, the existing bundle is unusable: %s", name, e)
+        return None
+    log.info("%s: using the existing bundle %s", name, bundle)
+    return {"command": "train", "job": name, "bundle": str(bundle), "reused": True}
