@@ -19,6 +19,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from mfgtx.explain._registry import Registry
+
 __all__ = ["DeletionResult", "deletion_test", "register_deleter", "run_deletion"]
 
 
@@ -148,17 +150,10 @@ def run_deletion(
     )
 
 
-_DELETERS: dict[type, Any] = {}
+_DELETERS = Registry("deletion test")
 
-
-def register_deleter(model_class: type):
-    """Register ``fn(model, inputs, importance, valid, **kwargs) -> DeletionResult``."""
-
-    def wrap(fn):
-        _DELETERS[model_class] = fn
-        return fn
-
-    return wrap
+#: Register ``fn(model, inputs, importance, valid, **kwargs) -> DeletionResult``.
+register_deleter = _DELETERS.register
 
 
 @torch.no_grad()
@@ -188,13 +183,4 @@ def deletion_test(
         importance = maps.head_mean(layer)
     else:
         raise ValueError(f"which must be 'rollout' or 'layer', found {which!r}")
-    for cls in type(model).__mro__:
-        if cls in _DELETERS:
-            was_training = model.training
-            model.eval()
-            try:
-                return _DELETERS[cls](model, inputs, importance, maps.key_mask, **kwargs)
-            finally:
-                model.train(was_training)
-    known = sorted(c.__name__ for c in _DELETERS)
-    raise TypeError(f"no deletion test for {type(model).__name__}; supported: {known}")
+    return _DELETERS.call(model, inputs, importance, maps.key_mask, **kwargs)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from mfgtx.explain._registry import observed_of, unobserve_spans
 from mfgtx.explain.deletion import DeletionResult, register_deleter, run_deletion
 from mfgtx.explain.maps import AttentionMaps, register_explainer, summary_query
 from mfgtx.models import CausalForecaster
@@ -25,10 +26,6 @@ def _spans(model: CausalForecaster) -> Tensor:
     L, P, s = c.context_length, c.patch_len, c.patch_stride
     starts = (L - P) % s + s * torch.arange(c.n_patches)  # aligned to the context's end
     return torch.stack([starts, starts + P], dim=1)  # (M, 2)
-
-
-def _observed(past: Tensor, observed: Tensor | None) -> Tensor:
-    return ~torch.isnan(past) if observed is None else observed.bool() & ~torch.isnan(past)
 
 
 @register_explainer(CausalForecaster)
@@ -66,16 +63,13 @@ def _deletion(
     n_random: int = 10,
     seed: int = 0,
 ) -> DeletionResult:
-    seen0 = _observed(past, observed)
+    seen0 = observed_of(past, observed)
     spans = _spans(model)
     channels = slice(None) if target is None else slice(target, target + 1)
     name = "mean forecast" if target is None else f"mean forecast of channel {target}"
 
     def score(keep: Tensor) -> Tensor:
-        seen = seen0.clone()
-        for m in range(keep.shape[1]):
-            start, stop = spans[m].tolist()
-            seen[~keep[:, m], start:stop, :] = False
+        seen = unobserve_spans(seen0, keep, spans)
         # a sample whose whole context got removed cannot be forecast: keep one step
         empty = ~seen.flatten(1).any(1)
         seen[empty, -1, :] = seen0[empty, -1, :]

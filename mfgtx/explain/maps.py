@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from mfgtx.explain._registry import Registry
 from mfgtx.explain.notice import KIND, NOTICE
 from mfgtx.explain.rollout import attention_rollout
 
@@ -125,17 +126,10 @@ def summary_query(
     return rows[..., first:], roll[..., first:], full
 
 
-_EXPLAINERS: dict[type, Any] = {}
+_EXPLAINERS = Registry("attention maps")
 
-
-def register_explainer(model_class: type):
-    """Register ``fn(model, inputs, **kwargs) -> AttentionMaps`` for a model class."""
-
-    def wrap(fn):
-        _EXPLAINERS[model_class] = fn
-        return fn
-
-    return wrap
+#: Register ``fn(model, inputs, **kwargs) -> AttentionMaps`` for a model class.
+register_explainer = _EXPLAINERS.register
 
 
 @torch.no_grad()
@@ -156,13 +150,4 @@ def attention_maps(model: torch.nn.Module, inputs: Tensor, **kwargs: Any) -> Att
     Returns:
         :class:`AttentionMaps` (``kind == "non-causal diagnostic"``).
     """
-    for cls in type(model).__mro__:
-        if cls in _EXPLAINERS:
-            was_training = model.training
-            model.eval()
-            try:
-                return _EXPLAINERS[cls](model, inputs, **kwargs)
-            finally:
-                model.train(was_training)
-    known = sorted(c.__name__ for c in _EXPLAINERS)
-    raise TypeError(f"no attention maps for {type(model).__name__}; supported: {known}")
+    return _EXPLAINERS.call(model, inputs, **kwargs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from mfgtx.explain._registry import observed_of, unobserve_spans
 from mfgtx.explain.deletion import DeletionResult, register_deleter, run_deletion
 from mfgtx.explain.maps import AttentionMaps, register_explainer, summary_query
 from mfgtx.models import SensorEncoder
@@ -28,6 +29,13 @@ def _spans(model: SensorEncoder, length: int) -> Tensor | None:
     return torch.stack([starts, starts + c.patch_len], dim=1)  # (M, 2)
 
 
+def _axis(model: SensorEncoder) -> str:
+    c = model.config
+    if c.tokens == "sensor":
+        return "sensor"
+    return "time step" if c.patch_len == 1 else "patch"
+
+
 @register_explainer(SensorEncoder)
 def _maps(model: SensorEncoder, x: Tensor, mask: Tensor | None = None) -> AttentionMaps:
     c = model.config
@@ -38,13 +46,9 @@ def _maps(model: SensorEncoder, x: Tensor, mask: Tensor | None = None) -> Attent
         key_mask = key_mask.reshape(B, C, -1).any(1)
     first = 1 if c.pooling == "cls" else 0
     query, rollout, full = summary_query(weights, key_mask, first=first, how=c.pooling)
-    if c.tokens == "sensor":
-        axis = "sensor"
-    else:
-        axis = "time step" if c.patch_len == 1 else "patch"
     return AttentionMaps(
         model=type(model).__name__,
-        axis=axis,
+        axis=_axis(model),
         layers=weights,
         query=query,
         rollout=rollout,
@@ -69,7 +73,7 @@ def _deletion(
     seed: int = 0,
 ) -> DeletionResult:
     c = model.config
-    observed = ~torch.isnan(x) if mask is None else mask.bool() & ~torch.isnan(x)
+    observed = observed_of(x, mask)
     spans = _spans(model, x.shape[1])
     full = model(x, observed)
     if c.task == "classification":
@@ -86,18 +90,11 @@ def _deletion(
             return out[:, k]
 
     def score(keep: Tensor) -> Tensor:
-        seen = observed.clone()
-        for m in range(keep.shape[1]):
-            gone = ~keep[:, m]  # (B,)
-            if spans is None:  # sensor tokens
-                seen[gone, :, m] = False
-            else:
-                start, stop = spans[m].tolist()
-                seen[gone, start:stop, :] = False
-        return pick(model(x, seen))
+        if spans is None:  # sensor tokens: token m is sensor m, for the whole window
+            return pick(model(x, observed & keep[:, None, :]))
+        return pick(model(x, unobserve_spans(observed, keep, spans)))
 
     unit = {"sensor": "sensors", "time step": "time steps", "patch": "patches"}
-    axis = "sensor" if c.tokens == "sensor" else ("time step" if c.patch_len == 1 else "patch")
     return run_deletion(
         score,
         importance,
@@ -105,6 +102,6 @@ def _deletion(
         fraction=fraction,
         n_random=n_random,
         seed=seed,
-        unit=unit[axis],
+        unit=unit[_axis(model)],
         score_name=name,
     )
