@@ -22,6 +22,7 @@ from mfgtx.baselines.classification import (
 from mfgtx.baselines.compare import PRIMARY_METRIC, compare
 from mfgtx.baselines.features import SUMMARY_STATS, summary_feature_names, summary_features
 from mfgtx.baselines.forecast import LinearRidge, Naive, SeasonalNaive, TrainMeanForecast
+from mfgtx.baselines.image import HogLogistic, MajorityImageClass, hog_features
 from mfgtx.baselines.regression import GradientBoosting, Ridge, TrainMean
 from mfgtx.baselines.report import EvaluationReport, ReportRow
 from mfgtx.baselines.suite import default_baselines, fit_baselines
@@ -33,9 +34,11 @@ __all__ = [
     "EvaluationReport",
     "GradientBoosting",
     "GradientBoostingClassifier",
+    "HogLogistic",
     "LinearRidge",
     "LogisticRegression",
     "MajorityClass",
+    "MajorityImageClass",
     "Naive",
     "ReportRow",
     "Ridge",
@@ -45,6 +48,7 @@ __all__ = [
     "compare",
     "default_baselines",
     "fit_baselines",
+    "hog_features",
     "summary_feature_names",
     "summary_features",
 ]

@@ -106,6 +106,7 @@ class EvaluationReport:
         primary: the metric of the verdict.
         n_train: training windows the baselines were fitted on (``None`` if unknown).
         notes: why some metric is ``nan``, per predictor.
+        unit: what was scored, in words (``"windows"``, ``"images"``).
 
     Example:
         >>> rows = (ReportRow("model", "model", {"rmse": 14.1, "r2": 0.52}),
@@ -126,6 +127,7 @@ class EvaluationReport:
     primary: str
     n_train: int | None = None
     notes: tuple[str, ...] = ()
+    unit: str = "windows"
 
     def __post_init__(self) -> None:
         check_task(self.task)
@@ -238,6 +240,7 @@ class EvaluationReport:
             "rows": [r.to_dict() for r in self.rows],
             "verdict": self.verdict,
             "notes": list(self.notes),
+            "unit": self.unit,
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -257,6 +260,7 @@ class EvaluationReport:
             primary=str(state["primary"]),
             n_train=None if state.get("n_train") is None else int(state["n_train"]),
             notes=tuple(str(n) for n in state.get("notes", ())),
+            unit=str(state.get("unit", "windows")),
         )
 
     @classmethod
@@ -277,10 +281,12 @@ class EvaluationReport:
                 return "n/a"
             return f"**{v:.4g}**" if v == best[k] else f"{v:.4g}"
 
-        trained = f", baselines fitted on {self.n_train} training windows" if self.n_train else ""
+        trained = (
+            f", baselines fitted on {self.n_train} training {self.unit}" if self.n_train else ""
+        )
         arrows = [f"{k} {'↑' if HIGHER_IS_BETTER[k] else '↓'}" for k in metrics]
         lines = [
-            f"{_TASK_TITLE[self.task]}: {self.n_test} test windows, the same for every "
+            f"{_TASK_TITLE[self.task]}: {self.n_test} test {self.unit}, the same for every "
             f"predictor{trained}. ↑ higher is better, ↓ lower is better.",
             "",
             "| predictor | " + " | ".join(arrows) + " |",

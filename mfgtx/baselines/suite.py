@@ -13,7 +13,7 @@ from mfgtx.baselines.classification import (
     LogisticRegression,
     MajorityClass,
 )
-from mfgtx.baselines.forecast import Naive, SeasonalNaive, TrainMeanForecast
+from mfgtx.baselines.forecast import LinearRidge, Naive, SeasonalNaive, TrainMeanForecast
 from mfgtx.baselines.regression import GradientBoosting, Ridge, TrainMean
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.windows import Windows
@@ -28,10 +28,11 @@ def default_baselines(task: str, *, period: int | None = None) -> tuple[Baseline
     LogisticRegression, GradientBoostingClassifier (unweighted, so their probabilities stay
     calibrated; add ``LogisticRegression(class_weight="balanced")`` yourself for rare
     failures). ``"forecast"``: Naive, SeasonalNaive(period) when a ``period`` is given,
-    TrainMeanForecast.
+    LinearRidge (a channel-independent linear map of the window, NLinear-style: a forecaster
+    that does not beat it is not worth its cost), TrainMeanForecast.
 
     >>> [b.name for b in default_baselines("forecast", period=24)]
-    ['Naive', 'SeasonalNaive(24)', 'TrainMeanForecast']
+    ['Naive', 'SeasonalNaive(24)', 'LinearRidge', 'TrainMeanForecast']
     """
     check_task(task)
     if period is not None:
@@ -43,7 +44,7 @@ def default_baselines(task: str, *, period: int | None = None) -> tuple[Baseline
     if task == "classification":
         return (MajorityClass(), LogisticRegression(), GradientBoostingClassifier())
     seasonal = (SeasonalNaive(period),) if period is not None else ()
-    return (Naive(), *seasonal, TrainMeanForecast())
+    return (Naive(), *seasonal, LinearRidge(), TrainMeanForecast())
 
 
 def fit_baselines(
@@ -55,8 +56,8 @@ def fit_baselines(
 ) -> tuple[Baseline, ...]:
     """:func:`default_baselines` fitted on ``windows[train_idx]``, ready for :func:`compare`.
 
-    Forecasts of columns that are not sensors leave out Naive and SeasonalNaive (they have no
-    in-window values to repeat) with a warning.
+    Forecasts of columns that are not sensors leave out the in-window baselines (Naive,
+    SeasonalNaive, LinearRidge: the window holds no past of those columns) with a warning.
     """
     check_task(task)
     check_windows(windows, task, "fit_baselines")
@@ -65,8 +66,8 @@ def fit_baselines(
         not_sensors = [c for c in windows.targets if c not in windows.sensors]
         if not_sensors:
             warnings.warn(
-                f"forecast columns {not_sensors} are not sensors, so Naive and SeasonalNaive "
-                "are left out; only TrainMeanForecast is fitted",
+                f"forecast columns {not_sensors} are not sensors, so Naive, SeasonalNaive and "
+                "LinearRidge are left out; only TrainMeanForecast is fitted",
                 UserWarning,
                 stacklevel=2,
             )
