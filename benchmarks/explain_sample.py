@@ -1,6 +1,6 @@
 """Attention maps on sample_data's defect patches: overlap with the true regions, deletion test.
 
-Trains the demo's defect ViT (``mfgtx.jobs.defects``, lot-and-time split) unless
+Trains the demo's defect ViT (``mfgtx train vit`` on the demo's job, lot-and-time split) unless
 ``--bundle`` names one, then on the test images it reports, as data-set-level sanity figures
 (never as a verdict on one image):
 
@@ -21,6 +21,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 import tempfile
@@ -34,7 +35,8 @@ from PIL import Image
 from mfgtx.artifacts import load_bundle
 from mfgtx.explain import NOTICE, attention_maps, deletion_test, overlap_score
 from mfgtx.images import ImageRecords, load_images, split_images
-from mfgtx.jobs.defects import IMAGE_SIZE, train_sample_defect_vit
+from mfgtx.jobs.demo import demo_configs
+from mfgtx.jobs.train import train
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,18 +51,20 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = args.bundle or Path(tmp) / "defects"
         if args.bundle is None:
-            summary = train_sample_defect_vit(args.folder, path)
-            print(f"- trained the demo defect ViT: {summary['verdict']}")
+            config = demo_configs(args.folder, tmp)["sample_defects"]
+            outcome = train("vit", dataclasses.replace(config, bundle=str(path)))
+            print(f"- trained the demo defect ViT: {outcome.verdict}")
         bundle = load_bundle(path)
+    size = int(bundle.manifest["extra"]["job"]["image_size"])
     records = ImageRecords.from_manifest(args.folder / "defects" / "manifest.csv")
     split = split_images(records, test_size=0.25, val_size=0.2)  # the training split
     frame = records.frame.iloc[split.test]
     manifest = pd.read_csv(args.folder / "defects" / "manifest.csv", dtype=str)
     mask_of = dict(zip(manifest["path"], manifest["mask_path"], strict=True))
-    images, _, _ = load_images([records.root / q for q in frame["path"]], IMAGE_SIZE)
+    images, _, _ = load_images([records.root / q for q in frame["path"]], size)
     masks = np.stack(
         [
-            np.asarray(Image.open(records.root / m).convert("L").resize((IMAGE_SIZE,) * 2)) > 0
+            np.asarray(Image.open(records.root / m).convert("L").resize((size,) * 2)) > 0
             for m in frame["path"].map(mask_of)
         ]
     )
@@ -69,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     defect = masks.reshape(len(masks), -1).any(1)
     # scored at the maps' own resolution: a patch is "defect" if any of its pixels is
     h, w = maps.grid
-    P = IMAGE_SIZE // h
+    P = size // h
     masks = masks.reshape(len(masks), h, P, w, P).any(axis=(2, 4))
     rollout = maps.rollout.reshape(-1, h, w).numpy()
     last = maps.head_mean(-1).reshape(-1, h, w).numpy()

@@ -77,11 +77,7 @@ def _score(args: argparse.Namespace) -> int:
     from mfgtx.jobs.score import score
 
     outcome = score(_config(args))
-    _emit(
-        f"scored {outcome.windows} windows of {outcome.lots} lots in {outcome.seconds:.2f} s "
-        f"({outcome.windows_per_s:.1f} windows/s); {outcome.bad_lots} bad lot(s) listed in "
-        f"{outcome.errors_file}; output {outcome.output} holds {outcome.output_rows} rows"
-    )
+    _emit(outcome.message)
     _summary({"ok": True, **outcome.summary()})
     return 0
 
@@ -167,7 +163,12 @@ def _demo(args: argparse.Namespace) -> int:
 
     out = args.out or ("runs/demo-quick" if args.quick else "runs/demo")
     for step in run_demo(args.data, out, quick=args.quick, retrain=args.retrain):
-        if step.get("command") == "score":
+        if step.get("command") == "score" and step.get("kind") == "vit":
+            _emit(
+                f"{step['job']}: scored {step['images']} images ({step['images_per_s']:.1f} "
+                f"images/s, {step['bad_images']} bad) -> {step['output']}"
+            )
+        elif step.get("command") == "score":
             _emit(
                 f"{step['job']}: scored {step['windows']} windows ({step['windows_per_s']:.1f} "
                 f"windows/s) -> {step['output']}"
@@ -220,7 +221,11 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("train", parents=[common], help="train a model and write its bundle")
-    p.add_argument("kind", choices=_KINDS, help="model kind (forecast, vit: not in this version)")
+    p.add_argument(
+        "kind",
+        choices=_KINDS,
+        help="sensor: SensorEncoder (quality, RUL); forecast: CausalForecaster; vit: DefectViT",
+    )
     _job_args(p)
     p.add_argument(
         "--resume", action="store_true", help="continue a killed run from its checkpoint"

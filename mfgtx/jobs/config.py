@@ -36,6 +36,8 @@ __all__ = [
     "ColumnsSection",
     "ConfigError",
     "DataSection",
+    "ForecastSection",
+    "ImagesSection",
     "JobConfig",
     "LabelsSection",
     "ModelSection",
@@ -44,6 +46,7 @@ __all__ = [
     "SourceSection",
     "SplitSection",
     "TrainSection",
+    "VitSection",
     "WindowsSection",
     "load_config",
 ]
@@ -220,6 +223,105 @@ class ModelSection:
 
 
 @dataclass(frozen=True)
+class ForecastSection:
+    """``train forecast``: a :class:`~mfgtx.models.CausalForecaster` whose context is
+    ``windows.window`` rows (``n_channels`` and the covariate count come from the data).
+
+    Args:
+        horizon: rows to forecast.
+        targets: sensors to forecast (default: every sensor in ``data.columns.sensors``); the
+            other sensors are given as past-observed covariates.
+        patch_len, patch_stride: rows per token and between token starts (default
+            ``patch_len``).
+        d_model, n_heads, n_layers, d_ff, dropout: the decoder-only Transformer.
+        head: ``direct`` (whole horizon at once) or ``autoregressive`` (KV-cached generation).
+        channel_independent: each series its own sequence with shared weights.
+        quantiles: levels of the forecast band (ascending, in (0, 1)); empty for none.
+    """
+
+    horizon: int = 24
+    targets: tuple[str, ...] = ()
+    patch_len: int = 8
+    patch_stride: int | None = None
+    d_model: int = 32
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 64
+    dropout: float = 0.1
+    head: Literal["direct", "autoregressive"] = "direct"
+    channel_independent: bool = True
+    quantiles: tuple[float, ...] = (0.1, 0.5, 0.9)
+
+    def __post_init__(self) -> None:
+        if self.horizon < 1:
+            raise ValueError(f"horizon must be >= 1 row, found {self.horizon}")
+
+
+@dataclass(frozen=True)
+class ImagesSection:
+    """Labelled images for ``train vit``.
+
+    Args:
+        path: a folder with one sub-folder per class (or a ``.zip`` of one), or a CSV
+            manifest (``path``, ``label``, optional ``lot`` and ``timestamp``; with lots the
+            split keeps lots and time apart).
+        subdir: the folder inside a ``.zip`` that holds the class folders.
+        image_size: side of the square model input; every image is resized to it.
+        mode: ``L`` (grey) or ``RGB``.
+        min_size: smallest accepted image side in pixels (smaller files are refused).
+        augment: surface augmentation while training (flips, brightness and contrast,
+            random resized crops).
+        rot90: also rotate by 90 degrees (only where orientation carries no class cue).
+        good_class: the defect-free class; its complement is the flagged P(defect) whose
+            threshold comes from ``calibration.cost_ratio`` (none: no threshold).
+    """
+
+    path: str
+    subdir: str = ""
+    image_size: int = 64
+    mode: Literal["L", "RGB"] = "L"
+    min_size: int = 8
+    augment: bool = True
+    rot90: bool = False
+    good_class: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.image_size < 8:
+            raise ValueError(f"image_size must be >= 8 pixels, found {self.image_size}")
+        if self.min_size < 1:
+            raise ValueError(f"min_size must be >= 1, found {self.min_size}")
+
+    @property
+    def is_manifest(self) -> bool:
+        return self.path.lower().endswith(".csv")
+
+
+@dataclass(frozen=True)
+class VitSection:
+    """``train vit``: the :class:`~mfgtx.models.DefectViT` (image size, channels and classes
+    come from the ``images`` section and the data).
+
+    ``min_defect_px``/``source_size`` switch on the small-defect guard (see
+    :class:`~mfgtx.models.ViTConfig`); ``strict_defect_size`` turns its warning into an error.
+    """
+
+    patch_size: int = 8
+    stem: Literal["linear", "conv"] = "conv"
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 4
+    d_ff: int = 128
+    dropout: float = 0.1
+    drop_path: float = 0.0
+    pooling: Literal["cls", "mean"] = "mean"
+    positional: Literal["learned", "sinusoidal"] = "sinusoidal"
+    label_smoothing: float = 0.0
+    min_defect_px: float | None = None
+    source_size: int | None = None
+    strict_defect_size: bool = False
+
+
+@dataclass(frozen=True)
 class TrainSection:
     """The training loop (:class:`~mfgtx.train.TrainConfig`); ``checkpoint_dir`` defaults to
     ``<bundle>.ckpt`` next to the bundle."""
@@ -291,17 +393,22 @@ class ScoreSection:
     """Batch scoring.
 
     Args:
-        output: where the predictions go (replaced by key: lot and window end).
+        output: where the predictions go (replaced by key: lot and window end; for a forecaster
+            also sensor and step; for a ViT the image path).
         source: the rows to score (default: ``data.source``, without labels).
+        images: ViT bundles: the images to score, a folder (searched recursively), a ``.zip``
+            or a CSV manifest with a ``path`` column (default: ``images.path``). A file that
+            is not a usable image goes to the errors file; the others are scored.
         errors: CSV file listing bad rows, lots and the reason (default: next to the output,
             or next to the SQLite file).
         stride: rows between scored windows (default: the training stride);
             ``last_per_lot: true`` scores only each lot's last window.
-        batch_size: windows per forward pass.
+        batch_size: windows (or images) per forward pass.
     """
 
     output: SinkSection
     source: SourceSection | None = None
+    images: str | None = None
     errors: str | None = None
     stride: int | None = None
     last_per_lot: bool = False
@@ -339,6 +446,9 @@ class JobConfig:
     windows: WindowsSection = field(default_factory=WindowsSection)
     split: SplitSection = field(default_factory=SplitSection)
     model: ModelSection = field(default_factory=ModelSection)
+    forecast: ForecastSection | None = None
+    images: ImagesSection | None = None
+    vit: VitSection = field(default_factory=VitSection)
     train: TrainSection = field(default_factory=TrainSection)
     calibration: CalibrationSection = field(default_factory=CalibrationSection)
     bundle: str | None = None

@@ -1,9 +1,9 @@
 """``demo``: train small models on the sample plant, score it, and hand the results to the app.
 
-Four jobs on ``sample_data/``: lot pass/fail (classification, calibrated) from
-``sensors.csv`` and ``quality.csv``, remaining useful life with an 80 % interval from
-``degradation.csv``, a forecaster of the process sensors (:mod:`mfgtx.jobs.forecast`) and a
-defect-patch ViT (:mod:`mfgtx.jobs.defects`).
+Four jobs on ``sample_data/``, the same as ``pipelines/configs/sample_*.yaml``: lot
+pass/fail (classification, calibrated) from ``sensors.csv`` and ``quality.csv``, remaining
+useful life with an 80 % interval from ``degradation.csv``, a forecaster of the process
+sensors, and a defect-patch ViT on ``defects/``; each is trained and then scored.
 A bundle that already exists and verifies is reused, so a second
 ``mfgtx demo`` goes straight to the dashboard. ``quick`` trains tiny models for two epochs
 (a smoke test of the whole chain, not a useful model).
@@ -105,13 +105,79 @@ def demo_configs(
         "bundle": str(out / "models" / "sample_rul"),
         "score": {"output": {"path": str(out / "results" / "sample_rul.parquet")}},
     }
-    if quick:
-        for job in (quality, rul):
-            job["model"].update(_TINY)
-            job["train"].update(epochs=2, patience=None)
-    return {
-        job["name"]: build(JobConfig, job, file=f"demo:{job['name']}") for job in (quality, rul)
+    sensors = ["temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a"]
+    forecast: dict[str, Any] = {
+        "name": "sample_forecast",
+        "data": {
+            "source": {"path": str(data / "sensors.csv")},
+            "columns": {"lot": "lot", "time": "timestamp", "sensors": sensors, "keys": ["line"]},
+        },
+        "windows": {"window": 64, "stride": 8},
+        "split": {"test_size": 0.25, "val_size": 0.2, "gap": "30min"},
+        "forecast": {
+            "horizon": 32,
+            "patch_len": 8,
+            "d_model": 32,
+            "n_heads": 4,
+            "n_layers": 2,
+            "d_ff": 64,
+            "dropout": 0.1,
+            "quantiles": [0.1, 0.5, 0.9],
+        },
+        "train": {"epochs": 15, "batch_size": 32, "lr": 0.001, "patience": 4},
+        "bundle": str(out / "models" / "sample_forecast"),
+        "score": {
+            "last_per_lot": True,
+            "output": {"path": str(out / "results" / "sample_forecast.parquet")},
+        },
     }
+    defects: dict[str, Any] = {
+        "name": "sample_defects",
+        "images": {
+            "path": str(data / "defects" / "manifest.csv"),
+            "image_size": 64,
+            "mode": "L",
+            "good_class": "none",
+        },
+        "split": {"test_size": 0.25, "val_size": 0.2},
+        "vit": {
+            "patch_size": 8,
+            "stem": "conv",
+            "d_model": 64,
+            "n_heads": 4,
+            "n_layers": 4,
+            "d_ff": 128,
+            "dropout": 0.1,
+        },
+        "train": {"epochs": 40, "batch_size": 32, "lr": 0.001, "patience": 8},
+        "calibration": {"cost_ratio": 5.0},
+        "bundle": str(out / "models" / "sample_defects"),
+        "score": {
+            "images": str(data / "defects" / "images"),
+            "output": {"path": str(out / "results" / "sample_defects.parquet")},
+        },
+    }
+    if quick:
+        for job, section in ((quality, "model"), (rul, "model"), (forecast, "forecast")):
+            job[section].update(_TINY)
+        defects["vit"].update(d_model=32, n_heads=2, n_layers=2, d_ff=64)
+        for job in (quality, rul, forecast, defects):
+            job["train"].update(epochs=2, patience=None)
+    jobs = [quality, rul, forecast]
+    if (data / "defects" / "manifest.csv").is_file():
+        jobs.append(defects)
+    else:
+        log.warning("sample_defects: left out, %s has no defects/manifest.csv", data)
+    return {job["name"]: build(JobConfig, job, file=f"demo:{job['name']}") for job in jobs}
+
+
+#: The model kind of each demo job (``mfgtx train KIND``).
+KINDS = {
+    "sample_quality": "sensor",
+    "sample_rul": "sensor",
+    "sample_forecast": "forecast",
+    "sample_defects": "vit",
+}
 
 
 def run_demo(
@@ -122,8 +188,6 @@ def run_demo(
     Returns:
         The summary of every step, in order.
     """
-    from mfgtx.jobs.defects import train_sample_defect_vit
-    from mfgtx.jobs.forecast import train_sample_forecaster
     from mfgtx.jobs.score import score
     from mfgtx.jobs.train import train
 
@@ -135,26 +199,8 @@ def run_demo(
         reused = None if retrain else _reuse(name, bundle)
         if reused is None:
             log.info("%s: training (%s)", name, mode)
-            reused = {"job": name, **train("sensor", config).summary()}
+            reused = {"job": name, **train(KINDS[name], config).summary()}
         steps += [reused, {"job": name, **score(config).summary()}]
-
-    # the dashboard's Forecast and Defect inspection pages (no scoring job for these yet)
-    bundle = out / "models" / "sample_forecast"
-    step = None if retrain else _reuse("sample_forecast", bundle)
-    if step is None:
-        log.info("sample_forecast: training (%s)", mode)
-        step = {"job": "sample_forecast", **train_sample_forecaster(data, bundle, quick=quick)}
-    steps.append(step)
-    bundle = out / "models" / "sample_defects"
-    if not (data / "defects" / "manifest.csv").is_file():
-        log.warning("sample_defects: skipped, %s has no defects/manifest.csv", data)
-        steps.append({"command": "train", "job": "sample_defects", "skipped": "no defect images"})
-        return steps
-    step = None if retrain else _reuse("sample_defects", bundle)
-    if step is None:
-        log.info("sample_defects: training (%s)", mode)
-        step = {"job": "sample_defects", **train_sample_defect_vit(data, bundle, quick=quick)}
-    steps.append(step)
     return steps
 
 

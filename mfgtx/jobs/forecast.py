@@ -1,103 +1,174 @@
-"""The demo's forecaster: a small :class:`~mfgtx.models.CausalForecaster` on the sample plant.
+"""``train forecast``: a :class:`~mfgtx.models.CausalForecaster` from a job file.
 
-Forecasts the four process sensors of ``sensors.csv`` half an hour ahead from the last hour,
-per lot, on a lot- and time-safe split with a training-only scaler and a passing audit, and
-compares it with the forecast baselines on the same test windows. The bundle feeds the
-dashboard's Forecast page. (``mfgtx train forecast`` from a job file is not wired yet.)
+Data -> forecast windows (``windows.window`` rows of context, ``forecast.horizon`` rows of
+the forecast sensors as the label) -> lot- and time-safe split, training-only scaler and a
+passing audit -> fit -> compared with the forecast baselines (Naive, SeasonalNaive when a
+period is known, LinearRidge, TrainMeanForecast) on the same test windows, with the interval
+coverage of the quantile band -> bundle.
+
+Only test windows whose whole horizon was recorded are scored (the metrics take no missing
+truth); training leaves missing horizon values out of the loss by itself.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import torch
 
-__all__ = ["SENSORS", "train_sample_forecaster"]
+from mfgtx.jobs.config import ConfigError, JobConfig
+from mfgtx.jobs.prepare import load_forecast_windows, split_windows
+
+if TYPE_CHECKING:
+    from mfgtx.jobs.train import OnStep, TrainOutcome
+
+__all__ = ["train_forecast"]
 
 log = logging.getLogger(__name__)
 
-SENSORS = ("temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a")
 
-
-def train_sample_forecaster(
-    data_dir: str | Path, bundle: str | Path, *, quick: bool = False
-) -> dict[str, Any]:
-    """Train, compare and save the demo forecaster; returns a summary for the CLI."""
+def train_forecast(
+    config: JobConfig, resume: bool = False, on_step: OnStep | None = None
+) -> TrainOutcome:
+    """Train, compare and save a forecaster (the ``train forecast`` command)."""
     from mfgtx.artifacts import save_bundle, verify_bundle
     from mfgtx.baselines import compare, fit_baselines
-    from mfgtx.data import ColumnMap, SensorScaler, make_windows, read_table
-    from mfgtx.models import CausalForecaster, ForecasterConfig, ForecastWindows
-    from mfgtx.split import LotTimeSplit, audit
-    from mfgtx.train import TrainConfig, fit, predict
+    from mfgtx.jobs.train import TrainOutcome, rank
+    from mfgtx.models import CausalForecaster, ForecasterConfig, ForecastWindows, interval_coverage
+    from mfgtx.train import fit, predict
 
     t0 = time.perf_counter()
-    context, horizon = 64, 32
-    cols = ColumnMap(lot="lot", time="timestamp", keys="line", sensors=SENSORS)
-    table = read_table(pd.read_csv(Path(data_dir) / "sensors.csv"), cols)
-    windows = make_windows(table, context, stride=8, horizon=horizon, forecast=SENSORS)
-    split = {"test_size": 0.25, "val_size": 0.2, "gap": "30min"}
-    (sets,) = LotTimeSplit(**split).split_sets(windows)
-    scaler = SensorScaler.fit(windows, sets.train)
-    report = audit(windows, sets, scaler=scaler)
-    size = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32} if quick else {}
-    config = ForecasterConfig(
-        n_channels=len(SENSORS),
-        context_length=context,
-        horizon=horizon,
-        patch_len=8,
-        stride=8,
-        **({"d_model": 32, "n_heads": 4, "n_layers": 2, "d_ff": 64} | size),
-        dropout=0.1,
-        quantiles=(0.1, 0.5, 0.9),
-    )
-    torch.manual_seed(0)
-    model = CausalForecaster(config)
-    train_config = TrainConfig(
-        epochs=2 if quick else 15, batch_size=32, lr=1e-3, patience=None if quick else 4
-    )
-    fitted = fit(
-        model,
-        ForecastWindows(windows, sets.train, scaler),
-        ForecastWindows(windows, sets.val, scaler),
-        train_config,
-    )
-    # scored and compared on the windows whose whole horizon was recorded (the baselines
-    # and metrics take no missing truth); training skips missing horizon values itself
+    config.require("bundle", "forecast")
+    fc = config.forecast
+    assert fc is not None  # require() raised otherwise
+    bundle = Path(str(config.bundle))
+    windows, cols, covariates = load_forecast_windows(config)
+    prep = split_windows(config, windows)
+    sets, scaler = prep.sets, prep.scaler
+    targets = tuple(windows.targets)
+    try:
+        model_config = ForecasterConfig(
+            n_channels=len(targets),
+            context_length=windows.window,
+            horizon=fc.horizon,
+            patch_len=fc.patch_len,
+            stride=fc.patch_stride,
+            d_model=fc.d_model,
+            n_heads=fc.n_heads,
+            n_layers=fc.n_layers,
+            d_ff=fc.d_ff,
+            dropout=fc.dropout,
+            head=fc.head,
+            channel_independent=fc.channel_independent,
+            quantiles=fc.quantiles,
+            n_past_covariates=len(covariates),
+        )
+    except ValueError as e:  # e.g. a window that is not a whole number of patches
+        raise ConfigError(f"{config.source_file}: forecast: {e}") from e
+    ckpt = config.train.checkpoint_dir or f"{bundle}.ckpt"
+    train_config = config.train.train_config(ckpt, resume=resume)
+    has_cov = bool(covariates)
+
+    def dataset(idx: np.ndarray) -> ForecastWindows:
+        return ForecastWindows(windows, idx, scaler, covariates=has_cov)
+
+    torch.manual_seed(config.train.seed)
+    model = CausalForecaster(model_config)
+    fitted = fit(model, dataset(sets.train), dataset(sets.val), train_config, on_step=on_step)
     labelled = windows.labelled()
-    test = np.intersect1d(sets.test, labelled)
-    scaled = predict(model, ForecastWindows(windows, test, scaler)).numpy()  # (N, H, C)
-    pred = scaler.inverse_transform(scaled.reshape(-1, len(SENSORS))).reshape(scaled.shape)
-    baselines = fit_baselines(
-        windows, np.intersect1d(sets.train, labelled), "forecast", scaler=scaler
-    )
-    evaluation = compare("forecast", windows, test, pred, baselines, model_name="CausalForecaster")
+    test = np.intersect1d(prep.test, labelled)
+    counts = {"train": len(sets.train), "val": len(sets.val), "test": len(test)}
+    counts["purged"] = len(sets.purged)
+    if rank() != 0:
+        return TrainOutcome(
+            "forecast", "forecast", None, None, len(fitted.history), fitted.best_epoch,
+            fitted.resumed_from_epoch, fitted.stopped_early, time.perf_counter() - t0, counts,
+            prep.report.passed, world_size=fitted.world_size,
+        )  # fmt: skip
+    if len(test) == 0:
+        raise ConfigError(
+            f"{config.source_file}: split: no test window has its whole horizon recorded; "
+            "use a larger split.test_size or a shorter forecast.horizon"
+        )
+    tcols = [windows.sensors.index(c) for c in targets]
+    center, scale = np.asarray(scaler.center)[tcols], np.asarray(scaler.scale)[tcols]
+    scaled = predict(model, dataset(test)).numpy()  # (N, H, K) in the scaler's units
+    pred = scaled * scale + center
+    train_labelled = np.intersect1d(sets.train, labelled)
+    baselines = fit_baselines(windows, train_labelled, "forecast", scaler=scaler)
+    report = compare("forecast", windows, test, pred, baselines, model_name="CausalForecaster")
+    metrics = {key: round(float(v), 6) for key, v in report.rows[0].metrics.items()}
+    if fc.quantiles and len(fc.quantiles) >= 2:
+        model.eval()
+        bands = []
+        with torch.no_grad():
+            ds = dataset(test)
+            for a in range(0, len(test), 256):
+                b = ds.batch(test[a : a + 256])
+                q = model.predict_quantiles(b["x"], b["observed"], b.get("past_covariates"))
+                bands.append(q.numpy())
+        band = np.concatenate(bands) * scale[None, None, :, None] + center[None, None, :, None]
+        cover = interval_coverage(windows.y[test], band, fc.quantiles)  # type: ignore[index]
+        metrics["interval_coverage"] = round(float(cover["coverage"]), 4)
+        metrics["interval_nominal"] = round(float(cover["nominal"]), 4)
+        log.info(
+            "forecast band %.0f%%: covers %.1f%% of test values",
+            100 * cover["nominal"],
+            100 * cover["coverage"],
+        )
+    interval = {key: v for key, v in metrics.items() if key.startswith("interval")}
+    split = {
+        "method": "LotTimeSplit",
+        "test_size": config.split.test_size,
+        "val_size": config.split.val_size,
+        "gap": config.split.gap,
+    }
+    job = {
+        "kind": "forecast",
+        "task": "forecast",
+        "window": windows.window,
+        "stride": windows.stride,
+        "context_length": windows.window,
+        "horizon": fc.horizon,
+        "targets": list(targets),
+        "covariates": list(covariates),
+        "config": config.to_dict(),
+    }
     path = save_bundle(
         bundle,
         model,
         data_schema=cols,
         scaler=scaler,
-        split={"method": "LotTimeSplit", **split},
-        audit=report,
-        metrics=evaluation.to_dict(),
+        split=split,
+        audit=prep.report,
+        metrics={**report.to_dict(), "interval": interval},
         train_config=train_config,
         precision=fitted.precision,
-        extra={"job": {"kind": "forecast", "context_length": context, "horizon": horizon}},
+        extra={"job": job},
         overwrite=True,
     )
-    log.info("sample_forecast: %s", evaluation.verdict)
-    return {
-        "command": "train",
-        "kind": "forecast",
-        "bundle": str(path),
-        "bundle_id": verify_bundle(path)["bundle_id"],
-        "epochs_run": len(fitted.history),
-        "windows": {"train": len(sets.train), "val": len(sets.val), "test": len(test)},
-        "audit_passed": report.passed,
-        "verdict": evaluation.verdict,
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
+    bundle_id = verify_bundle(path)["bundle_id"]
+    shutil.rmtree(ckpt, ignore_errors=True)  # finished: a rerun starts fresh
+    log.info("%s: %s", path, report.verdict)
+    return TrainOutcome(
+        kind="forecast",
+        task="forecast",
+        bundle=str(path),
+        bundle_id=bundle_id,
+        epochs_run=len(fitted.history),
+        best_epoch=fitted.best_epoch,
+        resumed_from_epoch=fitted.resumed_from_epoch,
+        stopped_early=fitted.stopped_early,
+        seconds=round(time.perf_counter() - t0, 3),
+        windows=counts,
+        audit_passed=prep.report.passed,
+        metrics=metrics,
+        verdict=report.verdict,
+        world_size=fitted.world_size,
+        report_markdown=report.to_markdown(),
+    )

@@ -13,7 +13,7 @@ from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.sources import prepare, read_frame, without_position
 from mfgtx.split import AuditReport, SplitSets, audit
 
-__all__ = ["Prepared", "last_per_lot", "load_windows", "split_windows"]
+__all__ = ["Prepared", "last_per_lot", "load_forecast_windows", "load_windows", "split_windows"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,52 @@ def load_windows(config: JobConfig) -> tuple[Windows, ColumnMap]:
         data.source.path or data.source.table or "query",
     )
     return windows, table.columns
+
+
+def load_forecast_windows(config: JobConfig) -> tuple[Windows, ColumnMap, tuple[str, ...]]:
+    """Read and window ``config``'s data for ``train forecast``: ``windows.window`` rows of
+    context, then ``forecast.horizon`` rows of the forecast sensors as the label.
+
+    Returns:
+        ``(windows, columns, covariates)``: ``covariates`` are the sensors that are not
+        forecast (given to the model as past-observed inputs).
+    """
+    config.require("data", "forecast")
+    data, fc = config.data, config.forecast
+    if data is None or fc is None:  # require() raised already; this narrows the type
+        raise ConfigError(f"{config.source_file}: data and forecast: required")
+    frame = without_position(prepare(read_frame(data.source), data))
+    cols = data.columns.column_map(targets=False)
+    table = read_table(frame, cols)
+    sensors = tuple(table.columns.sensors or ())
+    unknown = [t for t in fc.targets if t not in sensors]
+    if unknown:
+        raise ConfigError(
+            f"{config.source_file}: forecast.targets: {unknown} are not sensors of the data "
+            f"(sensors: {list(sensors)})"
+        )
+    targets = tuple(fc.targets) or sensors
+    windows = make_windows(
+        table,
+        config.windows.window,
+        stride=config.windows.step,
+        horizon=fc.horizon,
+        forecast=targets,
+        on_short=config.windows.on_short,
+    )
+    if len(windows) == 0:
+        raise ConfigError(
+            f"{config.source_file}: windows.window: no lot has {config.windows.window} + "
+            f"{fc.horizon} rows (context + horizon)"
+        )
+    log.info(
+        "%d forecast windows (%d + %d rows) from %d lots",
+        len(windows),
+        windows.window,
+        fc.horizon,
+        len(windows.lots),
+    )
+    return windows, table.columns, tuple(s for s in sensors if s not in targets)
 
 
 def split_windows(config: JobConfig, windows: Windows, *, strict: bool = True) -> Prepared:

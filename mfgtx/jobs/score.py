@@ -1,16 +1,26 @@
-"""``score``: a bundle's predictions for every window of new data, replaced by key in the output.
+"""``score``: a bundle's predictions for new data, replaced by key in the output.
 
-The input is read lot-complete chunk by chunk (:func:`~mfgtx.jobs.sources.iter_lot_frames`).
-A chunk is validated as a whole first; when that fails, lot by lot, so that a bad value, a
-bad lot or a lot shorter than the window goes to the errors file with the reason and the rest
-of the batch is still scored. The output is written once at the end (atomic file rename or
-one SQL transaction); nothing is written when the job fails.
+Sensor data (SensorEncoder and CausalForecaster bundles) is read lot-complete chunk by chunk
+(:func:`~mfgtx.jobs.sources.iter_lot_frames`). A chunk is validated as a whole first; when
+that fails, lot by lot, so that a bad value, a bad lot or a lot shorter than the window goes
+to the errors file with the reason and the rest of the batch is still scored. Images
+(DefectViT bundles) are read a batch at a time; a file that is not a usable image goes to the
+errors file and the rest are scored. The output is written once at the end (atomic file
+rename or one SQL transaction); nothing is written when the job fails.
 
-Output columns: ``lot``, ``window_end`` (text: ISO 8601 time or cycle number; the key with
-``lot``), ``window_start``, ``bundle_id``, then for a classifier ``p_<class>`` per class
-(calibrated when the bundle has a calibration) and ``decision`` (1 = flagged, with the
-bundle's operating threshold), for a regressor one column per target and ``<target>_q<NN>``
-per quantile (the interval).
+Output columns, every row with ``bundle_id``:
+
+- SensorEncoder: ``lot``, ``window_end`` (text: ISO 8601 time or cycle number; the key with
+  ``lot``), ``window_start``, then for a classifier ``p_<k>`` per class (calibrated when the
+  bundle has a calibration) and ``decision`` (1 = flagged, with the bundle's operating
+  threshold), for a regressor one column per target and ``<target>_q<NN>`` per quantile.
+- CausalForecaster: one row per window, sensor and step ahead: ``lot``, ``window_end`` (the
+  forecast origin), ``sensor``, ``step`` (1 = the next row; key: these four), ``window_start``,
+  ``forecast_at`` (the origin plus ``step`` rows at the window's mean row spacing),
+  ``forecast`` and ``q<NN>`` per quantile of the band.
+- DefectViT: ``image`` (the file's path relative to the scored folder, zip or manifest; the
+  key), ``predicted`` (class index), ``predicted_class``, ``p_<k>`` per class, and with a
+  good class ``p_defect`` and ``decision`` (1 = flagged at the bundle's threshold).
 """
 
 from __future__ import annotations
@@ -31,10 +41,10 @@ from mfgtx.data import ColumnMap, DataError, Windows, make_windows, read_table
 from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.prepare import last_per_lot
-from mfgtx.jobs.sinks import describe_sink, write_errors, write_scores
+from mfgtx.jobs.sinks import KEYS, describe_sink, write_errors, write_scores
 from mfgtx.jobs.sources import FILE, LINE, describe, iter_lot_frames, without_position
 
-__all__ = ["ScoreOutcome", "load_model_bundle", "predict_windows", "score"]
+__all__ = ["ScoreOutcome", "forecast_windows", "load_model_bundle", "predict_windows", "score"]
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +62,35 @@ class ScoreOutcome:
     output_rows: int
     seconds: float
     windows_per_s: float
+    kind: str = "sensor"
+    images: int = 0
+    bad_images: int = 0
+    images_per_s: float = float("nan")
 
     def summary(self) -> dict[str, Any]:
-        return {"command": "score", **self.__dict__}
+        out = dict(self.__dict__)
+        drop = ("lots", "windows", "bad_lots", "windows_per_s")
+        if self.kind != "vit":
+            drop = ("images", "bad_images", "images_per_s")
+        return {"command": "score", **{k: v for k, v in out.items() if k not in drop}}
+
+    @property
+    def message(self) -> str:
+        """One line for a person: what was scored, how fast, what went wrong, where it went."""
+        if self.kind == "vit":
+            what = (
+                f"scored {self.images} images in {self.seconds:.2f} s "
+                f"({self.images_per_s:.1f} images/s); {self.bad_images} bad image(s)"
+            )
+        else:
+            what = (
+                f"scored {self.windows} windows of {self.lots} lots in {self.seconds:.2f} s "
+                f"({self.windows_per_s:.1f} windows/s); {self.bad_lots} bad lot(s)"
+            )
+        return (
+            f"{what} listed in {self.errors_file}; output {self.output} holds "
+            f"{self.output_rows} rows"
+        )
 
 
 def _time_text(values: np.ndarray) -> list[str]:
@@ -151,8 +187,76 @@ def load_model_bundle(path: str | Path) -> Any:
     return load_bundle(path)
 
 
+def forecast_windows(
+    bundle: Any, windows: Windows, idx: np.ndarray, batch_size: int = 256
+) -> pd.DataFrame:
+    """A forecaster bundle's rows for windows ``idx`` (see the module docstring), without
+    ``bundle_id``."""
+    model, c = bundle.model, bundle.config
+    job = bundle.manifest["extra"]["job"]
+    targets = list(job["targets"])
+    tcols = [windows.sensors.index(t) for t in targets]
+    others = [j for j in range(len(windows.sensors)) if j not in tcols]
+    center = np.asarray(bundle.scaler.center)[tcols]
+    scale = np.asarray(bundle.scaler.scale)[tcols]
+    quantiles = tuple(c.quantiles or ())
+    points, bands = [], []
+    model.eval()
+    with torch.no_grad():
+        for a in range(0, len(idx), batch_size):
+            x, observed = windows.features(idx[a : a + batch_size], bundle.scaler)
+            past = torch.from_numpy(x[:, :, tcols])
+            obs = torch.from_numpy(observed[:, :, tcols])
+            cov = torch.from_numpy(x[:, :, others]) if c.n_past_covariates else None
+            points.append(model(past, obs, cov).float().numpy())
+            if len(quantiles) >= 2:
+                bands.append(model.predict_quantiles(past, obs, cov).float().numpy())
+    n, h, k = len(idx), c.horizon, len(targets)
+    point = np.concatenate(points) * scale + center if points else np.zeros((0, h, k))
+    step = np.tile(np.arange(1, h + 1), n * k)  # order: window, sensor, step
+    window_of = np.repeat(np.arange(n), h * k)
+    end, start = windows.end[idx], windows.start[idx]
+    spacing = (end - start) / max(windows.window - 1, 1)
+    at = end[window_of] + spacing[window_of] * step
+    cols: dict[str, Any] = {
+        "lot": windows.lot[idx][window_of].astype(str),
+        "window_end": np.asarray(_time_text(end), dtype=object)[window_of],
+        "sensor": np.tile(np.repeat(np.asarray(targets, dtype=object), h), n),
+        "step": step.astype(np.int64),
+        "window_start": np.asarray(_time_text(start), dtype=object)[window_of],
+        "forecast_at": _time_text(at),
+        "forecast": point.transpose(0, 2, 1).reshape(-1).astype(np.float64),
+    }
+    if bands:
+        band = np.concatenate(bands) * scale[None, None, :, None] + center[None, None, :, None]
+        for j, level in enumerate(quantiles):
+            cols[f"q{round(level * 100):02d}"] = (
+                band[..., j].transpose(0, 2, 1).reshape(-1).astype(np.float64)
+            )
+    return pd.DataFrame(cols)
+
+
+def _windows_frame(bundle: Any, windows: Windows, idx: np.ndarray, batch: int) -> pd.DataFrame:
+    """The output rows of a sensor-window bundle (encoder or forecaster) for windows ``idx``."""
+    if bundle.manifest["extra"]["job"].get("kind") == "forecast":
+        part = forecast_windows(bundle, windows, idx, batch)
+        part.insert(4, "bundle_id", bundle.bundle_id)
+        return part
+    return pd.DataFrame(
+        {
+            "lot": windows.lot[idx].astype(str),
+            "window_end": _time_text(windows.end[idx]),
+            "window_start": _time_text(windows.start[idx]),
+            "bundle_id": bundle.bundle_id,
+            **predict_windows(bundle, windows, idx, batch),
+        }
+    )
+
+
 def score(config: JobConfig) -> ScoreOutcome:
-    """Score ``config.score.source`` (default ``config.data.source``) with ``config.bundle``.
+    """Score new data with ``config.bundle``: sensor rows (``score.source``, default
+    ``data.source``) for SensorEncoder and CausalForecaster bundles, images
+    (``score.images``, default ``images.path``) for DefectViT bundles.
 
     Raises:
         ConfigError: a missing section.
@@ -164,11 +268,15 @@ def score(config: JobConfig) -> ScoreOutcome:
     sc = config.score
     if sc is None:  # narrowed for type checkers; require() raised already
         raise ConfigError(f"{config.source_file}: score: required")
+    bundle = load_model_bundle(str(config.bundle))
+    job = bundle.manifest["extra"]["job"]
+    if job.get("kind") == "vit":
+        from mfgtx.jobs.score_images import score_images
+
+        return score_images(config, bundle)
     source = sc.source or (config.data.source if config.data else None)
     if source is None:
         raise ConfigError(f"{config.source_file}: score.source: name the data to score")
-    bundle = load_model_bundle(str(config.bundle))
-    job = bundle.manifest["extra"]["job"]
     schema = dict(bundle.manifest["data_schema"])
     if config.data is not None:  # the job file's mapping (a new plant's export) wins
         schema = {k: v for k, v in config.data.columns.__dict__.items()}
@@ -183,6 +291,7 @@ def score(config: JobConfig) -> ScoreOutcome:
         )
     cols = ColumnMap(**{k: tuple(v) if isinstance(v, list) else v for k, v in schema.items()})
     window, stride = int(job["window"]), int(sc.stride or job["stride"])
+    keys = ("lot", "window_end", "sensor", "step") if job.get("kind") == "forecast" else KEYS
     target = Path(sc.output.path) if sc.output.path else sc.errors_path()
     errors_path = sc.errors_path()
     t0 = time.perf_counter()
@@ -201,18 +310,8 @@ def score(config: JobConfig) -> ScoreOutcome:
                 if sc.last_per_lot:
                     idx = last_per_lot(windows, idx)
                 t1 = time.perf_counter()
-                pred = predict_windows(bundle, windows, idx, sc.batch_size)
+                parts.append(_windows_frame(bundle, windows, idx, sc.batch_size))
                 t_model += time.perf_counter() - t1
-                part = pd.DataFrame(
-                    {
-                        "lot": windows.lot[idx].astype(str),
-                        "window_end": _time_text(windows.end[idx]),
-                        "window_start": _time_text(windows.start[idx]),
-                        "bundle_id": bundle.bundle_id,
-                        **pred,
-                    }
-                )
-                parts.append(part)
                 n_lots += len(windows.lots)
                 n_windows += len(idx)
         if not parts:
@@ -222,7 +321,7 @@ def score(config: JobConfig) -> ScoreOutcome:
                 f"{errors_path})"
             )
         frame = pd.concat(parts, ignore_index=True)
-        rows = write_scores(sc.output, frame)
+        rows = write_scores(sc.output, frame, keys)
         write_errors(errors_path, errors)
     seconds = time.perf_counter() - t0
     log.info(
@@ -238,4 +337,5 @@ def score(config: JobConfig) -> ScoreOutcome:
         output_rows=rows,
         seconds=round(seconds, 3),
         windows_per_s=round(n_windows / seconds, 1) if seconds > 0 else float("nan"),
+        kind=str(job.get("kind", "sensor")),
     )

@@ -1,8 +1,9 @@
 """Writing scores: replace-by-key into a Parquet/CSV file or a SQL table, all or nothing.
 
-Rows are keyed by ``KEYS`` (lot, window end). Writing a batch replaces the rows with the same
-keys and keeps the others, so re-running a job on the same input gives the same output
-without duplicates. A file is rewritten through a temporary file in the same folder and
+Rows are keyed by ``KEYS`` (lot, window end) unless the job names other keys (a forecast adds
+sensor and step, an image score is keyed by the image path). Writing a batch replaces the rows
+with the same keys and keeps the others, so re-running a job on the same input gives the same
+output without duplicates. A file is rewritten through a temporary file in the same folder and
 renamed into place (readers see the old or the new file, never half of one); a SQL table is
 changed in one transaction (delete the batch's keys, insert the batch) and carries a unique
 index on the keys.
@@ -69,57 +70,65 @@ def _atomic_write(path: Path, frame: pd.DataFrame) -> None:
         raise
 
 
-def _read_file(path: Path) -> pd.DataFrame | None:
+def _read_file(path: Path, keys: tuple[str, ...]) -> pd.DataFrame | None:
     if not path.exists():
         return None
     if path.name.lower().endswith(".parquet"):
         return pd.read_parquet(path, engine="pyarrow")
-    return pd.read_csv(path, dtype={"lot": str, "window_end": str})
+    return pd.read_csv(path, dtype={k: str for k in keys if k != "step"})
 
 
-def _merge(old: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
+def _key_index(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.MultiIndex:
+    return pd.MultiIndex.from_frame(frame[list(keys)].astype(str))
+
+
+def _merge(old: pd.DataFrame | None, new: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
     if old is not None and len(old):
-        old_keys = pd.MultiIndex.from_frame(old[list(KEYS)].astype(str))
-        new_keys = pd.MultiIndex.from_frame(new[list(KEYS)].astype(str))
-        old = old[~old_keys.isin(new_keys)]
+        missing = [k for k in keys if k not in old.columns]
+        if missing:
+            raise ValueError(
+                f"the existing output has no key column(s) {missing} (columns "
+                f"{list(old.columns)}): it was written by another kind of job; choose another "
+                "output"
+            )
+        old = old[~_key_index(old, keys).isin(_key_index(new, keys))]
         new = pd.concat([old, new], ignore_index=True) if len(old) else new
-    return new.sort_values(list(KEYS), kind="stable").reset_index(drop=True)
+    return new.sort_values(list(keys), kind="stable").reset_index(drop=True)
 
 
-def _write_sql(sink: SinkSection, frame: pd.DataFrame) -> None:
+def _write_sql(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...]) -> None:
     import sqlalchemy as sa
 
     engine = sa.create_engine(sink.url)
     try:
         with engine.begin() as conn:  # one transaction: all rows or none
-            table = sa.table(sink.table, *(sa.column(k) for k in KEYS))
+            table = sa.table(sink.table, *(sa.column(k) for k in keys))
             if sa.inspect(conn).has_table(sink.table):
-                keys = frame[list(KEYS)].astype(str).to_dict("records")
+                rows = frame[list(keys)].astype(str).to_dict("records")
                 stmt = sa.delete(table).where(
-                    table.c.lot == sa.bindparam("k_lot"),
-                    table.c.window_end == sa.bindparam("k_end"),
+                    *(table.c[k] == sa.bindparam(f"k_{i}") for i, k in enumerate(keys))
                 )
-                conn.execute(stmt, [{"k_lot": k["lot"], "k_end": k["window_end"]} for k in keys])
+                conn.execute(stmt, [{f"k_{i}": r[k] for i, k in enumerate(keys)} for r in rows])
             frame.to_sql(sink.table, conn, if_exists="append", index=False)
-            index = sa.Index(f"ux_{sink.table}_keys", *KEYS, unique=True)
+            index = sa.Index(f"ux_{sink.table}_keys", *keys, unique=True)
             index_table = sa.Table(sink.table, sa.MetaData(), autoload_with=conn)
             if not any(ix.name == index.name for ix in index_table.indexes):
-                sa.Index(index.name, *(index_table.c[k] for k in KEYS), unique=True).create(conn)
+                sa.Index(index.name, *(index_table.c[k] for k in keys), unique=True).create(conn)
     finally:
         engine.dispose()
 
 
-def write_scores(sink: SinkSection, frame: pd.DataFrame) -> int:
-    """Replace the rows of ``frame``'s keys in ``sink``; returns the rows now in the output
-    (files) or written (SQL)."""
-    if frame[list(KEYS)].duplicated().any():
-        raise ValueError("scores hold the same (lot, window_end) twice")
+def write_scores(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...] = KEYS) -> int:
+    """Replace the rows of ``frame``'s ``keys`` in ``sink``; returns the rows now in the
+    output (files) or written (SQL)."""
+    if frame[list(keys)].duplicated().any():
+        raise ValueError(f"scores hold the same ({', '.join(keys)}) twice")
     if sink.path is not None:
         path = Path(sink.path)
-        merged = _merge(_read_file(path), frame)
+        merged = _merge(_read_file(path, keys), frame, keys)
         _atomic_write(path, merged)
         return len(merged)
-    _write_sql(sink, frame)
+    _write_sql(sink, frame, keys)
     return len(frame)
 
 

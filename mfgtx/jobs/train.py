@@ -1,8 +1,9 @@
 """``train``: data -> split and audit -> fit -> calibrate -> compare with baselines -> bundle.
 
-Trainers are registered by kind in :data:`TRAINERS`. A kind whose model is not in this
-version maps to ``None`` and :func:`train` raises :class:`NotAvailableError`; wiring a new
-model in is one function and one line in the registry.
+Trainers are registered by kind in :data:`TRAINERS`: ``sensor`` (here), ``forecast``
+(:mod:`mfgtx.jobs.forecast`) and ``vit`` (:mod:`mfgtx.jobs.vit`). A kind whose model is not
+in a version maps to ``None`` and :func:`train` raises :class:`NotAvailableError`; wiring a
+new model in is one function and one line in the registry.
 
 The bundle is written atomically by :func:`mfgtx.artifacts.save_bundle` (the old one stays
 until the new one is complete). Training checkpoints go to ``train.checkpoint_dir``
@@ -26,7 +27,9 @@ import numpy as np
 import torch
 
 from mfgtx.jobs.config import ConfigError, JobConfig
+from mfgtx.jobs.forecast import train_forecast
 from mfgtx.jobs.prepare import load_windows, split_windows
+from mfgtx.jobs.vit import train_vit
 
 __all__ = ["TRAINERS", "NotAvailableError", "TrainOutcome", "train", "train_sensor", "trainer_for"]
 
@@ -66,7 +69,8 @@ OnStep = Callable[[int, float], None]
 Trainer = Callable[[JobConfig, bool, "OnStep | None"], TrainOutcome]
 
 
-def _rank() -> int:
+def rank() -> int:
+    """This process's rank under ``torchrun`` (0 alone)."""
     return int(os.environ.get("RANK", "0"))
 
 
@@ -158,7 +162,7 @@ def train_sensor(
     )
     counts = {"train": len(sets.train), "val": len(sets.val), "test": len(sets.test)}
     counts["purged"] = len(sets.purged)
-    if _rank() != 0:
+    if rank() != 0:
         return TrainOutcome(
             "sensor", task, None, None, len(fitted.history), fitted.best_epoch,
             fitted.resumed_from_epoch, fitted.stopped_early, time.perf_counter() - t0, counts,
@@ -236,8 +240,12 @@ def train_sensor(
     )
 
 
-#: Trainers by model kind; ``None``: not available in this version (merged later).
-TRAINERS: dict[str, Trainer | None] = {"sensor": train_sensor, "forecast": None, "vit": None}
+#: Trainers by model kind; ``None``: not available in this version.
+TRAINERS: dict[str, Trainer | None] = {
+    "sensor": train_sensor,
+    "forecast": train_forecast,
+    "vit": train_vit,
+}
 
 
 def train(

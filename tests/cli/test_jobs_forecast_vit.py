@@ -1,0 +1,217 @@
+"""``train forecast`` and ``train vit`` from job files, and scoring their bundles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from mfgtx.artifacts import load_bundle
+from mfgtx.cli import main
+from mfgtx.jobs import load_config
+from tests.cli.conftest import SENSORS, summary, write_job
+from tests.cli.test_jobs import _scoring_input
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, summary(captured.out), captured.err
+
+
+def forecast_job(plant: Path, out: Path) -> dict:
+    """A tiny forecaster of the plant's sensors: 32 rows of context, 8 ahead."""
+    return {
+        "data": {
+            "source": {"path": str(plant / "sensors.csv")},
+            "columns": {"lot": "lot", "time": "timestamp", "sensors": SENSORS, "keys": ["line"]},
+        },
+        "windows": {"window": 32, "stride": 16},
+        "split": {"test_size": 3, "val_size": 3, "gap": "0s"},
+        "forecast": {
+            "horizon": 8,
+            "targets": ["temperature_c", "pressure_bar"],  # the other two: past covariates
+            "patch_len": 8,
+            "d_model": 8,
+            "n_heads": 2,
+            "n_layers": 1,
+            "d_ff": 16,
+            "quantiles": [0.1, 0.5, 0.9],
+        },
+        "train": {"epochs": 2, "batch_size": 16, "patience": None, "progress": "log"},
+        "bundle": str(out / "models" / "forecast"),
+        "score": {"last_per_lot": True, "output": {"path": str(out / "forecasts.parquet")}},
+    }
+
+
+def _patch(kind: str, rng: np.random.Generator) -> Image.Image:
+    """A 32-px grey surface; ``scratch`` adds a bright vertical line somewhere."""
+    x = rng.normal(110, 12, (32, 32))
+    if kind == "scratch":
+        c = rng.integers(6, 26)
+        x[:, c : c + 2] += 90
+    return Image.fromarray(np.clip(x, 0, 255).astype(np.uint8), mode="L")
+
+
+@pytest.fixture(scope="module")
+def image_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder per class (none, scratch), 30 images each."""
+    root = tmp_path_factory.mktemp("images")
+    rng = np.random.default_rng(0)
+    for kind in ("none", "scratch"):
+        (root / kind).mkdir()
+        for i in range(30):
+            _patch(kind, rng).save(root / kind / f"{i:03d}.png")
+    return root
+
+
+def vit_job(images: Path, out: Path) -> dict:
+    return {
+        "images": {"path": str(images), "image_size": 32, "mode": "L", "good_class": "none"},
+        "split": {"test_size": 0.25, "val_size": 0.25},
+        "vit": {"patch_size": 8, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32},
+        "train": {"epochs": 3, "batch_size": 16, "patience": None, "progress": "log"},
+        "calibration": {"cost_ratio": 5},
+        "bundle": str(out / "models" / "vit"),
+        "score": {"output": {"path": str(out / "images.csv")}},
+    }
+
+
+@pytest.fixture(scope="module")
+def bundles(plant, image_folder, tmp_path_factory) -> dict[str, Path]:
+    """A forecaster and a defect ViT trained through ``mfgtx train``; their job files."""
+    out = tmp_path_factory.mktemp("kinds")
+    jobs = {
+        "forecast": write_job(out / "forecast.yaml", forecast_job(plant, out)),
+        "vit": write_job(out / "vit.yaml", vit_job(image_folder, out)),
+    }
+    for kind, path in jobs.items():
+        assert main(["train", kind, str(path)]) == 0
+    return jobs
+
+
+def test_train_forecast_writes_an_audited_bundle_compared_with_a_linear_map(bundles) -> None:
+    config = load_config(bundles["forecast"])
+    bundle = load_bundle(str(config.bundle))
+    assert type(bundle.model).__name__ == "CausalForecaster"
+    assert bundle.model.config.n_channels == 2 and bundle.model.config.n_past_covariates == 2
+    assert bundle.manifest["audit"]["passed"] and bundle.scaler is not None
+    names = [r["name"] for r in bundle.manifest["metrics"]["rows"]]
+    assert names[0] == "CausalForecaster" and "LinearRidge" in names and "Naive" in names
+    interval = bundle.manifest["metrics"]["interval"]
+    assert 0 <= interval["interval_coverage"] <= 1 and interval["interval_nominal"] == 0.8
+    job = bundle.manifest["extra"]["job"]
+    assert job["targets"] == ["temperature_c", "pressure_bar"]
+    assert job["covariates"] == ["vibration_mm_s", "motor_current_a"]
+    assert not Path(f"{config.bundle}.ckpt").exists()
+
+
+def test_train_vit_writes_a_calibrated_bundle_compared_with_baselines(bundles) -> None:
+    config = load_config(bundles["vit"])
+    bundle = load_bundle(str(config.bundle))
+    assert type(bundle.model).__name__ == "DefectViT"
+    assert bundle.calibration is not None and bundle.calibration.good_class == 0
+    names = [r["name"] for r in bundle.manifest["metrics"]["rows"]]
+    assert names == ["DefectViT", "MajorityClass", "HOG + logistic regression"]
+    assert bundle.manifest["metrics"]["unit"] == "images"
+    assert bundle.manifest["split"]["method"] == "stratified"
+    assert bundle.manifest["split"]["duplicate_files_across_sets"] == 0
+    job = bundle.manifest["extra"]["job"]
+    counts = job["images"]
+    assert job["class_names"] == ["none", "scratch"] and counts["unreadable"] == 0
+    assert counts["train"] + counts["val"] + counts["test"] == 60 and 14 <= counts["test"] <= 16
+
+
+def test_one_batch_with_a_corrupt_image_and_a_malformed_lot_completes(
+    bundles, plant, image_folder, tmp_path, capsys
+) -> None:
+    """The hourly batch: forecasts for new sensor rows and flags for new images; one bad lot
+    and two bad images are listed with their reasons, everything else is scored, and a
+    re-run gives the same outputs without duplicates."""
+    rows = _scoring_input(plant, tmp_path)  # L1-0002 holds "n/a!"; SHORT-1 has 10 rows
+    new = tmp_path / "new_images"
+    (new / "line2").mkdir(parents=True)
+    for name in ("a.png", "b.png", "line2/c.png"):
+        (new / name).write_bytes((image_folder / "scratch" / "001.png").read_bytes())
+    (new / "cut.png").write_bytes((image_folder / "none" / "002.png").read_bytes()[:60])
+    Image.new("RGBA", (32, 32)).save(new / "alpha.png")
+    (new / "README.txt").write_text("not an image, passed over")
+    forecasts = tmp_path / "forecasts.parquet"
+    images = tmp_path / "images.csv"
+    forecast_args = [
+        "score", str(bundles["forecast"]),
+        "--set", f"score.source={{path: {rows}}}", "--set", f"score.output.path={forecasts}",
+    ]  # fmt: skip
+    image_args = [
+        "score", str(bundles["vit"]),
+        "--set", f"score.images={new}", "--set", f"score.output.path={images}",
+    ]  # fmt: skip
+
+    code, fc, err = _run(capsys, *forecast_args)
+    assert code == 0, err
+    assert fc["bad_lots"] == 2 and fc["kind"] == "forecast"
+    bad = pd.read_csv(fc["errors_file"]).set_index("lot")
+    assert set(bad.index) == {"L1-0002", "SHORT-1"} and "n/a!" in bad.loc["L1-0002", "reason"]
+    out = pd.read_parquet(forecasts)
+    assert len(out) == fc["windows"] * 8 * 2 == fc["output_rows"]  # windows x steps x sensors
+    assert set(out["sensor"]) == {"temperature_c", "pressure_bar"}
+    assert (out["q10"] <= out["q50"]).all() and (out["q50"] <= out["q90"]).all()
+    assert np.isfinite(out["forecast"]).all() and "L1-0002" not in set(out["lot"])
+
+    code, im, err = _run(capsys, *image_args)
+    assert code == 0, err
+    assert im["images"] == 3 and im["bad_images"] == 2 and im["images_per_s"] > 0
+    bad = pd.read_csv(im["errors_file"]).set_index("file")
+    assert set(bad.index) == {"cut.png", "alpha.png"}
+    assert "truncated" in bad.loc["cut.png", "reason"] and "RGBA" in bad.loc["alpha.png", "reason"]
+    scored = pd.read_csv(images)
+    assert sorted(scored["image"]) == ["a.png", "b.png", "line2/c.png"]
+    assert np.allclose(scored[["p_0", "p_1"]].sum(axis=1), 1.0)
+    assert set(scored["decision"]) <= {0, 1}
+    assert np.allclose(scored["p_defect"], 1 - scored["p_0"])  # P(defect) = 1 - P(none)
+
+    # re-run: same outputs, no duplicates
+    assert _run(capsys, *forecast_args)[0] == 0 and _run(capsys, *image_args)[0] == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(forecasts), out)
+    pd.testing.assert_frame_equal(pd.read_csv(images), scored)
+
+
+def test_forecast_target_that_is_not_a_sensor_is_named(plant, tmp_path, capsys) -> None:
+    job = forecast_job(plant, tmp_path)
+    job["forecast"]["targets"] = ["temprature_c"]
+    code, _, err = _run(capsys, "train", "forecast", str(write_job(tmp_path / "j.yaml", job)))
+    assert code == 2 and "forecast.targets" in err and "temprature_c" in err
+
+
+def test_strict_small_defect_guard_refuses_the_job(image_folder, tmp_path, capsys) -> None:
+    job = vit_job(image_folder, tmp_path)
+    job["vit"].update(min_defect_px=6, source_size=512, strict_defect_size=True)
+    code, _, err = _run(capsys, "train", "vit", str(write_job(tmp_path / "j.yaml", job)))
+    assert code == 2 and "vit:" in err and not Path(job["bundle"]).exists()
+
+
+def test_killed_train_forecast_resumes(plant, tmp_path, capsys) -> None:
+    from mfgtx.jobs import train
+
+    job = forecast_job(plant, tmp_path)
+    job["train"].update(epochs=2)
+    path = write_job(tmp_path / "job.yaml", job)
+    config = load_config(path)
+    ckpt = Path(f"{config.bundle}.ckpt") / "last.ckpt"
+
+    class Killed(Exception):
+        pass
+
+    def kill_after_first_checkpoint(step: int, loss: float) -> None:
+        if ckpt.exists():
+            raise Killed
+
+    with pytest.raises(Killed):
+        train("forecast", config, on_step=kill_after_first_checkpoint)
+    assert not Path(str(config.bundle)).exists()
+    code, result, err = _run(capsys, "train", "forecast", str(path), "--resume")
+    assert code == 0, err
+    assert result["resumed_from_epoch"] == 1 and result["epochs_run"] == 2
