@@ -5,8 +5,9 @@ fixed-seed stratified 80/20 split in which byte-identical files (X-SDD has nine 
 pairs) always share one set; the ViT trains on part of the 80 % and chooses its checkpoint on
 the rest (a validation part of the training set, stratified, duplicates kept together), never
 on the test set. The baseline is fitted on the whole 80 %: histogram-of-oriented-gradient
-features (numpy, no scikit-image) and scikit-learn's HistGradientBoostingClassifier. Both are
-scored on the same 20 %: accuracy, macro-F1 and the per-class confusion matrix.
+features (``mfgtx.baselines.hog_features``: numpy, no scikit-image) and scikit-learn's
+HistGradientBoostingClassifier. Both are scored on the same 20 %: accuracy, macro-F1 and the
+per-class confusion matrix.
 
 Per seed, the ViT trains from scratch for ``--epochs`` epochs, fewer if the ``--minutes``
 budget would be exceeded: the first epoch is timed and the rest are fitted to the budget
@@ -34,6 +35,7 @@ import torch
 from sklearn.ensemble import HistGradientBoostingClassifier
 from threadpoolctl import threadpool_limits
 
+from mfgtx.baselines import hog_features
 from mfgtx.images import ImageDataset, ImageRecords, SurfaceAugment, load_images, split_images
 from mfgtx.metrics import accuracy, f1
 from mfgtx.models import DefectViT, ViTConfig
@@ -53,50 +55,11 @@ DEFAULT_ZIP = (
 # ---------------------------------------------------------------------- HOG baseline
 
 
-def hog(images: np.ndarray, cell: int = 16, bins: int = 9) -> np.ndarray:
-    """HOG features of grey images ``(N, S, S)`` in [0, 1]: unsigned gradient orientation
-    histograms per ``cell x cell`` cell, L2-Hys normalised over 2 x 2-cell blocks."""
-    x = images.astype(np.float64)
-    gx = np.zeros_like(x)
-    gy = np.zeros_like(x)
-    gx[:, :, 1:-1] = x[:, :, 2:] - x[:, :, :-2]
-    gy[:, 1:-1, :] = x[:, 2:, :] - x[:, :-2, :]
-    mag = np.hypot(gx, gy)
-    ang = np.rad2deg(np.arctan2(gy, gx)) % 180.0
-    pos = ang / (180.0 / bins)  # fractional bin, linear interpolation between two bins
-    lo = np.floor(pos).astype(int) % bins
-    hi = (lo + 1) % bins
-    w_hi = pos - np.floor(pos)
-    n, s, _ = x.shape
-    c = s // cell
-    e = c * cell  # pixels that fall in whole cells
-    rows = np.arange(e)[:, None] // cell
-    cols = np.arange(e)[None, :] // cell
-    cell_id = (rows * c + cols).ravel()  # (e*e,)
-    hist = np.zeros((n, c * c * bins))
-    for i in range(n):
-        m = mag[i, :e, :e].ravel()
-        w = w_hi[i, :e, :e].ravel()
-        idx_lo = cell_id * bins + lo[i, :e, :e].ravel()
-        idx_hi = cell_id * bins + hi[i, :e, :e].ravel()
-        hist[i] = np.bincount(idx_lo, m * (1 - w), c * c * bins) + np.bincount(
-            idx_hi, m * w, c * c * bins
-        )
-    hist = hist.reshape(n, c, c, bins)
-    blocks = np.concatenate(
-        [hist[:, :-1, :-1], hist[:, 1:, :-1], hist[:, :-1, 1:], hist[:, 1:, 1:]], axis=-1
-    )  # (N, c-1, c-1, 4*bins)
-    blocks = blocks / np.sqrt((blocks**2).sum(-1, keepdims=True) + 1e-6)
-    blocks = np.minimum(blocks, 0.2)
-    blocks = blocks / np.sqrt((blocks**2).sum(-1, keepdims=True) + 1e-6)
-    return blocks.reshape(n, -1)
-
-
 def run_baseline(
     grey: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray
 ) -> np.ndarray:
     t0 = time.perf_counter()
-    feats = hog(grey)
+    feats = hog_features(grey)
     print(f"- HOG: {feats.shape[1]} features in {time.perf_counter() - t0:.0f} s", flush=True)
     t0 = time.perf_counter()
     clf = HistGradientBoostingClassifier(

@@ -1,6 +1,6 @@
 """Train a model and write its bundle.
 
-Usage: python pipelines/train.py sensor JOB.yaml [--set K=V] [--resume]
+Usage: python pipelines/train.py sensor|forecast|vit JOB.yaml [--set K=V] [--resume]
 
 A thin wrapper of ``mfgtx train`` for schedulers that call scripts (cron, Airflow's
 BashOperator): same arguments, same exit codes (0 ok, 2 bad input or config, 1 failure),
