@@ -109,10 +109,19 @@ def _bench(args: argparse.Namespace) -> int:
     from mfgtx.jobs.evaluate import bench
 
     result = bench(_config(args), repeats=args.repeats)
+    if "images_per_s" in result:
+        what = (
+            f"{result['images_per_s']:.1f} images/s ({result['images']} images of "
+            f"{result['image_size']} px"
+        )
+    else:
+        what = (
+            f"{result['windows_per_s']:.1f} windows/s ({result['windows']} windows of "
+            f"{result['window']} rows"
+        )
     _emit(
-        f"scoring throughput: {result['windows_per_s']:.1f} windows/s ({result['windows']} "
-        f"windows of {result['window']} rows, batch {result['batch_size']}, "
-        f"{result['threads']} thread(s), best of {args.repeats})"
+        f"scoring throughput: {what}, batch {result['batch_size']}, {result['threads']} "
+        f"thread(s), best of {args.repeats})"
     )
     _summary({"ok": True, **result})
     return 0

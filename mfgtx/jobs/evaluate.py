@@ -1,4 +1,9 @@
-"""``audit``, ``evaluate`` and ``bench``: check a split, judge a bundle, time its scoring."""
+"""``audit``, ``evaluate`` and ``bench``: check a split, judge a bundle, time its scoring.
+
+All three take every model kind: a job with an ``images`` section is a ViT job, one with a
+``forecast`` section a forecasting job, any other a SensorEncoder job; ``evaluate`` and
+``bench`` follow the kind recorded in the bundle.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,33 @@ from typing import Any
 import numpy as np
 
 from mfgtx.jobs.config import ConfigError, JobConfig
-from mfgtx.jobs.prepare import load_windows, split_windows
+from mfgtx.jobs.prepare import load_forecast_windows, load_windows, split_windows
 
 __all__ = ["audit_split", "bench", "evaluate"]
 
 log = logging.getLogger(__name__)
+
+
+def job_kind(config: JobConfig) -> str:
+    """``vit`` (an ``images`` section), ``forecast`` (a ``forecast`` section) or ``sensor``."""
+    if config.images is not None:
+        return "vit"
+    return "forecast" if config.forecast is not None else "sensor"
+
+
+def _bundle_kind(bundle: Any) -> str:
+    return str(((bundle.manifest.get("extra") or {}).get("job") or {}).get("kind", "sensor"))
+
+
+def _check_kind(config: JobConfig, bundle: Any) -> str:
+    kind = _bundle_kind(bundle)
+    if job_kind(config) != kind:
+        section = {"vit": "images", "forecast": "forecast", "sensor": "model"}[kind]
+        raise ConfigError(
+            f"{config.source_file}: the bundle {config.bundle} holds a {kind} model; its job "
+            f"file needs the {section!r} section it was trained with"
+        )
+    return kind
 
 
 def audit_split(config: JobConfig) -> tuple[dict[str, Any], Any]:
@@ -22,7 +49,21 @@ def audit_split(config: JobConfig) -> tuple[dict[str, Any], Any]:
     Returns:
         ``(summary, report)``: the summary line and the :class:`~mfgtx.split.AuditReport`.
     """
-    windows, _ = load_windows(config)
+    kind = job_kind(config)
+    if kind == "vit":
+        from mfgtx.jobs.vit import prepare_images
+
+        prep = prepare_images(config)
+        report = prep.audit_report()
+        summary = {
+            "command": "audit",
+            "passed": report.passed,
+            "failed": list(report.failed),
+            "method": prep.split.method,
+            "images": prep.counts,
+        }
+        return summary, report
+    windows = load_forecast_windows(config)[0] if kind == "forecast" else load_windows(config)[0]
     prep = split_windows(config, windows, strict=False)
     sets = prep.sets
     summary = {
@@ -55,6 +96,11 @@ def evaluate(config: JobConfig) -> tuple[dict[str, Any], Any]:
 
     config.require("bundle")
     bundle = load_model_bundle(str(config.bundle))
+    kind = _check_kind(config, bundle)
+    if kind == "vit":
+        return _evaluate_vit(config, bundle)
+    if kind == "forecast":
+        return _evaluate_forecast(config, bundle)
     task = bundle.config.task
     windows, _ = load_windows(config)
     expected = tuple(bundle.manifest["data_schema"]["sensors"])
@@ -85,22 +131,138 @@ def evaluate(config: JobConfig) -> tuple[dict[str, Any], Any]:
     return summary, report
 
 
+def _evaluate_forecast(config: JobConfig, bundle: Any) -> tuple[dict[str, Any], Any]:
+    from mfgtx.baselines import compare, fit_baselines
+    from mfgtx.jobs.forecast import forecast_arrays
+    from mfgtx.models import interval_coverage
+
+    job = bundle.manifest["extra"]["job"]
+    windows, _, _ = load_forecast_windows(config)
+    if list(windows.targets) != list(job["targets"]) or windows.horizon != int(job["horizon"]):
+        raise ConfigError(
+            f"{config.source_file}: forecast: the bundle forecasts {job['targets']} "
+            f"{job['horizon']} rows ahead; the job asks for {list(windows.targets)} "
+            f"{windows.horizon} rows ahead"
+        )
+    prep = split_windows(config, windows, strict=False)
+    labelled = windows.labelled()
+    test = np.intersect1d(prep.test, labelled)
+    if len(test) == 0:
+        raise ConfigError(f"{config.source_file}: split: no test window has its whole horizon")
+    pred, band = forecast_arrays(bundle.model, bundle.scaler, windows, test, job["targets"])
+    train = np.intersect1d(prep.sets.train, labelled)
+    baselines = fit_baselines(windows, train, "forecast", scaler=prep.scaler)
+    report = compare("forecast", windows, test, pred, baselines, model_name="bundle")
+    metrics = {k: round(float(v), 6) for k, v in report.rows[0].metrics.items()}
+    if band is not None:
+        cover = interval_coverage(windows.y[test], band, bundle.config.quantiles)  # type: ignore[index]
+        metrics["interval_coverage"] = round(float(cover["coverage"]), 4)
+    summary = {
+        "command": "evaluate",
+        "bundle_id": bundle.bundle_id,
+        "task": "forecast",
+        "n_test": report.n_test,
+        "metrics": metrics,
+        "verdict": report.verdict,
+        "audit_passed": prep.report.passed,
+    }
+    return summary, report
+
+
+def _evaluate_vit(config: JobConfig, bundle: Any) -> tuple[dict[str, Any], Any]:
+    import torch
+
+    from mfgtx.jobs.vit import compare_images, prepare_images, vit_logits
+
+    job = bundle.manifest["extra"]["job"]
+    assert config.images is not None
+    asked = (config.images.image_size, config.images.mode)
+    if asked != (int(job["image_size"]), job.get("mode", "L")):
+        raise ConfigError(
+            f"{config.source_file}: images: the bundle reads {job['image_size']}-px "
+            f"{job.get('mode', 'L')} images; the job asks for {asked[0]}-px {asked[1]}"
+        )
+    prep = prepare_images(config)
+    if prep.names != list(job["class_names"]):
+        raise ConfigError(
+            f"{config.source_file}: images.path: classes {prep.names} differ from the bundle's "
+            f"{job['class_names']}"
+        )
+    logits = vit_logits(bundle, prep.images[prep.test])
+    cal = bundle.calibration
+    prob = (
+        cal.probabilities(logits)
+        if cal is not None
+        else torch.softmax(torch.from_numpy(logits), -1).numpy()
+    )
+    report = compare_images(config, prep, prob, model_name="bundle")
+    audit = prep.audit_report()
+    summary = {
+        "command": "evaluate",
+        "bundle_id": bundle.bundle_id,
+        "task": "classification",
+        "n_test": report.n_test,
+        "metrics": {k: round(float(v), 6) for k, v in report.rows[0].metrics.items()},
+        "verdict": report.verdict,
+        "audit_passed": audit.passed,
+    }
+    return summary, report
+
+
 def bench(config: JobConfig, *, repeats: int = 3) -> dict[str, Any]:
-    """Scoring throughput of ``config.bundle`` on the job's data: windows per second of the
-    model alone (best of ``repeats``), without reading or writing files."""
+    """Scoring throughput of ``config.bundle`` on the job's data: windows (or images) per
+    second of the model alone (best of ``repeats``), without reading or writing files."""
     import torch
 
     from mfgtx.jobs.score import load_model_bundle, predict_windows
 
     config.require("bundle")
     bundle = load_model_bundle(str(config.bundle))
-    windows, _ = load_windows(config)
-    idx = np.arange(len(windows))
+    kind = _check_kind(config, bundle)
     batch = config.score.batch_size if config.score is not None else 256
+    if kind == "vit":
+        from mfgtx.images import load_images
+        from mfgtx.jobs.vit import image_records, vit_logits
+
+        assert config.images is not None
+        records = image_records(config.images, config.source_file)
+        images, _, _ = load_images(
+            records.read_bytes(), config.images.image_size, mode=config.images.mode
+        )
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            vit_logits(bundle, images, batch)
+            best = min(best, time.perf_counter() - t0)
+        return {
+            "command": "bench",
+            "bundle_id": bundle.bundle_id,
+            "images": len(images),
+            "image_size": config.images.image_size,
+            "batch_size": batch,
+            "threads": torch.get_num_threads(),
+            "seconds": round(best, 4),
+            "images_per_s": round(len(images) / best, 1),
+        }
+    if kind == "forecast":
+        from mfgtx.jobs.forecast import forecast_arrays
+
+        windows = load_forecast_windows(config)[0]
+        targets = bundle.manifest["extra"]["job"]["targets"]
+
+        def run(idx: np.ndarray) -> None:
+            forecast_arrays(bundle.model, bundle.scaler, windows, idx, targets, batch)
+    else:
+        windows, _ = load_windows(config)
+
+        def run(idx: np.ndarray) -> None:
+            predict_windows(bundle, windows, idx, batch)
+
+    idx = np.arange(len(windows))
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
-        predict_windows(bundle, windows, idx, batch)
+        run(idx)
         best = min(best, time.perf_counter() - t0)
     return {
         "command": "bench",

@@ -16,7 +16,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -27,9 +27,52 @@ from mfgtx.jobs.prepare import load_forecast_windows, split_windows
 if TYPE_CHECKING:
     from mfgtx.jobs.train import OnStep, TrainOutcome
 
-__all__ = ["train_forecast"]
+__all__ = ["forecast_arrays", "train_forecast"]
 
 log = logging.getLogger(__name__)
+
+
+def forecast_arrays(
+    model: torch.nn.Module,
+    scaler: Any,
+    windows: Any,
+    idx: np.ndarray,
+    targets: list[str] | tuple[str, ...],
+    batch_size: int = 256,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Forecasts of windows ``idx`` in the data's units: the point forecast ``(n, H, K)``
+    and, for a model with two or more quantiles, the band ``(n, H, K, Q)`` (else ``None``).
+
+    The forecast sensors ``targets`` are the model's series; every other sensor of the window
+    is given as a past covariate when the model takes them.
+    """
+    c = model.config
+    tcols = [windows.sensors.index(t) for t in targets]
+    others = [j for j in range(len(windows.sensors)) if j not in tcols]
+    center = np.asarray(scaler.center, dtype=np.float64)[tcols]
+    scale = np.asarray(scaler.scale, dtype=np.float64)[tcols]
+    with_band = len(c.quantiles or ()) >= 2
+    points, bands = [], []
+    model.eval()
+    with torch.no_grad():
+        for a in range(0, len(idx), batch_size):
+            x, observed = windows.features(idx[a : a + batch_size], scaler)
+            past = torch.from_numpy(x[:, :, tcols])
+            obs = torch.from_numpy(observed[:, :, tcols])
+            cov = torch.from_numpy(x[:, :, others]) if c.n_past_covariates else None
+            points.append(model(past, obs, cov).double().numpy())
+            if with_band:
+                bands.append(model.predict_quantiles(past, obs, cov).double().numpy())
+    shape = (0, c.horizon, len(tcols))
+    point = np.concatenate(points) * scale + center if points else np.zeros(shape)
+    band = None
+    if with_band:
+        band = (
+            np.concatenate(bands) * scale[:, None] + center[:, None]
+            if bands
+            else np.zeros((*shape, len(c.quantiles)))
+        )
+    return point, band
 
 
 def train_forecast(
@@ -40,7 +83,7 @@ def train_forecast(
     from mfgtx.baselines import compare, fit_baselines
     from mfgtx.jobs.train import TrainOutcome, rank
     from mfgtx.models import CausalForecaster, ForecasterConfig, ForecastWindows, interval_coverage
-    from mfgtx.train import fit, predict
+    from mfgtx.train import fit
 
     t0 = time.perf_counter()
     config.require("bundle", "forecast")
@@ -95,24 +138,12 @@ def train_forecast(
             f"{config.source_file}: split: no test window has its whole horizon recorded; "
             "use a larger split.test_size or a shorter forecast.horizon"
         )
-    tcols = [windows.sensors.index(c) for c in targets]
-    center, scale = np.asarray(scaler.center)[tcols], np.asarray(scaler.scale)[tcols]
-    scaled = predict(model, dataset(test)).numpy()  # (N, H, K) in the scaler's units
-    pred = scaled * scale + center
+    pred, band = forecast_arrays(model, scaler, windows, test, targets)
     train_labelled = np.intersect1d(sets.train, labelled)
     baselines = fit_baselines(windows, train_labelled, "forecast", scaler=scaler)
     report = compare("forecast", windows, test, pred, baselines, model_name="CausalForecaster")
     metrics = {key: round(float(v), 6) for key, v in report.rows[0].metrics.items()}
-    if fc.quantiles and len(fc.quantiles) >= 2:
-        model.eval()
-        bands = []
-        with torch.no_grad():
-            ds = dataset(test)
-            for a in range(0, len(test), 256):
-                b = ds.batch(test[a : a + 256])
-                q = model.predict_quantiles(b["x"], b["observed"], b.get("past_covariates"))
-                bands.append(q.numpy())
-        band = np.concatenate(bands) * scale[None, None, :, None] + center[None, None, :, None]
+    if band is not None:
         cover = interval_coverage(windows.y[test], band, fc.quantiles)  # type: ignore[index]
         metrics["interval_coverage"] = round(float(cover["coverage"]), 4)
         metrics["interval_nominal"] = round(float(cover["nominal"]), 4)

@@ -192,27 +192,13 @@ def forecast_windows(
 ) -> pd.DataFrame:
     """A forecaster bundle's rows for windows ``idx`` (see the module docstring), without
     ``bundle_id``."""
-    model, c = bundle.model, bundle.config
-    job = bundle.manifest["extra"]["job"]
-    targets = list(job["targets"])
-    tcols = [windows.sensors.index(t) for t in targets]
-    others = [j for j in range(len(windows.sensors)) if j not in tcols]
-    center = np.asarray(bundle.scaler.center)[tcols]
-    scale = np.asarray(bundle.scaler.scale)[tcols]
+    from mfgtx.jobs.forecast import forecast_arrays
+
+    c = bundle.config
+    targets = list(bundle.manifest["extra"]["job"]["targets"])
     quantiles = tuple(c.quantiles or ())
-    points, bands = [], []
-    model.eval()
-    with torch.no_grad():
-        for a in range(0, len(idx), batch_size):
-            x, observed = windows.features(idx[a : a + batch_size], bundle.scaler)
-            past = torch.from_numpy(x[:, :, tcols])
-            obs = torch.from_numpy(observed[:, :, tcols])
-            cov = torch.from_numpy(x[:, :, others]) if c.n_past_covariates else None
-            points.append(model(past, obs, cov).float().numpy())
-            if len(quantiles) >= 2:
-                bands.append(model.predict_quantiles(past, obs, cov).float().numpy())
+    point, band = forecast_arrays(bundle.model, bundle.scaler, windows, idx, targets, batch_size)
     n, h, k = len(idx), c.horizon, len(targets)
-    point = np.concatenate(points) * scale + center if points else np.zeros((0, h, k))
     step = np.tile(np.arange(1, h + 1), n * k)  # order: window, sensor, step
     window_of = np.repeat(np.arange(n), h * k)
     end, start = windows.end[idx], windows.start[idx]
@@ -227,8 +213,7 @@ def forecast_windows(
         "forecast_at": _time_text(at),
         "forecast": point.transpose(0, 2, 1).reshape(-1).astype(np.float64),
     }
-    if bands:
-        band = np.concatenate(bands) * scale[None, None, :, None] + center[None, None, :, None]
+    if band is not None:
         for j, level in enumerate(quantiles):
             cols[f"q{round(level * 100):02d}"] = (
                 band[..., j].transpose(0, 2, 1).reshape(-1).astype(np.float64)

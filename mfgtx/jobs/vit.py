@@ -18,6 +18,7 @@ import hashlib
 import logging
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,14 @@ from mfgtx.jobs.config import ConfigError, ImagesSection, JobConfig
 if TYPE_CHECKING:
     from mfgtx.jobs.train import OnStep, TrainOutcome
 
-__all__ = ["image_records", "train_vit"]
+__all__ = [
+    "PreparedImages",
+    "compare_images",
+    "image_records",
+    "prepare_images",
+    "train_vit",
+    "vit_logits",
+]
 
 log = logging.getLogger(__name__)
 
@@ -61,23 +69,68 @@ def _sizes(config: JobConfig) -> tuple[float, float]:
     return test, val
 
 
-def train_vit(
-    config: JobConfig, resume: bool = False, on_step: OnStep | None = None
-) -> TrainOutcome:
-    """Train, calibrate, compare and save a defect ViT (the ``train vit`` command)."""
-    from mfgtx.artifacts import save_bundle, verify_bundle
-    from mfgtx.baselines import EvaluationReport, HogLogistic, MajorityImageClass, ReportRow
-    from mfgtx.images import ImageDataset, SurfaceAugment, class_weights, load_images, split_images
-    from mfgtx.jobs.train import TrainOutcome, rank
-    from mfgtx.metrics import classification_metrics
-    from mfgtx.models import DefectViT, ViTConfig
-    from mfgtx.train import fit, predict
+@dataclass(frozen=True)
+class PreparedImages:
+    """A ViT job's images, read, split and audited.
 
-    t0 = time.perf_counter()
-    config.require("bundle", "images")
-    im, v = config.images, config.vit
+    Attributes:
+        names: class names (index = label).
+        images: the readable images ``(N', C, S, S)`` in [0, 1].
+        labels: ``(N',)`` their classes.
+        train, val, test: positions into ``images``.
+        errors: one :class:`~mfgtx.images.ImageError` per unreadable file (left out).
+        split: the :class:`~mfgtx.images.ImageSplit` over every listed file.
+        audit: the lot-and-time audit (a manifest with lots), else ``None``.
+        duplicates_across: byte-identical files in two sets (0 unless a bug).
+    """
+
+    names: list[str]
+    images: torch.Tensor
+    labels: np.ndarray
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    errors: list[Any]
+    split: Any
+    audit: Any
+    duplicates_across: int
+
+    def audit_report(self) -> Any:
+        """The split's :class:`~mfgtx.split.AuditReport`: byte-identical files kept in one set,
+        plus the lot-and-time checks when the manifest has lots."""
+        from mfgtx.split import AuditReport, Check
+
+        n = self.duplicates_across
+        dup = Check(
+            "duplicates_together",
+            n == 0,
+            "byte-identical files share one set"
+            if n == 0
+            else f"{n} byte-identical file(s) appear in two sets: the test set is not unseen",
+        )
+        checks = (dup, *(self.audit.checks if self.audit is not None else ()))
+        summary = dict(self.audit.summary) if self.audit is not None else {}
+        summary.update(method=self.split.method, images=self.counts)
+        return AuditReport(checks, summary)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {
+            "train": len(self.train),
+            "val": len(self.val),
+            "test": len(self.test),
+            "unreadable": len(self.errors),
+        }
+
+
+def prepare_images(config: JobConfig) -> PreparedImages:
+    """Read the ``images`` of ``config`` and split them as ``train vit`` does (the same
+    seed gives the same split, so ``evaluate`` judges a bundle on its own test images)."""
+    from mfgtx.images import load_images, split_images
+
+    config.require("images")
+    im = config.images
     assert im is not None  # require() raised otherwise
-    bundle = Path(str(config.bundle))
     test_size, val_size = _sizes(config)
     records = image_records(im, config.source_file)
     names = list(records.class_names)
@@ -107,10 +160,101 @@ def train_vit(
     position = np.full(len(records), -1, dtype=np.int64)
     position[np.asarray(kept)] = np.arange(len(kept))
     train, val, test = (position[s][position[s] >= 0] for s in (split.train, split.val, split.test))
-    labels = records.labels[np.asarray(kept)]
     for set_name, idx in (("training", train), ("validation", val), ("test", test)):
         if len(idx) == 0:
             raise ConfigError(f"{config.source_file}: split: the {set_name} set has no image")
+    audit_report = None
+    if split.lot_sets is not None:  # lots and times: the same leakage audit as sensor windows
+        from mfgtx.split import audit
+
+        t = records.frame["timestamp"]
+        frame = pd.DataFrame({"lot": records.frame["lot"].astype(str), "start": t, "end": t})
+        audit_report = audit(frame, split.lot_sets, strict=False)
+    return PreparedImages(
+        names=names,
+        images=images,
+        labels=records.labels[np.asarray(kept)],
+        train=train,
+        val=val,
+        test=test,
+        errors=list(errors),
+        split=split,
+        audit=audit_report,
+        duplicates_across=_duplicates_across(split, hashes),
+    )
+
+
+def compare_images(
+    config: JobConfig, prep: PreparedImages, prob: np.ndarray, model_name: str = "DefectViT"
+) -> Any:
+    """The :class:`~mfgtx.baselines.EvaluationReport` of test probabilities ``prob`` next to
+    the majority class and HOG + logistic regression, both fitted on the training and
+    validation images (everything the model learned from or chose its checkpoint on)."""
+    from mfgtx.baselines import EvaluationReport, HogLogistic, MajorityImageClass, ReportRow
+    from mfgtx.metrics import classification_metrics
+
+    assert config.images is not None
+    size, k = config.images.image_size, len(prep.names)
+    fit_idx = np.concatenate([prep.train, prep.val])
+    pixels = prep.images.numpy()
+    y = prep.labels[prep.test]
+    reasons: list[str] = []
+    rows = [ReportRow(model_name, "model", classification_metrics(y, prob, reasons=reasons))]
+    for baseline in (
+        MajorityImageClass(),
+        HogLogistic(cell=16 if size >= 64 else max(4, size // 4)),
+    ):
+        p = baseline.fit(pixels[fit_idx], prep.labels[fit_idx], k).predict_proba(pixels[prep.test])
+        rows.append(
+            ReportRow(baseline.name, "baseline", classification_metrics(y, p, reasons=reasons))
+        )
+    return EvaluationReport(
+        "classification",
+        n_test=len(prep.test),
+        rows=tuple(rows),
+        primary="f1",
+        n_train=len(fit_idx),
+        unit="images",
+    )
+
+
+def vit_logits(bundle: Any, images: torch.Tensor, batch_size: int = 64) -> np.ndarray:
+    """Logits of a ViT ``bundle`` for images ``(N, C, S, S)`` in [0, 1], normalised as in
+    training."""
+    job = bundle.manifest["extra"]["job"]
+    mean, std = float(job.get("mean", MEAN)), float(job.get("std", STD))
+    out = []
+    bundle.model.eval()
+    with torch.no_grad():
+        for a in range(0, len(images), batch_size):
+            out.append(bundle.model((images[a : a + batch_size] - mean) / std).float().numpy())
+    k = bundle.config.num_classes
+    return np.concatenate(out) if out else np.zeros((0, k), np.float32)
+
+
+def train_vit(
+    config: JobConfig, resume: bool = False, on_step: OnStep | None = None
+) -> TrainOutcome:
+    """Train, calibrate, compare and save a defect ViT (the ``train vit`` command)."""
+    from mfgtx.artifacts import save_bundle, verify_bundle
+    from mfgtx.images import ImageDataset, SurfaceAugment, class_weights
+    from mfgtx.jobs.train import TrainOutcome, rank
+    from mfgtx.models import DefectViT, ViTConfig
+    from mfgtx.train import fit, predict
+
+    t0 = time.perf_counter()
+    config.require("bundle", "images")
+    im, v = config.images, config.vit
+    assert im is not None  # require() raised otherwise
+    bundle = Path(str(config.bundle))
+    prep = prepare_images(config)
+    audit_report = prep.audit_report()
+    if not audit_report.passed:
+        from mfgtx.split import LeakageError
+
+        raise LeakageError(audit_report)
+    names, images, labels = prep.names, prep.images, prep.labels
+    train, val, test = prep.train, prep.val, prep.test
     k = len(names)
     try:
         model_config = ViTConfig(
@@ -145,12 +289,12 @@ def train_vit(
     torch.manual_seed(config.train.seed)
     model = DefectViT(model_config)
     fitted = fit(model, data(train, augment), data(val), train_config, on_step=on_step)
-    counts = {"train": len(train), "val": len(val), "test": len(test), "unreadable": len(errors)}
+    counts = prep.counts
     if rank() != 0:
         return TrainOutcome(
             "vit", "classification", None, None, len(fitted.history), fitted.best_epoch,
             fitted.resumed_from_epoch, fitted.stopped_early, time.perf_counter() - t0, counts,
-            True, world_size=fitted.world_size,
+            audit_report.passed, world_size=fitted.world_size,
         )  # fmt: skip
     calibration = _calibrate(
         config, predict(model, data(val)).numpy(), labels[val], names, im.good_class
@@ -160,32 +304,8 @@ def train_vit(
         prob = calibration.probabilities(test_logits)
     else:
         prob = torch.softmax(torch.from_numpy(test_logits), -1).numpy()
-    # the baselines learn from every image the model learned from or chose its checkpoint on
-    fit_idx = np.concatenate([train, val])
-    pixels = images.numpy()
-    reasons: list[str] = []
-    rows = [
-        ReportRow("DefectViT", "model", classification_metrics(labels[test], prob, reasons=reasons))
-    ]
-    for baseline in (
-        MajorityImageClass(),
-        HogLogistic(cell=16 if im.image_size >= 64 else max(4, im.image_size // 4)),
-    ):
-        p = baseline.fit(pixels[fit_idx], labels[fit_idx], k).predict_proba(pixels[test])
-        rows.append(
-            ReportRow(
-                baseline.name, "baseline", classification_metrics(labels[test], p, reasons=reasons)
-            )
-        )
-    report = EvaluationReport(
-        "classification",
-        n_test=len(test),
-        rows=tuple(rows),
-        primary="f1",
-        n_train=len(fit_idx),
-        unit="images",
-    )
-    metrics = {key: round(float(x), 6) for key, x in rows[0].metrics.items()}
+    report = compare_images(config, prep, prob)
+    metrics = {key: round(float(x), 6) for key, x in report.rows[0].metrics.items()}
     if calibration is not None and calibration.threshold is not None:
         good = names.index(str(im.good_class))
         flagged = calibration.decide(test_logits).astype(bool)
@@ -194,21 +314,13 @@ def train_vit(
             metrics["flag_recall"] = round(float(flagged[y != good].mean()), 6)
         if (y == good).any():
             metrics["false_alarm_rate"] = round(float(flagged[y == good].mean()), 6)
-    duplicates_across = _duplicates_across(split, hashes)
-    audit_report = None
-    if split.lot_sets is not None:  # lots and times: the same leakage audit as sensor windows
-        from mfgtx.split import audit
-
-        t = records.frame["timestamp"]
-        frame = pd.DataFrame({"lot": records.frame["lot"].astype(str), "start": t, "end": t})
-        audit_report = audit(frame, split.lot_sets)
     split_info = {
-        "method": split.method,
-        "test_size": test_size,
-        "val_size": val_size,
+        "method": prep.split.method,
+        "test_size": config.split.test_size,
+        "val_size": config.split.val_size,
         "gap": config.split.gap,
         "seed": config.train.seed,
-        "duplicate_files_across_sets": duplicates_across,
+        "duplicate_files_across_sets": prep.duplicates_across,
     }
     job = {
         "kind": "vit",
@@ -249,7 +361,7 @@ def train_vit(
         stopped_early=fitted.stopped_early,
         seconds=round(time.perf_counter() - t0, 3),
         windows=counts,
-        audit_passed=duplicates_across == 0 and (audit_report is None or audit_report.passed),
+        audit_passed=audit_report.passed,
         metrics=metrics,
         verdict=report.verdict,
         world_size=fitted.world_size,

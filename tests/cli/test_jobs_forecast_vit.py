@@ -215,3 +215,30 @@ def test_killed_train_forecast_resumes(plant, tmp_path, capsys) -> None:
     code, result, err = _run(capsys, "train", "forecast", str(path), "--resume")
     assert code == 0, err
     assert result["resumed_from_epoch"] == 1 and result["epochs_run"] == 2
+
+
+@pytest.mark.parametrize("kind", ["forecast", "vit"])
+def test_audit_evaluate_bench_take_every_kind(bundles, kind, tmp_path, capsys) -> None:
+    job = str(bundles[kind])
+    code, audit, err = _run(capsys, "audit", job)
+    assert code == 0 and audit["passed"], err
+    report = tmp_path / "report.json"
+    code, result, err = _run(capsys, "evaluate", job, "--report", str(report))
+    assert code == 0, err
+    trained = load_bundle(str(load_config(bundles[kind]).bundle)).manifest["metrics"]["rows"][0]
+    # the same split and the same test set as train: the same figures
+    assert report.is_file()
+    for metric in ("mse", "accuracy"):
+        if metric in trained["metrics"]:
+            assert result["metrics"][metric] == pytest.approx(trained["metrics"][metric], 1e-5)
+    code, speed, err = _run(capsys, "bench", job, "--repeats", "1")
+    assert code == 0, err
+    assert speed.get("windows_per_s", speed.get("images_per_s")) > 0
+
+
+def test_evaluate_refuses_a_job_of_another_kind(bundles, capsys) -> None:
+    vit_bundle = load_config(bundles["vit"]).bundle
+    code, _, err = _run(
+        capsys, "evaluate", str(bundles["forecast"]), "--set", f"bundle={vit_bundle}"
+    )
+    assert code == 2 and "holds a vit model" in err and "'images' section" in err
