@@ -65,6 +65,62 @@ class Windows:
     def __len__(self) -> int:
         return int(self.row_start.shape[0])
 
+    @classmethod
+    def concat(cls, parts: Sequence[Windows]) -> Windows:
+        """One :class:`Windows` from windows cut from disjoint sets of lots (for example a
+        large input read a few lots at a time); each part's rows keep their own windows.
+
+        Raises:
+            ValueError: no part, a lot in two parts, or parts that differ in sensors,
+                targets, window, stride, horizon or time type.
+
+        Example:
+            >>> t = np.zeros(2, "datetime64[ns]")
+            >>> def part(lot):
+            ...     return Windows(values=np.zeros((3, 1), np.float32), row_start=np.array([0, 1]),
+            ...                    lot=np.array([lot, lot]), start=t, end=t, label_time=t, y=None,
+            ...                    sensors=("x",), targets=(), window=2, stride=1, horizon=0)
+            >>> both = Windows.concat([part("A"), part("B")])
+            >>> len(both), both.row_start.tolist(), both.values.shape
+            (4, [0, 1, 3, 4], (6, 1))
+        """
+        if not parts:
+            raise ValueError("Windows.concat needs at least one part")
+        first = parts[0]
+        for p in parts[1:]:
+            same = (p.sensors, p.targets, p.window, p.stride, p.horizon) == (
+                first.sensors, first.targets, first.window, first.stride, first.horizon
+            )  # fmt: skip
+            if not same or p.end.dtype != first.end.dtype or (p.y is None) != (first.y is None):
+                raise ValueError(
+                    "Windows.concat: parts differ (sensors, targets, window, stride, horizon "
+                    f"or time type): {first.sensors} vs {p.sensors}, window {first.window} vs "
+                    f"{p.window}, stride {first.stride} vs {p.stride}"
+                )
+        seen: set[str] = set()
+        for p in parts:
+            lots = set(p.lots.tolist())
+            if lots & seen:
+                raise ValueError(f"Windows.concat: lot(s) {sorted(lots & seen)[:5]} in two parts")
+            seen |= lots
+        offsets = np.cumsum([0] + [len(p.values) for p in parts[:-1]])
+        return cls(
+            values=np.concatenate([p.values for p in parts]),
+            row_start=np.concatenate(
+                [p.row_start + o for p, o in zip(parts, offsets, strict=True)]
+            ),
+            lot=np.concatenate([p.lot for p in parts]),
+            start=np.concatenate([p.start for p in parts]),
+            end=np.concatenate([p.end for p in parts]),
+            label_time=np.concatenate([p.label_time for p in parts]),
+            y=None if first.y is None else np.concatenate([p.y for p in parts]),  # type: ignore[misc]
+            sensors=first.sensors,
+            targets=first.targets,
+            window=first.window,
+            stride=first.stride,
+            horizon=first.horizon,
+        )
+
     @property
     def lots(self) -> np.ndarray:
         """Distinct lot ids, in order of first appearance."""

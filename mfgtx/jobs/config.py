@@ -313,8 +313,8 @@ class VitSection:
     d_ff: int = 128
     dropout: float = 0.1
     drop_path: float = 0.0
-    pooling: Literal["cls", "mean"] = "mean"
-    positional: Literal["learned", "sinusoidal"] = "sinusoidal"
+    pooling: Literal["cls", "mean"] = "cls"
+    positional: Literal["learned", "sinusoidal"] = "learned"
     label_smoothing: float = 0.0
     min_defect_px: float | None = None
     source_size: int | None = None

@@ -13,7 +13,6 @@ truth); training leaves missing horizon values out of the loss by itself.
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,9 +78,9 @@ def train_forecast(
     config: JobConfig, resume: bool = False, on_step: OnStep | None = None
 ) -> TrainOutcome:
     """Train, compare and save a forecaster (the ``train forecast`` command)."""
-    from mfgtx.artifacts import save_bundle, verify_bundle
+    from mfgtx.artifacts import save_bundle
     from mfgtx.baselines import compare, fit_baselines
-    from mfgtx.jobs.train import TrainOutcome, rank
+    from mfgtx.jobs.train import outcome, rank
     from mfgtx.models import CausalForecaster, ForecasterConfig, ForecastWindows, interval_coverage
     from mfgtx.train import fit
 
@@ -128,11 +127,7 @@ def train_forecast(
     counts = {"train": len(sets.train), "val": len(sets.val), "test": len(test)}
     counts["purged"] = len(sets.purged)
     if rank() != 0:
-        return TrainOutcome(
-            "forecast", "forecast", None, None, len(fitted.history), fitted.best_epoch,
-            fitted.resumed_from_epoch, fitted.stopped_early, time.perf_counter() - t0, counts,
-            prep.report.passed, world_size=fitted.world_size,
-        )  # fmt: skip
+        return outcome("forecast", "forecast", fitted, t0, counts, prep.report.passed)
     if len(test) == 0:
         raise ConfigError(
             f"{config.source_file}: split: no test window has its whole horizon recorded; "
@@ -183,23 +178,7 @@ def train_forecast(
         extra={"job": job},
         overwrite=True,
     )
-    bundle_id = verify_bundle(path)["bundle_id"]
-    shutil.rmtree(ckpt, ignore_errors=True)  # finished: a rerun starts fresh
-    log.info("%s: %s", path, report.verdict)
-    return TrainOutcome(
-        kind="forecast",
-        task="forecast",
-        bundle=str(path),
-        bundle_id=bundle_id,
-        epochs_run=len(fitted.history),
-        best_epoch=fitted.best_epoch,
-        resumed_from_epoch=fitted.resumed_from_epoch,
-        stopped_early=fitted.stopped_early,
-        seconds=round(time.perf_counter() - t0, 3),
-        windows=counts,
-        audit_passed=prep.report.passed,
-        metrics=metrics,
-        verdict=report.verdict,
-        world_size=fitted.world_size,
-        report_markdown=report.to_markdown(),
-    )
+    return outcome(
+        "forecast", "forecast", fitted, t0, counts, prep.report.passed,
+        path=path, checkpoint_dir=ckpt, report=report, metrics=metrics,
+    )  # fmt: skip

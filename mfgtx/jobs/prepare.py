@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from mfgtx.data import ColumnMap, DataError, SensorScaler, Windows, make_windows, read_table
+from mfgtx.data import (
+    ColumnMap,
+    DataError,
+    SensorScaler,
+    SensorTable,
+    Windows,
+    make_windows,
+    read_table,
+)
 from mfgtx.jobs.config import ConfigError, JobConfig
-from mfgtx.jobs.sources import prepare, read_frame, without_position
+from mfgtx.jobs.sources import (
+    UngroupedLotsError,
+    describe,
+    iter_lot_frames,
+    prepare,
+    read_frame,
+    without_position,
+)
 from mfgtx.split import AuditReport, SplitSets, audit
 
 __all__ = ["Prepared", "last_per_lot", "load_forecast_windows", "load_windows", "split_windows"]
@@ -45,19 +61,76 @@ def last_per_lot(windows: Windows, idx: np.ndarray) -> np.ndarray:
     return np.array([idx[np.flatnonzero(lots == lot)[-1]] for lot in pd.unique(lots)], np.int64)
 
 
+def windows_by_chunk(
+    config: JobConfig, cols: ColumnMap, cut: Callable[[SensorTable], Windows]
+) -> tuple[Windows, ColumnMap]:
+    """Windows of ``config.data``, read lot-complete ``source.chunk_rows`` rows at a time.
+
+    Each chunk is joined, validated (:func:`~mfgtx.data.read_table`) and windowed with
+    ``cut``, and only its windows are kept (float32 sensor values, not the text of the
+    export), so an input larger than memory can train as long as its windows fit. An input
+    whose lots do not come together cannot be read that way: a warning, then it is read
+    whole.
+    """
+    data = config.data
+    assert data is not None
+    label_frame = None
+    if data.labels is not None:
+        label_frame = read_frame(data.labels.source)
+    try:
+        return _windows_of_chunks(
+            config, cols, cut, iter_lot_frames(data.source, cols.lot, cols.time), label_frame
+        )
+    except UngroupedLotsError as e:
+        log.warning("%s; reading the whole input at once instead", e)
+        return _windows_of_chunks(config, cols, cut, [read_frame(data.source)], label_frame)
+
+
+def _windows_of_chunks(
+    config: JobConfig,
+    cols: ColumnMap,
+    cut: Callable[[SensorTable], Windows],
+    chunks: Iterable[pd.DataFrame],
+    label_frame: pd.DataFrame | None,
+) -> tuple[Windows, ColumnMap]:
+    data = config.data
+    assert data is not None
+    parts: list[Windows] = []
+    columns: ColumnMap | None = None
+    for chunk in chunks:
+        frame = without_position(prepare(chunk, data, label_frame=label_frame))
+        table = read_table(frame, cols)
+        if columns is not None and table.columns.sensors != columns.sensors:
+            raise DataError(
+                f"{describe(data.source)}: the sensors differ between chunks "
+                f"({list(columns.sensors or ())} vs {list(table.columns.sensors or ())}); "
+                "list them in data.columns.sensors"
+            )
+        columns = table.columns
+        windows = cut(table)
+        if len(windows):
+            parts.append(windows)
+    if columns is None:
+        raise DataError(f"{describe(data.source)}: no rows")
+    if not parts:  # every lot shorter than the window: the caller names the key
+        return windows, columns
+    return Windows.concat(parts), columns
+
+
 def load_windows(config: JobConfig) -> tuple[Windows, ColumnMap]:
-    """Read, join, validate and window the labelled data of ``config``."""
+    """Read (in lot-complete chunks), join, validate and window the labelled data of
+    ``config``."""
     config.require("data")
     data = config.data
     if data is None:  # require() raised already; this narrows the type
         raise ConfigError(f"{config.source_file}: data: required")
     if not data.columns.targets:
         raise ConfigError(f"{config.source_file}: data.columns.targets: name the target(s)")
-    frame = without_position(prepare(read_frame(data.source), data))
-    cols = data.columns.column_map()
-    table = read_table(frame, cols)
-    windows = make_windows(
-        table, config.windows.window, stride=config.windows.step, on_short=config.windows.on_short
+    w = config.windows
+    windows, columns = windows_by_chunk(
+        config,
+        data.columns.column_map(),
+        lambda table: make_windows(table, w.window, stride=w.step, on_short=w.on_short),
     )
     if len(windows) == 0:
         raise ConfigError(
@@ -70,7 +143,7 @@ def load_windows(config: JobConfig) -> tuple[Windows, ColumnMap]:
         len(windows.lots),
         data.source.path or data.source.table or "query",
     )
-    return windows, table.columns
+    return windows, columns
 
 
 def load_forecast_windows(config: JobConfig) -> tuple[Windows, ColumnMap, tuple[str, ...]]:
@@ -85,25 +158,28 @@ def load_forecast_windows(config: JobConfig) -> tuple[Windows, ColumnMap, tuple[
     data, fc = config.data, config.forecast
     if data is None or fc is None:  # require() raised already; this narrows the type
         raise ConfigError(f"{config.source_file}: data and forecast: required")
-    frame = without_position(prepare(read_frame(data.source), data))
-    cols = data.columns.column_map(targets=False)
-    table = read_table(frame, cols)
-    sensors = tuple(table.columns.sensors or ())
-    unknown = [t for t in fc.targets if t not in sensors]
-    if unknown:
-        raise ConfigError(
-            f"{config.source_file}: forecast.targets: {unknown} are not sensors of the data "
-            f"(sensors: {list(sensors)})"
+    w = config.windows
+
+    def cut(table: SensorTable) -> Windows:
+        sensors = tuple(table.columns.sensors or ())
+        unknown = [t for t in fc.targets if t not in sensors]
+        if unknown:
+            raise ConfigError(
+                f"{config.source_file}: forecast.targets: {unknown} are not sensors of the "
+                f"data (sensors: {list(sensors)})"
+            )
+        return make_windows(
+            table,
+            w.window,
+            stride=w.step,
+            horizon=fc.horizon,
+            forecast=tuple(fc.targets) or sensors,
+            on_short=w.on_short,
         )
-    targets = tuple(fc.targets) or sensors
-    windows = make_windows(
-        table,
-        config.windows.window,
-        stride=config.windows.step,
-        horizon=fc.horizon,
-        forecast=targets,
-        on_short=config.windows.on_short,
-    )
+
+    windows, columns = windows_by_chunk(config, data.columns.column_map(targets=False), cut)
+    sensors = tuple(columns.sensors or ())
+    targets = tuple(windows.targets)
     if len(windows) == 0:
         raise ConfigError(
             f"{config.source_file}: windows.window: no lot has {config.windows.window} + "
@@ -116,7 +192,7 @@ def load_forecast_windows(config: JobConfig) -> tuple[Windows, ColumnMap, tuple[
         fc.horizon,
         len(windows.lots),
     )
-    return windows, table.columns, tuple(s for s in sensors if s not in targets)
+    return windows, columns, tuple(s for s in sensors if s not in targets)
 
 
 def split_windows(config: JobConfig, windows: Windows, *, strict: bool = True) -> Prepared:

@@ -27,6 +27,7 @@ from mfgtx.jobs.config import DataSection, SourceSection
 __all__ = [
     "FILE",
     "LINE",
+    "UngroupedLotsError",
     "copy_to_sql",
     "describe",
     "iter_lot_frames",
@@ -38,6 +39,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 LINE = "_line"
+
+
+class UngroupedLotsError(DataError):
+    """A lot's rows do not come together in the input, so it cannot be read lot by lot."""
+
+
 FILE = "_file"
 
 
@@ -209,7 +216,7 @@ def _check_grouped(frame: pd.DataFrame, lot: str, done: set[str], source: Source
     ids = pd.unique(frame[lot].astype(str))
     again = [i for i in ids if i in done]
     if again:
-        raise DataError(
+        raise UngroupedLotsError(
             f"{describe(source)}: rows of lot {again[0]} are not together (it appears again "
             "after other lots); sort the export by lot, or read a table with ORDER BY lot",
             lot=again[0],
@@ -228,11 +235,21 @@ def _truthy(s: pd.Series, column: str) -> pd.Series:
     return out
 
 
-def prepare(frame: pd.DataFrame, data: DataSection, *, labels: bool = True) -> pd.DataFrame:
-    """Join the labels, derive ``defect`` and the label time as ``data`` says."""
+def prepare(
+    frame: pd.DataFrame,
+    data: DataSection,
+    *,
+    labels: bool = True,
+    label_frame: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Join the labels, derive ``defect`` and the label time as ``data`` says.
+
+    ``label_frame``: the label table already read (a chunked reader reads it once).
+    """
     cols = data.columns
     if labels and data.labels is not None:
-        lab = without_position(read_frame(data.labels.source))
+        lab = label_frame if label_frame is not None else read_frame(data.labels.source)
+        lab = without_position(lab)
         on = data.labels.on
         keep = list(data.labels.columns) or [c for c in lab.columns if c != on]
         missing = [c for c in [on, *keep] if c not in lab.columns]

@@ -65,6 +65,49 @@ class TrainOutcome:
         return {"command": "train", **out}
 
 
+def outcome(
+    kind: str,
+    task: str,
+    fitted: Any,
+    t0: float,
+    counts: dict[str, int],
+    audit_passed: bool,
+    *,
+    path: Path | None = None,
+    checkpoint_dir: str | None = None,
+    report: Any = None,
+    metrics: dict[str, float] | None = None,
+) -> TrainOutcome:
+    """The :class:`TrainOutcome` of a finished fit. With ``path`` (rank 0 wrote the bundle)
+    the bundle is verified, its id taken and the checkpoints removed (a rerun starts fresh)."""
+    bundle_id = None
+    if path is not None:
+        from mfgtx.artifacts import verify_bundle
+
+        bundle_id = verify_bundle(path)["bundle_id"]
+        if checkpoint_dir is not None:
+            shutil.rmtree(checkpoint_dir, ignore_errors=True)
+        if report is not None:
+            log.info("%s: %s", path, report.verdict)
+    return TrainOutcome(
+        kind=kind,
+        task=task,
+        bundle=None if path is None else str(path),
+        bundle_id=bundle_id,
+        epochs_run=len(fitted.history),
+        best_epoch=fitted.best_epoch,
+        resumed_from_epoch=fitted.resumed_from_epoch,
+        stopped_early=fitted.stopped_early,
+        seconds=round(time.perf_counter() - t0, 3),
+        windows=counts,
+        audit_passed=audit_passed,
+        metrics=metrics or {},
+        verdict="" if report is None else report.verdict,
+        world_size=fitted.world_size,
+        report_markdown="" if report is None else report.to_markdown(),
+    )
+
+
 OnStep = Callable[[int, float], None]
 Trainer = Callable[[JobConfig, bool, "OnStep | None"], TrainOutcome]
 
@@ -163,11 +206,7 @@ def train_sensor(
     counts = {"train": len(sets.train), "val": len(sets.val), "test": len(sets.test)}
     counts["purged"] = len(sets.purged)
     if rank() != 0:
-        return TrainOutcome(
-            "sensor", task, None, None, len(fitted.history), fitted.best_epoch,
-            fitted.resumed_from_epoch, fitted.stopped_early, time.perf_counter() - t0, counts,
-            prep.report.passed,
-        )  # fmt: skip
+        return outcome("sensor", task, fitted, t0, counts, prep.report.passed)
 
     calibration = None
     if task == "classification":
@@ -216,28 +255,11 @@ def train_sensor(
         extra={"job": job},
         overwrite=True,
     )
-    from mfgtx.artifacts import verify_bundle
-
-    bundle_id = verify_bundle(path)["bundle_id"]
-    shutil.rmtree(ckpt, ignore_errors=True)  # finished: a rerun starts fresh
     metrics = {k: round(float(v), 6) for k, v in report.rows[0].metrics.items()}
-    return TrainOutcome(
-        kind="sensor",
-        task=task,
-        bundle=str(path),
-        bundle_id=bundle_id,
-        epochs_run=len(fitted.history),
-        best_epoch=fitted.best_epoch,
-        resumed_from_epoch=fitted.resumed_from_epoch,
-        stopped_early=fitted.stopped_early,
-        seconds=round(time.perf_counter() - t0, 3),
-        windows=counts,
-        audit_passed=prep.report.passed,
-        metrics=metrics,
-        verdict=report.verdict,
-        world_size=fitted.world_size,
-        report_markdown=report.to_markdown(),
-    )
+    return outcome(
+        "sensor", task, fitted, t0, counts, prep.report.passed,
+        path=path, checkpoint_dir=ckpt, report=report, metrics=metrics,
+    )  # fmt: skip
 
 
 #: Trainers by model kind; ``None``: not available in this version.

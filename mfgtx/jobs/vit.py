@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -236,9 +235,9 @@ def train_vit(
     config: JobConfig, resume: bool = False, on_step: OnStep | None = None
 ) -> TrainOutcome:
     """Train, calibrate, compare and save a defect ViT (the ``train vit`` command)."""
-    from mfgtx.artifacts import save_bundle, verify_bundle
+    from mfgtx.artifacts import save_bundle
     from mfgtx.images import ImageDataset, SurfaceAugment, class_weights
-    from mfgtx.jobs.train import TrainOutcome, rank
+    from mfgtx.jobs.train import outcome, rank
     from mfgtx.models import DefectViT, ViTConfig
     from mfgtx.train import fit, predict
 
@@ -291,11 +290,7 @@ def train_vit(
     fitted = fit(model, data(train, augment), data(val), train_config, on_step=on_step)
     counts = prep.counts
     if rank() != 0:
-        return TrainOutcome(
-            "vit", "classification", None, None, len(fitted.history), fitted.best_epoch,
-            fitted.resumed_from_epoch, fitted.stopped_early, time.perf_counter() - t0, counts,
-            audit_report.passed, world_size=fitted.world_size,
-        )  # fmt: skip
+        return outcome("vit", "classification", fitted, t0, counts, audit_report.passed)
     calibration = _calibrate(
         config, predict(model, data(val)).numpy(), labels[val], names, im.good_class
     )
@@ -347,26 +342,10 @@ def train_vit(
         extra={"job": job},
         overwrite=True,
     )
-    bundle_id = verify_bundle(path)["bundle_id"]
-    shutil.rmtree(ckpt, ignore_errors=True)  # finished: a rerun starts fresh
-    log.info("%s: %s", path, report.verdict)
-    return TrainOutcome(
-        kind="vit",
-        task="classification",
-        bundle=str(path),
-        bundle_id=bundle_id,
-        epochs_run=len(fitted.history),
-        best_epoch=fitted.best_epoch,
-        resumed_from_epoch=fitted.resumed_from_epoch,
-        stopped_early=fitted.stopped_early,
-        seconds=round(time.perf_counter() - t0, 3),
-        windows=counts,
-        audit_passed=audit_report.passed,
-        metrics=metrics,
-        verdict=report.verdict,
-        world_size=fitted.world_size,
-        report_markdown=report.to_markdown(),
-    )
+    return outcome(
+        "vit", "classification", fitted, t0, counts, audit_report.passed,
+        path=path, checkpoint_dir=ckpt, report=report, metrics=metrics,
+    )  # fmt: skip
 
 
 def _duplicates_across(split: Any, hashes: list[str]) -> int:

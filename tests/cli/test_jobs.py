@@ -236,3 +236,32 @@ def test_a_stale_lock_is_taken_over(tmp_path) -> None:
     with output_lock(target) as lock:
         assert lock.read_text().strip() == str(os.getpid())
     assert not lock.exists()
+
+
+def _windows_table(windows) -> pd.DataFrame:
+    x, observed = windows.features(range(len(windows)))
+    frame = pd.DataFrame({"lot": windows.lot, "end": windows.end, "y": windows.y[:, 0]})
+    frame["x"] = [a.tobytes() for a in x]
+    frame["observed"] = [a.tobytes() for a in observed]
+    return frame.sort_values(["lot", "end"]).reset_index(drop=True)
+
+
+def test_training_reads_in_lot_chunks_with_the_same_windows(plant, tmp_path, caplog) -> None:
+    from mfgtx.jobs import load_config
+    from mfgtx.jobs.prepare import load_windows
+
+    path = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path))
+    whole, _ = load_windows(load_config(path))
+    chunked, _ = load_windows(load_config(path, ["data.source.chunk_rows=150"]))
+    assert len(whole) == len(chunked) > 0
+    pd.testing.assert_frame_equal(_windows_table(whole), _windows_table(chunked))
+
+    # an export sorted by time interleaves the lots: it cannot stream, so it is read whole
+    df = pd.read_csv(plant / "sensors.csv", dtype=str, keep_default_na=False)
+    shuffled = tmp_path / "by_time.csv"
+    df.sort_values("timestamp", kind="stable").to_csv(shuffled, index=False)
+    overrides = [f"data.source={{path: {shuffled}, chunk_rows: 150}}"]
+    with caplog.at_level("WARNING"):
+        interleaved, _ = load_windows(load_config(path, overrides))
+    assert "are not together" in caplog.text and "whole input" in caplog.text
+    pd.testing.assert_frame_equal(_windows_table(whole), _windows_table(interleaved))
