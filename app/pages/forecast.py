@@ -1,7 +1,8 @@
 """Forecast: sensor history, and the forecast with its quantile band from a forecaster bundle.
 
-Model-specific code is :func:`forecast_band` only (``mfgtx.CausalForecaster``); everything
-else works from the data and the bundle's manifest.
+Model-specific code is :func:`forecast_band` only (``mfgtx.CausalForecaster`` through the
+library's :func:`mfgtx.jobs.forecast.forecast_arrays`, the same code as batch scoring);
+everything else works from the data and the bundle's manifest.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 from _common import (
     FORECAST_CLASS,
     UNITS,
@@ -21,6 +21,9 @@ from _common import (
     pick_bundle,
     plant_frame,
 )
+
+from mfgtx.data import ColumnMap, make_windows, read_table
+from mfgtx.jobs.forecast import forecast_arrays
 
 SENSORS = ["temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a"]
 
@@ -36,32 +39,32 @@ def forecast_band(bundle, history: pd.DataFrame, sensor: str, horizon: int) -> p
     c = bundle.config
     schema = bundle.manifest.get("data_schema") or {}
     channels = list(schema.get("sensors") or SENSORS)
-    if sensor not in channels or len(channels) != c.n_channels:
-        raise ValueError(f"this forecaster forecasts {channels}, not {sensor!r}")
+    job = (bundle.manifest.get("extra") or {}).get("job") or {}
+    targets = list(job.get("targets") or channels)  # the rest of channels: past covariates
+    if sensor not in targets:
+        raise ValueError(f"this forecaster forecasts {targets}, not {sensor!r}")
+    missing = [ch for ch in channels if ch not in history.columns]
+    if missing:
+        raise ValueError(f"the data has no column(s) {missing}, which this forecaster reads")
     if len(history) < c.context_length:
         raise ValueError(
             f"the lot has {len(history)} readings; this forecaster needs the last "
             f"{c.context_length}"
         )
-    past = history[channels].to_numpy(np.float64)[-c.context_length :]  # (L, C)
-    if bundle.scaler is not None:
-        past = bundle.scaler.transform(past)
-    x = torch.as_tensor(past, dtype=torch.float32)[None]  # (1, L, C)
-    observed = ~torch.isnan(x)
-    with torch.no_grad():
-        point = bundle.model(x, observed)[0].numpy()  # (H, C)
-        bands = bundle.model.predict_quantiles(x, observed)[0].numpy() if c.quantiles else None
+    # the lot's last window, read and scaled exactly as in training and batch scoring
+    cols = ColumnMap(lot="lot", time="timestamp", sensors=tuple(channels))
+    table = read_table(history[["lot", "timestamp", *channels]].reset_index(drop=True), cols)
+    windows = make_windows(table, c.context_length, stride=1)
+    point, bands = forecast_arrays(
+        bundle.model, bundle.scaler, windows, np.array([len(windows) - 1]), targets
+    )
     t = pd.to_datetime(history["timestamp"], utc=True)
     step = t.diff().median()
     minutes = max(step / pd.Timedelta(minutes=1), 1e-9)
-    j, steps = channels.index(sensor), max(1, min(round(horizon / minutes), c.horizon))
-
-    def unscale(a: np.ndarray) -> np.ndarray:  # (H, C) back to the sensor's units
-        return bundle.scaler.inverse_transform(a) if bundle.scaler is not None else a
-
-    median = unscale(point)[:steps, j]
-    low = unscale(bands[..., 0])[:steps, j] if bands is not None else median
-    high = unscale(bands[..., -1])[:steps, j] if bands is not None else median
+    j, steps = targets.index(sensor), max(1, min(round(horizon / minutes), c.horizon))
+    median = point[0, :steps, j]
+    low = bands[0, :steps, j, 0] if bands is not None else median
+    high = bands[0, :steps, j, -1] if bands is not None else median
     times = t.iloc[-1] + step * np.arange(1, steps + 1)
     return pd.DataFrame({"time": times, "median": median, "low": low, "high": high})
 

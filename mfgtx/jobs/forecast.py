@@ -43,13 +43,17 @@ def forecast_arrays(
     and, for a model with two or more quantiles, the band ``(n, H, K, Q)`` (else ``None``).
 
     The forecast sensors ``targets`` are the model's series; every other sensor of the window
-    is given as a past covariate when the model takes them.
+    is given as a past covariate when the model takes them. ``scaler``: the bundle's (``None``
+    for a model trained on unscaled values).
     """
     c = model.config
     tcols = [windows.sensors.index(t) for t in targets]
     others = [j for j in range(len(windows.sensors)) if j not in tcols]
-    center = np.asarray(scaler.center, dtype=np.float64)[tcols]
-    scale = np.asarray(scaler.scale, dtype=np.float64)[tcols]
+    if scaler is None:  # a model trained on unscaled values
+        center, scale = np.zeros(len(tcols)), np.ones(len(tcols))
+    else:
+        center = np.asarray(scaler.center, dtype=np.float64)[tcols]
+        scale = np.asarray(scaler.scale, dtype=np.float64)[tcols]
     with_band = len(c.quantiles or ()) >= 2
     points, bands = [], []
     model.eval()

@@ -81,6 +81,33 @@ def test_forecast_page_draws_the_forecast_and_its_band(app_env, forecaster_dir):
     assert len(forecast["x"]) == 10  # 10 minutes of 1-minute readings
 
 
+def test_forecast_page_with_covariates_forecasts_only_its_targets(app_env, tmp_path, monkeypatch):
+    """A forecaster of two sensors that reads the other two as past covariates (as
+    ``mfgtx train forecast`` makes with ``forecast.targets``)."""
+    import torch
+
+    from mfgtx.data import ColumnMap
+    from mfgtx.models import CausalForecaster, ForecasterConfig
+
+    torch.manual_seed(0)
+    sensors = ("temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a")
+    model = CausalForecaster(
+        ForecasterConfig(n_channels=2, context_length=32, horizon=16, patch_len=8, d_model=16,
+                         n_heads=2, n_layers=1, d_ff=32, n_past_covariates=2)
+    )  # fmt: skip
+    job = {"kind": "forecast", "targets": ["temperature_c", "pressure_bar"]}
+    cols = ColumnMap(lot="lot", time="timestamp", keys="line", sensors=sensors)
+    save_bundle(tmp_path / "cov", model, data_schema=cols, extra={"job": job})
+    monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
+    at = _app("pages/forecast.py")
+    _clean(at)
+    assert not at.warning, [w.value for w in at.warning]
+    assert [t.get("name") for t in _specs(at)[0]["data"]][-1] == "forecast"
+    at.multiselect(key="forecast_sensors").set_value(["vibration_mm_s"]).run()
+    _clean(at)
+    assert any("forecasts ['temperature_c', 'pressure_bar']" in w.value for w in at.warning)
+
+
 @pytest.fixture
 def defect_dir(tmp_path, monkeypatch):
     """A real (untrained) DefectViT bundle with a calibration and a defect threshold."""
