@@ -5,6 +5,7 @@ Shape legend: ``T`` window length, ``C`` sensors, ``K`` targets, ``H`` horizon.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -13,6 +14,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
+from mfgtx.data.errors import DataWarning
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.windows import Windows
 
@@ -25,7 +27,10 @@ class WindowDataset(Dataset):
     Args:
         windows: the :class:`~mfgtx.data.Windows`.
         indices: which windows (for example ``sets.train``).
-        scaler: the scaler fitted on the training windows (applied to ``x``).
+        scaler: the scaler fitted on the training windows (applied to ``x`` only; ``y`` stays
+            in the data's units). Forecast windows whose targets are sensors warn, since the
+            model would read scaled values and predict raw ones: use
+            :class:`mfgtx.models.ForecastWindows`, which scales both.
         target: ``"float"`` (``y`` as float32 ``(K,)`` or ``(H, K)``), ``"class"`` (``y`` as an
             int64 class id from the first target column) or ``"none"`` (no ``y``).
 
@@ -55,6 +60,19 @@ class WindowDataset(Dataset):
         self.indices = np.asarray(indices, dtype=np.int64)
         if self.indices.size and (self.indices.min() < 0 or self.indices.max() >= len(windows)):
             raise ValueError(f"indices must lie in [0, {len(windows)}), found {self.indices.max()}")
+        if (
+            scaler is not None
+            and target == "float"
+            and windows.horizon > 0
+            and any(t in windows.sensors for t in windows.targets)
+        ):
+            warnings.warn(
+                "WindowDataset scales x but not y: these forecast windows would have the model "
+                "read scaled sensors and predict them in raw units; use "
+                "mfgtx.models.ForecastWindows, which scales both with the same scaler",
+                DataWarning,
+                stacklevel=2,
+            )
         if target == "class":
             labels = windows.y[self.indices].reshape(len(self.indices), -1)[:, 0]
             if np.isnan(labels).any() or (labels != np.round(labels)).any() or (labels < 0).any():

@@ -165,3 +165,22 @@ def test_evaluation_loader_keeps_the_last_partial_batch_and_refuses_drop_last() 
         evaluation_loader(data, 10, drop_last=True)
     with pytest.raises(ValueError, match="shuffle"):
         evaluation_loader(data, 10, shuffle=True)
+
+
+def test_window_dataset_warns_when_forecast_targets_would_stay_unscaled() -> None:
+    import warnings
+
+    import pandas as pd
+    import pytest
+
+    from mfgtx.data import ColumnMap, DataWarning, SensorScaler, WindowDataset, make_windows
+    from mfgtx.data import read_table as _read
+
+    df = pd.DataFrame({"lot": ["A"] * 12, "t": range(12), "s": [float(i) for i in range(12)]})
+    w = make_windows(_read(df, ColumnMap("lot", "t")), 4, horizon=2, forecast=("s",))
+    scaler = SensorScaler.fit(w, range(len(w)))
+    with pytest.warns(DataWarning, match="ForecastWindows"):
+        WindowDataset(w, range(len(w)), scaler)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        WindowDataset(w, range(len(w)))  # no scaler: x and y in the same units
