@@ -25,6 +25,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +96,9 @@ class ScaledWindows(torch.utils.data.Dataset):
 
     def __init__(self, data: EttData, split: str, limit: int | None = None, every: int = 1) -> None:
         idx = data.sets[split][::every][:limit]
-        self.items = WindowDataset(data.windows, idx, data.scaler)
+        with warnings.catch_warnings():  # y is scaled below, as the warning asks
+            warnings.filterwarnings("ignore", "WindowDataset scales x but not y")
+            self.items = WindowDataset(data.windows, idx, data.scaler)
         self.scaler = data.scaler
 
     def __len__(self) -> int:
