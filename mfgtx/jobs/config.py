@@ -140,6 +140,11 @@ class DataSection:
             target ``defect`` is 1 where it is false. List ``defect`` in ``columns.targets``.
         label_known: ``row``: a label is known at its row's time (or ``columns.label_time``);
             ``lot_end``: at the lot's last time (run-to-failure RUL is known at the failure).
+        segment: for one continuous series without lots (a line's historian export): cut it
+            into blocks of this fixed length (``30D``, ``12h``) that become the lots named by
+            ``columns.lot``. Windows stay inside a block and the split keeps whole blocks
+            apart in time; a block shorter than a window gives none. ``score`` reads the
+            series whole (one lot named ``whole``), so the latest window is always scored.
     """
 
     source: SourceSection
@@ -147,8 +152,20 @@ class DataSection:
     labels: LabelsSection | None = None
     pass_column: str | None = None
     label_known: Literal["row", "lot_end"] = "row"
+    segment: str | None = None
 
     def __post_init__(self) -> None:
+        if self.segment is not None:
+            import pandas as pd
+
+            try:
+                length = pd.Timedelta(self.segment)
+            except ValueError:
+                length = pd.Timedelta(0)
+            if length <= pd.Timedelta(0):
+                raise ValueError(
+                    f"segment must be a fixed length such as 30D or 12h, found {self.segment!r}"
+                )
         if self.pass_column is not None and "defect" not in self.columns.targets:
             raise ValueError("pass_column makes a 'defect' target: list defect in columns.targets")
         if self.label_known == "lot_end" and self.columns.label_time is None:

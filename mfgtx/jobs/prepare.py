@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -12,6 +13,7 @@ import pandas as pd
 from mfgtx.data import (
     ColumnMap,
     DataError,
+    DataWarning,
     SensorScaler,
     SensorTable,
     Windows,
@@ -21,6 +23,7 @@ from mfgtx.data import (
 from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.sources import (
     UngroupedLotsError,
+    add_segments,
     describe,
     iter_lot_frames,
     prepare,
@@ -62,7 +65,7 @@ def last_per_lot(windows: Windows, idx: np.ndarray) -> np.ndarray:
 
 
 def windows_by_chunk(
-    config: JobConfig, cols: ColumnMap, cut: Callable[[SensorTable], Windows]
+    config: JobConfig, cols: ColumnMap, cut: Callable[[SensorTable], Windows], need: int
 ) -> tuple[Windows, ColumnMap]:
     """Windows of ``config.data``, read lot-complete ``source.chunk_rows`` rows at a time.
 
@@ -70,7 +73,8 @@ def windows_by_chunk(
     ``cut``, and only its windows are kept (float32 sensor values, not the text of the
     export), so an input larger than memory can train as long as its windows fit. An input
     whose lots do not come together cannot be read that way: a warning, then it is read
-    whole.
+    whole. ``need``: rows a lot needs for one window (window + horizon); a chunk whose lots
+    are all shorter gives none (with ``windows.on_short: skip``).
     """
     data = config.data
     assert data is not None
@@ -79,11 +83,19 @@ def windows_by_chunk(
         label_frame = read_frame(data.labels.source)
     try:
         return _windows_of_chunks(
-            config, cols, cut, iter_lot_frames(data.source, cols.lot, cols.time), label_frame
+            config,
+            cols,
+            cut,
+            iter_lot_frames(data.source, cols.lot, cols.time, segment=data.segment),
+            label_frame,
+            need,
         )
     except UngroupedLotsError as e:
         log.warning("%s; reading the whole input at once instead", e)
-        return _windows_of_chunks(config, cols, cut, [read_frame(data.source)], label_frame)
+        whole = read_frame(data.source)
+        if data.segment is not None:
+            whole = add_segments(whole, cols.lot, cols.time, data.segment, describe(data.source))
+        return _windows_of_chunks(config, cols, cut, [whole], label_frame, need)
 
 
 def _windows_of_chunks(
@@ -92,6 +104,7 @@ def _windows_of_chunks(
     cut: Callable[[SensorTable], Windows],
     chunks: Iterable[pd.DataFrame],
     label_frame: pd.DataFrame | None,
+    need: int,
 ) -> tuple[Windows, ColumnMap]:
     data = config.data
     assert data is not None
@@ -107,13 +120,26 @@ def _windows_of_chunks(
                 "list them in data.columns.sensors"
             )
         columns = table.columns
+        lengths = {lot: b - a for lot, (a, b) in table.lot_bounds().items()}
+        if config.windows.on_short == "skip" and max(lengths.values(), default=0) < need:
+            short = [f"{lot} ({n} rows)" for lot, n in lengths.items()]
+            warnings.warn(
+                f"{len(short)} lot(s) shorter than window + horizon = {need} rows: "
+                f"{', '.join(short[:10])}{' ...' if len(short) > 10 else ''}; left out",
+                DataWarning,
+                stacklevel=2,
+            )
+            continue
         windows = cut(table)
         if len(windows):
             parts.append(windows)
     if columns is None:
         raise DataError(f"{describe(data.source)}: no rows")
-    if not parts:  # every lot shorter than the window: the caller names the key
-        return windows, columns
+    if not parts:
+        raise ConfigError(
+            f"{config.source_file}: windows.window: no lot has {need} rows (window"
+            f"{' + horizon' if need != config.windows.window else ''})"
+        )
     return Windows.concat(parts), columns
 
 
@@ -131,6 +157,7 @@ def load_windows(config: JobConfig) -> tuple[Windows, ColumnMap]:
         config,
         data.columns.column_map(),
         lambda table: make_windows(table, w.window, stride=w.step, on_short=w.on_short),
+        w.window,
     )
     if len(windows) == 0:
         raise ConfigError(
@@ -177,7 +204,9 @@ def load_forecast_windows(config: JobConfig) -> tuple[Windows, ColumnMap, tuple[
             on_short=w.on_short,
         )
 
-    windows, columns = windows_by_chunk(config, data.columns.column_map(targets=False), cut)
+    windows, columns = windows_by_chunk(
+        config, data.columns.column_map(targets=False), cut, w.window + fc.horizon
+    )
     sensors = tuple(columns.sensors or ())
     targets = tuple(windows.targets)
     if len(windows) == 0:

@@ -42,7 +42,7 @@ from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.prepare import last_per_lot
 from mfgtx.jobs.sinks import KEYS, describe_sink, write_errors, write_scores
-from mfgtx.jobs.sources import FILE, LINE, describe, iter_lot_frames, without_position
+from mfgtx.jobs.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, without_position
 
 __all__ = ["ScoreOutcome", "forecast_windows", "load_model_bundle", "predict_windows", "score"]
 
@@ -284,7 +284,9 @@ def score(config: JobConfig) -> ScoreOutcome:
         parts, errors = [], []
         n_lots = n_windows = 0
         t_model = 0.0
-        for frame in iter_lot_frames(source, cols.lot, cols.time):
+        # a segmented series is scored whole: its latest window must not be cut off
+        segment = WHOLE if config.data is not None and config.data.segment else None
+        for frame in iter_lot_frames(source, cols.lot, cols.time, segment=segment):
             for windows, err in _windows_of(frame, cols, window, stride):
                 if err is not None:
                     errors.append(err)

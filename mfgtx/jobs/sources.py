@@ -27,7 +27,9 @@ from mfgtx.jobs.config import DataSection, SourceSection
 __all__ = [
     "FILE",
     "LINE",
+    "WHOLE",
     "UngroupedLotsError",
+    "add_segments",
     "copy_to_sql",
     "describe",
     "iter_lot_frames",
@@ -39,6 +41,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 LINE = "_line"
+
+
+#: ``segment`` value that makes a whole continuous series one lot.
+WHOLE = "whole"
 
 
 class UngroupedLotsError(DataError):
@@ -183,17 +189,61 @@ def read_frame(source: SourceSection) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def add_segments(
+    frame: pd.DataFrame, lot: str, time: str, segment: str, where: str = "input"
+) -> pd.DataFrame:
+    """``frame`` with a ``lot`` column cut from ``time`` into ``segment``-long calendar
+    blocks (``data.segment``: one continuous series without lots); :data:`WHOLE` makes the
+    whole series one lot (scoring: the latest window must not be cut off).
+
+    Raises:
+        DataError: the input already has a ``lot`` column, or a time that is not ISO 8601.
+    """
+    if lot in frame.columns:
+        raise DataError(
+            f"{where}: data.segment creates the lot column {lot!r}, but the input has one; "
+            "drop data.segment or name another columns.lot",
+            column=lot,
+        )
+    if time not in frame.columns:
+        raise DataError(f"{where}: missing time column {time!r}", column=time)
+    stamps = pd.to_datetime(frame[time], utc=True, format="ISO8601", errors="coerce")
+    bad = stamps.isna().to_numpy()
+    if bad.any():
+        i = int(bad.argmax())
+        line = frame[LINE].iloc[i] if LINE in frame.columns else i
+        raise DataError(
+            f"{where}: line {line}: time {frame[time].iloc[i]!r} is not an ISO 8601 time "
+            "(data.segment needs timestamps)",
+            column=time,
+        )
+    out = frame.copy()
+    if segment == WHOLE:
+        out[lot] = WHOLE
+    else:
+        out[lot] = stamps.dt.floor(pd.Timedelta(segment)).dt.strftime("%Y-%m-%dT%H:%M")
+    return out
+
+
 def iter_lot_frames(
-    source: SourceSection, lot: str, time: str | None = None
+    source: SourceSection, lot: str, time: str | None = None, *, segment: str | None = None
 ) -> Iterator[pd.DataFrame]:
     """Frames of complete lots, about ``chunk_rows`` rows each (see the module docstring).
 
-    A SQL ``table`` is read ``ORDER BY lot, time``; a ``query`` is read as written.
+    A SQL ``table`` is read ``ORDER BY lot, time``; a ``query`` is read as written. With
+    ``segment`` the input has no lot column: lots are ``segment``-long blocks of ``time``
+    (:func:`add_segments`) and a table is read ``ORDER BY time``.
     """
     done: set[str] = set()
     carry: pd.DataFrame | None = None
     order = (lot,) if time is None else (lot, time)
+    if segment is not None:
+        if time is None:
+            raise ValueError("segment needs the time column")
+        order = (time,)
     for chunk in _chunks(source, order):
+        if segment is not None and time is not None:
+            chunk = add_segments(chunk, lot, time, segment, describe(source))
         if lot not in chunk.columns:
             raise DataError(
                 f"{describe(source)}: missing lot column {lot!r}; found {list(chunk.columns)}",

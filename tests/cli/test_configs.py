@@ -35,3 +35,12 @@ def test_cmapss_split_audits_clean(datasets_dir: Path, capsys) -> None:
     assert main(argv) == 0, capsys.readouterr().err
     result = summary(capsys.readouterr().out)
     assert result["passed"] and result["lots"]["test"] == 20 and result["lots"]["val"] == 10
+
+
+def test_etth1_job_segments_the_series_and_audits_clean(datasets_dir: Path, capsys) -> None:
+    path = datasets_dir / "ett_small" / "ETTh1.csv.gz"
+    argv = ["audit", str(CONFIGS / "etth1.yaml"), "--set", f"data.source.path={path}"]
+    assert main(argv) == 0, capsys.readouterr().err
+    result = summary(capsys.readouterr().out)
+    assert result["passed"] and sum(result["lots"].values()) == 24  # 30-day segments
+    assert result["lots"]["test"] == 5 and result["windows"]["test"] == 365

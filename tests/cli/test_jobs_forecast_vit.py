@@ -242,3 +242,50 @@ def test_evaluate_refuses_a_job_of_another_kind(bundles, capsys) -> None:
         capsys, "evaluate", str(bundles["forecast"]), "--set", f"bundle={vit_bundle}"
     )
     assert code == 2 and "holds a vit model" in err and "'images' section" in err
+
+
+def test_one_continuous_series_is_cut_into_segments(tmp_path, capsys) -> None:
+    """A historian export without lots: train on 1-day segments kept apart by the split,
+    score the whole series so that its latest window is forecast."""
+    t = pd.date_range("2026-01-01", periods=24 * 12, freq="h", tz="UTC")
+    rng = np.random.default_rng(0)
+    level = 20 + 3 * np.sin(np.arange(len(t)) * 2 * np.pi / 24)
+    series = pd.DataFrame(
+        {"time": t.strftime("%Y-%m-%dT%H:%M:%SZ"), "temp": level + rng.normal(0, 0.1, len(t))}
+    )
+    series["load"] = series["temp"] * 0.5 + rng.normal(0, 0.1, len(t))
+    path = tmp_path / "historian.csv"
+    series.to_csv(path, index=False)
+    job = {
+        "data": {
+            "source": {"path": str(path), "chunk_rows": 50},
+            "segment": "1D",
+            "columns": {"lot": "day", "time": "time", "sensors": ["temp", "load"]},
+        },
+        "windows": {"window": 8, "stride": 2},
+        "split": {"test_size": 3, "val_size": 2},
+        "forecast": {"horizon": 4, "patch_len": 4, "d_model": 8, "n_heads": 2, "n_layers": 1,
+                     "d_ff": 16},
+        "train": {"epochs": 1, "batch_size": 16, "patience": None, "progress": "off"},
+        "bundle": str(tmp_path / "model"),
+        "score": {"last_per_lot": True, "output": {"path": str(tmp_path / "out.csv")}},
+    }  # fmt: skip
+    config = write_job(tmp_path / "job.yaml", job)
+    code, audit, err = _run(capsys, "audit", str(config))
+    assert code == 0 and audit["passed"], err
+    assert audit["lots"] == {"train": 7, "val": 2, "test": 3}  # 12 days, whole days per set
+    code, trained, err = _run(capsys, "train", "forecast", str(config))
+    assert code == 0 and trained["audit_passed"], err
+    code, scored, err = _run(capsys, "score", str(config))
+    assert code == 0 and scored["windows"] == 1, err
+    out = pd.read_csv(tmp_path / "out.csv")
+    assert set(out["lot"]) == {"whole"} and len(out) == 4 * 2
+    assert out["window_end"].iloc[0] == "2026-01-12T23:00:00+00:00"  # the latest reading
+    assert out["forecast_at"].max() == "2026-01-13T03:00:00+00:00"
+
+    bad = dict(job, data=dict(job["data"], segment="a while"))
+    code, _, err = _run(capsys, "audit", str(write_job(tmp_path / "bad.yaml", bad)))
+    assert code == 2 and "data: segment must be a fixed length" in err
+    series.assign(day="x").to_csv(path, index=False)  # the export has a column of that name
+    code, _, err = _run(capsys, "audit", str(config))
+    assert code == 2 and "data.segment creates the lot column 'day'" in err
