@@ -6,7 +6,7 @@ otherwise; byte-identical files always in one set) -> fit on the training images
 chosen on the validation images -> temperature scaling on the validation images, and the flag
 threshold on P(defect) = 1 - P(good class) for a missed defect costing
 ``calibration.cost_ratio`` false alarms -> compared on the test images with the majority class
-and HOG + logistic regression fitted on the same training images -> bundle.
+and HOG + logistic regression fitted on the training and validation images -> bundle.
 
 A file that is not a usable image is left out with a warning naming it and the reason (the
 summary counts them); training stops only when no image is usable.
