@@ -159,10 +159,6 @@ def load_windows(config: JobConfig) -> tuple[Windows, ColumnMap]:
         lambda table: make_windows(table, w.window, stride=w.step, on_short=w.on_short),
         w.window,
     )
-    if len(windows) == 0:
-        raise ConfigError(
-            f"{config.source_file}: windows.window: no lot has {config.windows.window} rows"
-        )
     log.info(
         "%d windows of %d rows from %d lots (%s)",
         len(windows),
@@ -209,11 +205,6 @@ def load_forecast_windows(config: JobConfig) -> tuple[Windows, ColumnMap, tuple[
     )
     sensors = tuple(columns.sensors or ())
     targets = tuple(windows.targets)
-    if len(windows) == 0:
-        raise ConfigError(
-            f"{config.source_file}: windows.window: no lot has {config.windows.window} + "
-            f"{fc.horizon} rows (context + horizon)"
-        )
     log.info(
         "%d forecast windows (%d + %d rows) from %d lots",
         len(windows),

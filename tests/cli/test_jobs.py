@@ -265,3 +265,10 @@ def test_training_reads_in_lot_chunks_with_the_same_windows(plant, tmp_path, cap
         interleaved, _ = load_windows(load_config(path, overrides))
     assert "are not together" in caplog.text and "whole input" in caplog.text
     pd.testing.assert_frame_equal(_windows_table(whole), _windows_table(interleaved))
+
+
+def test_a_window_longer_than_every_lot_is_a_config_error(plant, tmp_path, capsys) -> None:
+    path = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path))
+    code = main(["audit", str(path), "--set", "windows.window=5000", "--set", "windows.stride=1"])
+    assert code == 2
+    assert "windows.window: no lot has 5000 rows" in capsys.readouterr().err
