@@ -11,14 +11,12 @@ index on the keys.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
+from mfgtx._files import atomic_write
 from mfgtx.jobs.config import SinkSection
 
 __all__ = ["KEYS", "describe_sink", "write_errors", "write_scores", "write_text"]
@@ -38,36 +36,17 @@ def describe_sink(sink: SinkSection) -> str:
 
 def write_text(path: Path, text: str) -> None:
     """Write a text file atomically (temporary file in the same folder, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
-def _atomic_write(path: Path, frame: pd.DataFrame) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+def _write_frame(path: Path, frame: pd.DataFrame) -> None:
+    def write(tmp: str) -> None:
         if path.name.lower().endswith(".parquet"):
             frame.to_parquet(tmp, index=False, engine="pyarrow")
         else:
             frame.to_csv(tmp, index=False, lineterminator="\n")
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+
+    atomic_write(path, write)
 
 
 def _read_file(path: Path, keys: tuple[str, ...]) -> pd.DataFrame | None:
@@ -126,7 +105,7 @@ def write_scores(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...] =
     if sink.path is not None:
         path = Path(sink.path)
         merged = _merge(_read_file(path, keys), frame, keys)
-        _atomic_write(path, merged)
+        _write_frame(path, merged)
         return len(merged)
     _write_sql(sink, frame, keys)
     return len(frame)
@@ -136,4 +115,4 @@ def write_errors(path: Path, errors: list[dict[str, object]]) -> None:
     """Write the error list (lot, file, line, column, reason) as CSV, atomically; always
     written, with a header only when there is nothing to report."""
     frame = pd.DataFrame(errors, columns=["lot", "file", "line", "column", "reason"])
-    _atomic_write(path, frame)
+    _write_frame(path, frame)

@@ -12,30 +12,18 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from mfgtx._files import atomic_write_bytes
 
 __all__ = ["CheckpointError", "load_checkpoint", "save_checkpoint"]
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint that is missing, corrupted or does not belong to this run."""
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
@@ -47,8 +35,8 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
     data = buffer.getvalue()
     digest = hashlib.sha256(data).hexdigest()
     # the data first, then its checksum: a crash in between leaves a mismatch that is refused
-    _atomic_write(path, data)
-    _atomic_write(path.with_name(path.name + ".sha256"), f"{digest}  {path.name}\n".encode())
+    atomic_write_bytes(path, data)
+    atomic_write_bytes(path.with_name(path.name + ".sha256"), f"{digest}  {path.name}\n".encode())
     if path.parent.exists():  # make the renames durable
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
