@@ -23,7 +23,7 @@ where class 1 is predicted when ``P(class 1) > 0.5``.
 """
 
 from mfgtx.calibration._common import CalibrationWarning
-from mfgtx.calibration.record import Calibration
+from mfgtx.calibration.record import Calibration, class_probabilities
 from mfgtx.calibration.reliability import reliability_curve
 from mfgtx.calibration.temperature import TEMPERATURE_RANGE, TemperatureScaler
 from mfgtx.calibration.threshold import (
@@ -42,5 +42,6 @@ __all__ = [
     "apply_threshold",
     "bayes_threshold",
     "choose_threshold",
+    "class_probabilities",
     "reliability_curve",
 ]

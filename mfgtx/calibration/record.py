@@ -10,7 +10,7 @@ import numpy as np
 from mfgtx.calibration.temperature import TemperatureScaler
 from mfgtx.calibration.threshold import ThresholdChoice
 
-__all__ = ["Calibration"]
+__all__ = ["Calibration", "class_probabilities"]
 
 
 @dataclass(frozen=True)
@@ -111,3 +111,18 @@ class Calibration:
             None if threshold is None else ThresholdChoice.from_dict(threshold),
             state.get("good_class"),
         )
+
+
+def class_probabilities(logits: object, calibration: Calibration | None = None) -> np.ndarray:
+    """``(N, K)`` class probabilities of ``(N, K)`` logits: calibrated with ``calibration``
+    when a model has one, else the plain softmax.
+
+    Example:
+        >>> class_probabilities(np.array([[0.0, 0.0]])).tolist()
+        [[0.5, 0.5]]
+    """
+    if calibration is not None:
+        return calibration.probabilities(logits)
+    import torch
+
+    return torch.softmax(torch.as_tensor(np.asarray(logits)), -1).numpy()

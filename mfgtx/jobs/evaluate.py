@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mfgtx.calibration import class_probabilities
 from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.prepare import load_forecast_windows, load_windows, split_windows
 
@@ -170,7 +171,6 @@ def _evaluate_forecast(config: JobConfig, bundle: Any) -> tuple[dict[str, Any], 
 
 
 def _evaluate_vit(config: JobConfig, bundle: Any) -> tuple[dict[str, Any], Any]:
-    import torch
 
     from mfgtx.jobs.vit import compare_images, prepare_images, vit_logits
 
@@ -189,12 +189,7 @@ def _evaluate_vit(config: JobConfig, bundle: Any) -> tuple[dict[str, Any], Any]:
             f"{job['class_names']}"
         )
     logits = vit_logits(bundle, prep.images[prep.test])
-    cal = bundle.calibration
-    prob = (
-        cal.probabilities(logits)
-        if cal is not None
-        else torch.softmax(torch.from_numpy(logits), -1).numpy()
-    )
+    prob = class_probabilities(logits, bundle.calibration)
     report = compare_images(config, prep, prob, model_name="bundle")
     audit = prep.audit_report()
     summary = {

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from mfgtx.calibration import class_probabilities
 from mfgtx.data import ColumnMap, DataError, Windows, make_windows, read_table
 from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs.config import ConfigError, JobConfig
@@ -118,11 +119,7 @@ def predict_windows(
     cols: dict[str, np.ndarray] = {}
     if task == "classification":
         cal = bundle.calibration
-        prob = (
-            cal.probabilities(out)
-            if cal is not None
-            else torch.softmax(torch.from_numpy(out), -1).numpy()
-        )
+        prob = class_probabilities(out, cal)
         for k in range(prob.shape[1]):
             cols[f"p_{k}"] = prob[:, k].astype(np.float64)
         if cal is not None and cal.threshold is not None:

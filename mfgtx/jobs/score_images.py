@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from mfgtx.data import DataError
 from mfgtx.jobs._lock import output_lock
@@ -96,8 +95,10 @@ def _batches(source: str, size: int) -> Iterator[list[tuple[str, Any]]]:
 
 def score_images(config: JobConfig, bundle: Any) -> Any:
     """Score the images of ``score.images`` (default ``images.path``) with a ViT ``bundle``."""
+    from mfgtx.calibration import class_probabilities
     from mfgtx.images import ImageError, load_images
     from mfgtx.jobs.score import ScoreOutcome
+    from mfgtx.jobs.vit import vit_logits
 
     sc = config.score
     assert sc is not None  # score() checked
@@ -107,10 +108,8 @@ def score_images(config: JobConfig, bundle: Any) -> Any:
     job = bundle.manifest["extra"]["job"]
     names = list(job["class_names"])
     size, mode = int(job["image_size"]), str(job.get("mode", "L"))
-    mean, std = float(job.get("mean", 0.5)), float(job.get("std", 0.5))
     min_size = int(job.get("min_size", 8))
-    cal, model = bundle.calibration, bundle.model
-    model.eval()
+    cal = bundle.calibration
     target = Path(sc.output.path) if sc.output.path else sc.errors_path()
     errors_path = sc.errors_path()
     t0 = time.perf_counter()
@@ -129,12 +128,8 @@ def score_images(config: JobConfig, bundle: Any) -> Any:
             errors += [_error(e) for e in bad]
             if not kept:
                 continue
-            with torch.no_grad():
-                logits = model((images - mean) / std).float().numpy()
-            if cal is not None:
-                prob = cal.probabilities(logits)
-            else:
-                prob = torch.softmax(torch.from_numpy(logits), -1).numpy()
+            logits = vit_logits(bundle, images, len(images))
+            prob = class_probabilities(logits, cal)
             pred = prob.argmax(1)
             cols: dict[str, Any] = {
                 "image": [keys[i] for i in kept],

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from mfgtx.calibration import class_probabilities
 from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.forecast import train_forecast
 from mfgtx.jobs.prepare import load_windows, split_windows
@@ -213,10 +214,7 @@ def train_sensor(
         y_val = windows.y[prep.val, 0].astype(int)
         calibration = _calibrate(config, _predict(model, windows, prep.val, scaler), y_val)
         test_logits = _predict(model, windows, prep.test, scaler)
-        if calibration is not None:
-            test_pred = calibration.probabilities(test_logits)
-        else:
-            test_pred = torch.softmax(torch.from_numpy(test_logits), -1).numpy()
+        test_pred = class_probabilities(test_logits, calibration)
         if test_pred.shape[1] == 2:
             test_pred = test_pred[:, 1]
     else:

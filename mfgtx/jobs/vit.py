@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from mfgtx.calibration import class_probabilities
 from mfgtx.data import DataError
 from mfgtx.jobs.config import ConfigError, ImagesSection, JobConfig
 
@@ -295,10 +296,7 @@ def train_vit(
         config, predict(model, data(val)).numpy(), labels[val], names, im.good_class
     )
     test_logits = predict(model, data(test)).numpy()
-    if calibration is not None:
-        prob = calibration.probabilities(test_logits)
-    else:
-        prob = torch.softmax(torch.from_numpy(test_logits), -1).numpy()
+    prob = class_probabilities(test_logits, calibration)
     report = compare_images(config, prep, prob)
     metrics = {key: round(float(x), 6) for key, x in report.rows[0].metrics.items()}
     if calibration is not None and calibration.threshold is not None:
