@@ -63,9 +63,10 @@ def forecast_arrays(
             past = torch.from_numpy(x[:, :, tcols])
             obs = torch.from_numpy(observed[:, :, tcols])
             cov = torch.from_numpy(x[:, :, others]) if c.n_past_covariates else None
-            points.append(model(past, obs, cov).double().numpy())
+            point, band = model.forecast_with_quantiles(past, obs, cov)
+            points.append(point.double().numpy())
             if with_band:
-                bands.append(model.predict_quantiles(past, obs, cov).double().numpy())
+                bands.append(band.double().numpy())
     shape = (0, c.horizon, len(tcols))
     point = np.concatenate(points) * scale + center if points else np.zeros(shape)
     band = None

@@ -260,6 +260,26 @@ class CausalForecaster(nn.Module):
         context = self.decoder(tokens, need_weights=True).weights or ()
         return self(past, observed, past_covariates, future_covariates), tuple(context)
 
+    def forecast_with_quantiles(
+        self,
+        past: Tensor,
+        observed: Tensor | None = None,
+        past_covariates: Tensor | None = None,
+        future_covariates: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """The point forecast ``(B, H, C)`` and the quantiles ``(B, H, C, Q)`` (``None``
+        without quantiles): :meth:`forward` and :meth:`predict_quantiles` together, in one
+        pass of the direct head (the autoregressive head runs both)."""
+        c = self.config
+        if c.head == "direct":
+            x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+            out = self._direct(x)
+            return out[..., 0], (out[..., 1:] if c.quantiles else None)
+        point = self(past, observed, past_covariates, future_covariates)
+        if not c.quantiles:
+            return point, None
+        return point, self.predict_quantiles(past, observed, past_covariates, future_covariates)
+
     def predict_quantiles(
         self,
         past: Tensor,

@@ -182,6 +182,19 @@ def test_quantiles_never_cross(kw: dict) -> None:
     assert (q.diff(dim=-1) >= 0).all()
 
 
+@pytest.mark.parametrize("quantiles", [(), (0.1, 0.5, 0.9)])
+def test_forecast_with_quantiles_equals_forward_and_predict_quantiles(quantiles) -> None:
+    model = CausalForecaster(cfg(quantiles=quantiles)).eval()
+    past = torch.randn(3, 32, 2)
+    with torch.no_grad():
+        point, band = model.forecast_with_quantiles(past)
+        torch.testing.assert_close(point, model(past))
+        if quantiles:
+            torch.testing.assert_close(band, model.predict_quantiles(past))
+        else:
+            assert band is None
+
+
 def _sine_batch(n: int, gen: torch.Generator, L: int = 48, H: int = 12) -> dict:
     t = torch.arange(L + H, dtype=torch.float32)
     phase = torch.rand(n, 1, generator=gen) * 2 * math.pi
