@@ -30,7 +30,7 @@ from mfgtx.artifacts import register_model
 from mfgtx.models.forecaster_config import ForecasterConfig
 from mfgtx.models.forecaster_inputs import checked_covariates, observed_mask
 from mfgtx.models.revin import InstanceStats, denormalize, instance_stats, normalize
-from mfgtx.nn import Decoder, KVCache, init_weights
+from mfgtx.nn import Decoder, Dropout, KVCache, init_weights
 
 __all__ = ["CausalForecaster", "ForecasterConfig"]
 
@@ -68,7 +68,7 @@ class CausalForecaster(nn.Module):
         per_step = 2 * k + (c.n_past_covariates + 1 if c.n_past_covariates else 0)
         self.embed = nn.Linear(P * per_step + (P + s) * c.n_future_covariates, c.d_model)
         self.decoder = Decoder(c.transformer, cross_attention=False)  # initialises itself
-        self.head_dropout = nn.Dropout(c.head_dropout)
+        self.head_dropout = Dropout(c.head_dropout)
         self.direct: nn.Linear | None = None
         self.future_head: nn.Linear | None = None
         self.next_patch: nn.Linear | None = None

@@ -9,6 +9,7 @@ from mfgtx.nn.attention import AttentionOutput, attention, causal_mask
 from mfgtx.nn.blocks import BlockOutput, DecoderBlock, EncoderBlock
 from mfgtx.nn.cache import KVCache, LayerKV
 from mfgtx.nn.config import TransformerConfig
+from mfgtx.nn.dropout import Dropout
 from mfgtx.nn.feedforward import FeedForward
 from mfgtx.nn.generate import CausalLM, generate
 from mfgtx.nn.init import init_weights
@@ -28,6 +29,7 @@ __all__ = [
     "CausalLM",
     "Decoder",
     "DecoderBlock",
+    "Dropout",
     "Encoder",
     "EncoderBlock",
     "EncoderDecoder",

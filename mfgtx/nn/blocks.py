@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from mfgtx.nn.cache import LayerKV
+from mfgtx.nn.dropout import Dropout
 from mfgtx.nn.feedforward import Activation, FeedForward
 from mfgtx.nn.mha import MultiHeadAttention
 from mfgtx.nn.positional import RotaryEmbedding
@@ -114,8 +115,8 @@ class EncoderBlock(nn.Module):
         self.ff = FeedForward(d_model, d_ff, activation=activation, dropout=dropout, bias=bias)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
 
     def forward(
         self,
@@ -208,7 +209,7 @@ class DecoderBlock(nn.Module):
             nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias) if cross_attention else None
         )
         self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(
         self,

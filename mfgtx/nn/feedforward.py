@@ -10,6 +10,8 @@ from typing import Literal
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mfgtx.nn.dropout import Dropout
+
 __all__ = ["FeedForward"]
 
 Activation = Literal["relu", "gelu"]
@@ -50,7 +52,7 @@ class FeedForward(nn.Module):
         self.activation = activation
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.linear2(self.dropout(_ACTIVATIONS[self.activation](self.linear1(x))))

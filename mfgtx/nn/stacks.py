@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from mfgtx.nn.blocks import DecoderBlock, EncoderBlock
 from mfgtx.nn.cache import KVCache
 from mfgtx.nn.config import TransformerConfig
+from mfgtx.nn.dropout import Dropout
 from mfgtx.nn.init import init_weights
 from mfgtx.nn.positional import (
     LearnedPositionalEmbedding,
@@ -91,7 +92,7 @@ class Encoder(nn.Module):
         super().__init__()
         c = self.config = config
         self.positions = _Positions(c, bidirectional=True)
-        self.dropout = nn.Dropout(c.dropout)
+        self.dropout = Dropout(c.dropout)
         self.blocks = nn.ModuleList(
             EncoderBlock(
                 c.d_model,
@@ -168,7 +169,7 @@ class Decoder(nn.Module):
         c = self.config = config
         self.cross_attention = cross_attention
         self.positions = _Positions(c, bidirectional=False)
-        self.dropout = nn.Dropout(c.dropout)
+        self.dropout = Dropout(c.dropout)
         self.blocks = nn.ModuleList(
             DecoderBlock(
                 c.d_model,
