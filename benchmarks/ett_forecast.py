@@ -13,6 +13,9 @@ Run (from the repository root)::
 
     nice -n 15 python benchmarks/ett_forecast.py --horizons 96 192 336 720 --models baselines
     nice -n 15 python benchmarks/ett_forecast.py --horizons 96 --models transformer --epochs 10
+    # PatchTST's ETTh1 sizes (d_model 16, 4 heads, d_ff 128, dropout 0.3), lookback 336:
+    python benchmarks/ett_forecast.py --horizons 96 --models transformer --context 336 \
+        --d-model 16 --n-heads 4 --d-ff 128 --dropout 0.3 --head-dropout 0 --lr 1e-3
     nice -n 15 python benchmarks/ett_forecast.py --quick      # a smoke run of everything
 """
 
@@ -139,11 +142,12 @@ def run_transformer(data: EttData, args: argparse.Namespace, horizon: int) -> di
         patch_len=16,
         stride=8,
         d_model=args.d_model,
-        n_heads=16,
-        n_layers=3,
-        d_ff=256,
-        dropout=0.2,
-        head_dropout=0.2,
+        n_heads=args.n_heads,
+        n_layers=args.n_layers,
+        d_ff=args.d_ff,
+        dropout=args.dropout,
+        head_dropout=args.head_dropout,
+        positional=args.positional,
     )
     model = CausalForecaster(cfg)
     limit = 512 if args.quick else None
@@ -191,6 +195,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--d-model", type=int, default=128)
+    p.add_argument("--n-heads", type=int, default=16)
+    p.add_argument("--n-layers", type=int, default=3)
+    p.add_argument("--d-ff", type=int, default=256)
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--head-dropout", type=float, default=0.2)
+    p.add_argument(
+        "--positional", default="sinusoidal", choices=["sinusoidal", "learned", "rotary"]
+    )
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "auto"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
