@@ -25,6 +25,7 @@ import torch
 
 import mfgtx.explain  # noqa: F401  (registers the explainers of the bundled models)
 from mfgtx.artifacts import Bundle, BundleError, load_bundle, verify_bundle
+from mfgtx.calibration import class_probabilities
 from mfgtx.data import ColumnMap, DataError, make_windows, read_table
 
 log = logging.getLogger("mfgtx.app")
@@ -276,10 +277,7 @@ def predict_lots(bundle: Bundle, windows: Any, idx: np.ndarray) -> Predictions:
     out = bundle.model(xt, ot).numpy()
     low = high = None
     if bundle.config.task == "classification":
-        if bundle.calibration is not None:
-            score = bundle.calibration.probabilities(out)[:, 1]
-        else:
-            score = torch.from_numpy(out).softmax(-1).numpy()[:, 1]
+        score = class_probabilities(out, bundle.calibration)[:, 1]
     else:
         score = out[:, 0]
         if bundle.config.quantiles:

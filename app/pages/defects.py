@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 from _common import (
     DEFECT_CLASS,
     MAX_IMAGE_MB,
@@ -21,6 +20,7 @@ from _common import (
     pick_bundle,
 )
 
+from mfgtx.calibration import class_probabilities
 from mfgtx.explain import (
     NOTICE,
     attention_figure,
@@ -50,7 +50,7 @@ def classify(bundle, data: bytes, which: str = "rollout"):
     maps = attention_maps(bundle.model, x)
     logits = maps.prediction.numpy()
     cal = bundle.calibration
-    prob = cal.probabilities(logits)[0] if cal else torch.softmax(maps.prediction, -1)[0].numpy()
+    prob = class_probabilities(logits, cal)[0]
     k = int(prob.argmax())
     flagged = None if cal is None or cal.threshold is None else bool(cal.decide(logits)[0])
     check = deletion_test(bundle.model, x, maps, fraction=0.1, n_random=5)
