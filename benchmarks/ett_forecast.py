@@ -148,8 +148,16 @@ def run_transformer(data: EttData, args: argparse.Namespace, horizon: int) -> di
         dropout=args.dropout,
         head_dropout=args.head_dropout,
         positional=args.positional,
+        linear_skip=args.linear_skip != "off",
     )
     model = CausalForecaster(cfg)
+    if args.linear_skip == "ridge":  # the ridge map on the training windows, then frozen
+        train_idx = data.sets["train"][:: args.train_stride]
+        x, observed = data.windows.features(train_idx, data.scaler)
+        y = data.scaler.transform(data.windows.y[train_idx])
+        model.fit_linear_skip(
+            torch.from_numpy(x), torch.from_numpy(y).float(), torch.from_numpy(observed)
+        )
     limit = 512 if args.quick else None
     tc = TrainConfig(
         epochs=args.epochs,
@@ -202,6 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--head-dropout", type=float, default=0.2)
     p.add_argument(
         "--positional", default="sinusoidal", choices=["sinusoidal", "learned", "rotary"]
+    )
+    p.add_argument(
+        "--linear-skip",
+        default="off",
+        choices=["off", "learned", "ridge"],
+        help="add a linear map of the context to the forecast: learned from zero, or the "
+        "ridge fit on the training windows, frozen (the Transformer learns the rest)",
     )
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "auto"])
     p.add_argument("--seed", type=int, default=0)

@@ -254,6 +254,10 @@ class ForecastSection:
         head: ``direct`` (whole horizon at once) or ``autoregressive`` (KV-cached generation).
         channel_independent: each series its own sequence with shared weights.
         quantiles: levels of the forecast band (ascending, in (0, 1)); empty for none.
+        linear_skip: ``off``; ``learned``: a linear map of each series' context added to the
+            forecast, learned with the rest; ``ridge``: that map fitted by ridge regression
+            on the training windows and kept fixed, so the Transformer learns what a linear
+            forecast misses (direct head only).
     """
 
     horizon: int = 24
@@ -268,6 +272,7 @@ class ForecastSection:
     head: Literal["direct", "autoregressive"] = "direct"
     channel_independent: bool = True
     quantiles: tuple[float, ...] = (0.1, 0.5, 0.9)
+    linear_skip: Literal["off", "learned", "ridge"] = "off"
 
     def __post_init__(self) -> None:
         if self.horizon < 1:

@@ -114,6 +114,7 @@ def train_forecast(
             channel_independent=fc.channel_independent,
             quantiles=fc.quantiles,
             n_past_covariates=len(covariates),
+            linear_skip=fc.linear_skip != "off",
         )
     except ValueError as e:  # e.g. a window that is not a whole number of patches
         raise ConfigError(f"{config.source_file}: forecast: {e}") from e
@@ -126,6 +127,15 @@ def train_forecast(
 
     torch.manual_seed(config.train.seed)
     model = CausalForecaster(model_config)
+    if fc.linear_skip == "ridge":  # the linear forecast first; training learns the rest
+        items = dataset(sets.train).batch(sets.train)
+        whole = torch.isfinite(items["y"]).flatten(1).all(1)  # horizons fully recorded
+        if not bool(whole.any()):
+            raise ConfigError(
+                f"{config.source_file}: forecast.linear_skip: ridge needs training windows "
+                "whose whole horizon is recorded; none has it"
+            )
+        model.fit_linear_skip(items["x"][whole], items["y"][whole], items["observed"][whole])
     fitted = fit(model, dataset(sets.train), dataset(sets.val), train_config, on_step=on_step)
     labelled = windows.labelled()
     test = np.intersect1d(prep.test, labelled)

@@ -72,6 +72,11 @@ class CausalForecaster(nn.Module):
         self.direct: nn.Linear | None = None
         self.future_head: nn.Linear | None = None
         self.next_patch: nn.Linear | None = None
+        self.skip: nn.Linear | None = None
+        if c.linear_skip:  # zero at the start: the model begins as the Transformer alone
+            self.skip = nn.Linear(c.context_length, H)
+            nn.init.zeros_(self.skip.weight)
+            nn.init.zeros_(self.skip.bias)
         if c.head == "direct":
             self.direct = nn.Linear(c.n_patches * c.d_model, H * k * (1 + Q))
             if c.n_future_covariates:
@@ -101,16 +106,7 @@ class CausalForecaster(nn.Module):
                 f"{tuple(past.shape)}"
             )
         B = past.shape[0]
-        seen = observed_mask(past, observed)
-        stats = (
-            instance_stats(past, seen)
-            if c.revin
-            else InstanceStats(
-                torch.zeros(B, 1, c.n_channels, dtype=past.dtype, device=past.device),
-                torch.ones(B, 1, c.n_channels, dtype=past.dtype, device=past.device),
-            )
-        )
-        values = torch.where(seen, normalize(past, stats), past.new_zeros(()))
+        values, seen, stats = self._normalised(past, observed)
         pc = checked_covariates("past_covariates", past_covariates, c.n_past_covariates, B, L)
         fc = checked_covariates(
             "future_covariates", future_covariates, c.n_future_covariates, B, L + future
@@ -118,6 +114,68 @@ class CausalForecaster(nn.Module):
         if self._ci:  # every channel's sequence gets the sample's covariates
             pc, fc = (None if t is None else t.repeat_interleave(c.n_channels, 0) for t in (pc, fc))
         return _Series(self._to_series(values), self._to_series(seen.to(past.dtype)), pc, fc, stats)
+
+    def _normalised(
+        self, past: Tensor, observed: Tensor | None
+    ) -> tuple[Tensor, Tensor, InstanceStats]:
+        """``past (B, L, C)`` in the model's units (RevIN or as given; 0 where missing), the
+        observed mask and the statistics that undo it."""
+        B, C = past.shape[0], self.config.n_channels
+        seen = observed_mask(past, observed)
+        stats = (
+            instance_stats(past, seen)
+            if self.config.revin
+            else InstanceStats(
+                torch.zeros(B, 1, C, dtype=past.dtype, device=past.device),
+                torch.ones(B, 1, C, dtype=past.dtype, device=past.device),
+            )
+        )
+        return torch.where(seen, normalize(past, stats), past.new_zeros(())), seen, stats
+
+    @torch.no_grad()
+    def fit_linear_skip(
+        self,
+        past: Tensor,
+        future: Tensor,
+        observed: Tensor | None = None,
+        *,
+        alpha: float = 1.0,
+        freeze: bool = True,
+    ) -> None:
+        """Set the linear skip (``linear_skip=True``) to the ridge regression of the horizon
+        on the context, in the model's normalised units, over training windows.
+
+        Training then starts from that linear forecast and the Transformer learns what it
+        misses; ``freeze`` keeps the map fixed while it does.
+
+        Args:
+            past: ``(N, L, C)`` training contexts.
+            future: ``(N, H, C)`` the horizons that followed them.
+            observed: ``(N, L, C)`` bool, ``False`` where a context value is missing.
+            alpha: ridge penalty on the map's weights (not on its bias).
+            freeze: stop gradients to the map.
+        """
+        if self.skip is None:
+            raise ValueError("fit_linear_skip needs a model built with linear_skip=True")
+        c = self.config
+        if future.dim() != 3 or tuple(future.shape[1:]) != (c.horizon, c.n_channels):
+            raise ValueError(
+                f"future must have shape (N, horizon={c.horizon}, n_channels={c.n_channels}), "
+                f"found {tuple(future.shape)}"
+            )
+        if not torch.isfinite(future).all():
+            raise ValueError("future holds NaN or infinite values: the ridge fit needs targets")
+        values, _, stats = self._normalised(past, observed)
+        X = self._to_series(values).transpose(1, 2).reshape(-1, c.context_length).double()
+        Y = self._to_series(normalize(future, stats)).transpose(1, 2).reshape(-1, c.horizon)
+        Y = Y.double()
+        x_mean, y_mean = X.mean(0), Y.mean(0)
+        Xc, Yc = X - x_mean, Y - y_mean
+        gram = Xc.T @ Xc + alpha * torch.eye(c.context_length, dtype=X.dtype, device=X.device)
+        W = torch.linalg.solve(gram, Xc.T @ Yc)  # (L, H)
+        self.skip.weight.copy_(W.T)
+        self.skip.bias.copy_(y_mean - x_mean @ W)
+        self.skip.requires_grad_(not freeze)
 
     @property
     def _ci(self) -> bool:
@@ -192,11 +250,16 @@ class CausalForecaster(nn.Module):
         h = out_stack.output
         out = self.direct(self.head_dropout(h.flatten(1)))  # (B', H*k*(1+Q))
         out = out.view(h.shape[0], c.horizon, -1, 1 + len(c.quantiles))  # (B', H, k, 1+Q)
+        delta = None  # shifts the point forecast and the first quantile (the others follow it)
+        if self.skip is not None:
+            delta = self.skip(x.values.transpose(1, 2)).transpose(1, 2)[..., None]  # (B',H,k,1)
         if self.future_head is not None and x.future_cov is not None:
             plan = x.future_cov[:, c.context_length :].flatten(1)  # (B', H*F)
-            delta = self.future_head(plan).view(*out.shape[:3], 1)  # (B', H, k, 1)
+            planned = self.future_head(plan).view(*out.shape[:3], 1)  # (B', H, k, 1)
+            delta = planned if delta is None else delta + planned
+        if delta is not None:
             moves = torch.zeros(out.shape[-1], dtype=out.dtype, device=out.device)
-            moves[:2] = 1.0  # the point forecast and the first quantile (the others follow it)
+            moves[:2] = 1.0
             out = out + delta * moves
         # quantiles cannot cross: the first is free, each next one adds a positive step
         q = torch.cat([out[..., 1:2], F.softplus(out[..., 2:])], dim=-1).cumsum(-1)

@@ -40,6 +40,9 @@ class ForecasterConfig:
         positional: ``"sinusoidal"``, ``"learned"`` or ``"rotary"``.
         norm_first: Pre-LN (default) or Post-LN blocks.
         head_dropout: dropout before the direct head.
+        linear_skip: direct head only: add a linear map of each series' normalised context
+            to the forecast (NLinear-style, shared across series when channel-independent;
+            starts at zero), so the Transformer learns what that linear map misses.
 
     Example:
         >>> cfg = ForecasterConfig(n_channels=7, context_length=512, horizon=96, patch_len=16,
@@ -68,6 +71,7 @@ class ForecasterConfig:
     positional: Literal["sinusoidal", "learned", "rotary"] = "sinusoidal"
     norm_first: bool = True
     head_dropout: float = 0.0
+    linear_skip: bool = False
 
     def __post_init__(self) -> None:
         for name in ("n_channels", "context_length", "horizon", "patch_len"):
@@ -98,6 +102,8 @@ class ForecasterConfig:
                 f"head='autoregressive' generates {self.patch_stride} steps (stride) at a time: "
                 f"horizon={self.horizon} must be a multiple of it"
             )
+        if self.linear_skip and self.head != "direct":
+            raise ValueError("linear_skip needs head='direct' (it adds to the direct forecast)")
         if self.n_future_covariates and self.horizon < self.patch_stride:
             raise ValueError(
                 f"known-future covariates are read {self.patch_stride} steps (stride) ahead of "

@@ -179,6 +179,21 @@ def test_one_batch_with_a_corrupt_image_and_a_malformed_lot_completes(
     pd.testing.assert_frame_equal(pd.read_csv(images), scored)
 
 
+def test_train_forecast_starts_from_the_ridge_map_when_asked(plant, tmp_path, capsys) -> None:
+    job = forecast_job(plant, tmp_path)
+    job["forecast"]["linear_skip"] = "ridge"
+    job["train"]["epochs"] = 1
+    code, _, err = _run(capsys, "train", "forecast", str(write_job(tmp_path / "j.yaml", job)))
+    assert code == 0, err
+    model = load_bundle(job["bundle"]).model
+    assert model.config.linear_skip
+    # fitted in closed form, and not zero as an untrained skip starts
+    assert float(model.skip.weight.detach().abs().sum()) > 0.0
+    job["forecast"]["linear_skip"] = "ridgd"
+    code, _, err = _run(capsys, "train", "forecast", str(write_job(tmp_path / "k.yaml", job)))
+    assert code == 2 and "forecast.linear_skip" in err
+
+
 def test_forecast_target_that_is_not_a_sensor_is_named(plant, tmp_path, capsys) -> None:
     job = forecast_job(plant, tmp_path)
     job["forecast"]["targets"] = ["temprature_c"]

@@ -75,6 +75,7 @@ def test_the_patchtst_comparison_configuration_is_valid() -> None:
         ({"quantiles": (0.9, 0.1)}, "quantiles must be ascending values in"),
         ({"head": "seq2seq"}, "head must be 'direct' or 'autoregressive', found 'seq2seq'"),
         ({"d_model": 15}, "d_model=15 is not divisible by n_heads=2"),
+        ({"head": "autoregressive", "linear_skip": True}, "linear_skip needs head='direct'"),
     ],
 )
 def test_bad_configurations_name_the_field(kw: dict, match: str) -> None:
@@ -304,10 +305,54 @@ def test_bad_inputs_are_refused_with_the_position() -> None:
         ar().generate(torch.randn(1, 32, 2), 2, num_samples=3)
 
 
+@pytest.mark.parametrize("ci", [True, False])
+def test_linear_skip_fits_the_ridge_map_and_training_leaves_it_frozen(ci: bool) -> None:
+    torch.manual_seed(0)
+    A = torch.randn(32, 8) / 6  # a linear rule from the context to the horizon, per series
+    past = torch.randn(400, 32, 2)
+    future = torch.einsum("nlc,lh->nhc", past, A) + 0.5
+    model = CausalForecaster(cfg(linear_skip=True, revin=False, channel_independent=ci))
+    assert float(model.skip.weight.detach().abs().sum()) == 0.0  # starts as the Transformer alone
+    model.fit_linear_skip(past, future, alpha=1e-6)
+    torch.testing.assert_close(model.skip.weight, A.T, atol=1e-4, rtol=0)
+    torch.testing.assert_close(model.skip.bias, torch.full((8,), 0.5), atol=1e-4, rtol=0)
+    with torch.no_grad():  # without the Transformer's part the forecast is the linear rule
+        model.direct.weight.zero_()
+        model.direct.bias.zero_()
+    torch.testing.assert_close(model.eval()(past[:5]), future[:5], atol=1e-4, rtol=0)
+    frozen = model.skip.weight.clone()
+    tc = TrainConfig(epochs=1, batch_size=64, lr=1e-2, patience=None, precision="fp32",
+                     device="cpu", progress="off")  # fmt: skip
+    items = _Items({"x": past[:256], "y": future[:256]})
+    fit(model, items, _Items({"x": past[256:], "y": future[256:]}), tc)
+    assert torch.equal(model.skip.weight, frozen)  # frozen: only the Transformer trained
+    assert float(model.direct.weight.detach().abs().sum()) > 0.0
+
+
+def test_linear_skip_keeps_revin_equivariance_and_refuses_bad_input() -> None:
+    model = CausalForecaster(cfg(linear_skip=True, quantiles=(0.1, 0.9))).eval()
+    past = torch.randn(40, 32, 2)
+    model.fit_linear_skip(past, torch.randn(40, 8, 2))
+    out = model(past[:3])
+    torch.testing.assert_close(model(past[:3] * 30.0 - 7.0), out * 30.0 - 7.0, rtol=1e-4, atol=1e-3)
+    q = model.predict_quantiles(past[:3])
+    assert (q.diff(dim=-1) >= 0).all()
+    with pytest.raises(ValueError, match=r"future must have shape \(N, horizon=8, n_channels=2\)"):
+        model.fit_linear_skip(past, torch.randn(40, 9, 2))
+    with pytest.raises(ValueError, match="future holds NaN"):
+        model.fit_linear_skip(past, torch.full((40, 8, 2), float("nan")))
+    with pytest.raises(ValueError, match="needs a model built with linear_skip=True"):
+        CausalForecaster(cfg()).fit_linear_skip(past, torch.randn(40, 8, 2))
+
+
 @pytest.mark.parametrize("head", ["direct", "autoregressive"])
 def test_bundle_round_trip_gives_identical_predictions(tmp_path: Path, head: str) -> None:
-    model = CausalForecaster(cfg(head=head, quantiles=(0.1, 0.9), n_future_covariates=1)).eval()
+    skip = head == "direct"  # the linear skip exists for the direct head only
+    c = cfg(head=head, quantiles=(0.1, 0.9), n_future_covariates=1, linear_skip=skip)
+    model = CausalForecaster(c).eval()
     past, plan = torch.randn(3, 32, 2), torch.randn(3, 40, 1)
+    if skip:
+        model.fit_linear_skip(torch.randn(20, 32, 2), torch.randn(20, 8, 2))
     path = save_bundle(tmp_path / head, model, metrics={"mse": 0.4})
     loaded = load_bundle(path)
     assert loaded.config == model.config
