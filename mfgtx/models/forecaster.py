@@ -100,13 +100,8 @@ class CausalForecaster(nn.Module):
         """Check and normalise the inputs; ``future`` steps of known-future inputs needed."""
         c = self.config
         L = c.context_length
-        if past.dim() != 3 or tuple(past.shape[1:]) != (L, c.n_channels):
-            raise ValueError(
-                f"past must have shape (B, context_length={L}, n_channels={c.n_channels}), found "
-                f"{tuple(past.shape)}"
-            )
-        B = past.shape[0]
         values, seen, stats = self._normalised(past, observed)
+        B = past.shape[0]
         pc = checked_covariates("past_covariates", past_covariates, c.n_past_covariates, B, L)
         fc = checked_covariates(
             "future_covariates", future_covariates, c.n_future_covariates, B, L + future
@@ -120,7 +115,13 @@ class CausalForecaster(nn.Module):
     ) -> tuple[Tensor, Tensor, InstanceStats]:
         """``past (B, L, C)`` in the model's units (RevIN or as given; 0 where missing), the
         observed mask and the statistics that undo it."""
-        B, C = past.shape[0], self.config.n_channels
+        L, C = self.config.context_length, self.config.n_channels
+        if past.dim() != 3 or tuple(past.shape[1:]) != (L, C):
+            raise ValueError(
+                f"past must have shape (B, context_length={L}, n_channels={C}), found "
+                f"{tuple(past.shape)}"
+            )
+        B = past.shape[0]
         seen = observed_mask(past, observed)
         stats = (
             instance_stats(past, seen)
@@ -141,6 +142,7 @@ class CausalForecaster(nn.Module):
         *,
         alpha: float = 1.0,
         freeze: bool = True,
+        chunk: int = 4096,
     ) -> None:
         """Set the linear skip (``linear_skip=True``) to the ridge regression of the horizon
         on the context, in the model's normalised units, over training windows.
@@ -154,6 +156,7 @@ class CausalForecaster(nn.Module):
             observed: ``(N, L, C)`` bool, ``False`` where a context value is missing.
             alpha: ridge penalty on the map's weights (not on its bias).
             freeze: stop gradients to the map.
+            chunk: windows normalised at a time (the fit keeps sums of products only).
         """
         if self.skip is None:
             raise ValueError("fit_linear_skip needs a model built with linear_skip=True")
@@ -165,14 +168,25 @@ class CausalForecaster(nn.Module):
             )
         if not torch.isfinite(future).all():
             raise ValueError("future holds NaN or infinite values: the ridge fit needs targets")
-        values, _, stats = self._normalised(past, observed)
-        X = self._to_series(values).transpose(1, 2).reshape(-1, c.context_length).double()
-        Y = self._to_series(normalize(future, stats)).transpose(1, 2).reshape(-1, c.horizon)
-        Y = Y.double()
-        x_mean, y_mean = X.mean(0), Y.mean(0)
-        Xc, Yc = X - x_mean, Y - y_mean
-        gram = Xc.T @ Xc + alpha * torch.eye(c.context_length, dtype=X.dtype, device=X.device)
-        W = torch.linalg.solve(gram, Xc.T @ Yc)  # (L, H)
+        if future.shape[0] != past.shape[0]:
+            raise ValueError(f"past has {past.shape[0]} windows but future {future.shape[0]}")
+        L, H = c.context_length, c.horizon
+        f64 = {"dtype": torch.float64, "device": past.device}
+        n, sx, sy = 0, torch.zeros(L, **f64), torch.zeros(H, **f64)
+        xx, xy = torch.zeros(L, L, **f64), torch.zeros(L, H, **f64)
+        for a in range(0, past.shape[0], chunk):  # sums of products: memory of one chunk
+            part = slice(a, a + chunk)
+            values, _, stats = self._normalised(
+                past[part], None if observed is None else observed[part]
+            )
+            X = self._to_series(values).transpose(1, 2).reshape(-1, L).double()  # (rows, L)
+            Y = self._to_series(normalize(future[part], stats)).transpose(1, 2).reshape(-1, H)
+            Y = Y.double()
+            n, sx, sy = n + X.shape[0], sx + X.sum(0), sy + Y.sum(0)
+            xx, xy = xx + X.T @ X, xy + X.T @ Y
+        x_mean, y_mean = sx / n, sy / n  # centred normal equations; the bias is not penalised
+        gram = xx - n * torch.outer(x_mean, x_mean) + alpha * torch.eye(L, **f64)
+        W = torch.linalg.solve(gram, xy - n * torch.outer(x_mean, y_mean))  # (L, H)
         self.skip.weight.copy_(W.T)
         self.skip.bias.copy_(y_mean - x_mean @ W)
         self.skip.requires_grad_(not freeze)

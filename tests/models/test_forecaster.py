@@ -329,6 +329,16 @@ def test_linear_skip_fits_the_ridge_map_and_training_leaves_it_frozen(ci: bool) 
     assert float(model.direct.weight.detach().abs().sum()) > 0.0
 
 
+def test_linear_skip_fit_in_chunks_equals_one_pass() -> None:
+    past, future = torch.randn(50, 32, 2), torch.randn(50, 8, 2)
+    seen = torch.rand(50, 32, 2) > 0.1
+    one, many = (CausalForecaster(cfg(linear_skip=True)) for _ in range(2))
+    one.fit_linear_skip(past, future, seen, chunk=50)
+    many.fit_linear_skip(past, future, seen, chunk=7)
+    torch.testing.assert_close(many.skip.weight, one.skip.weight, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(many.skip.bias, one.skip.bias, atol=1e-5, rtol=1e-4)
+
+
 def test_linear_skip_keeps_revin_equivariance_and_refuses_bad_input() -> None:
     model = CausalForecaster(cfg(linear_skip=True, quantiles=(0.1, 0.9))).eval()
     past = torch.randn(40, 32, 2)
@@ -339,6 +349,10 @@ def test_linear_skip_keeps_revin_equivariance_and_refuses_bad_input() -> None:
     assert (q.diff(dim=-1) >= 0).all()
     with pytest.raises(ValueError, match=r"future must have shape \(N, horizon=8, n_channels=2\)"):
         model.fit_linear_skip(past, torch.randn(40, 9, 2))
+    with pytest.raises(ValueError, match="past has 40 windows but future 39"):
+        model.fit_linear_skip(past, torch.randn(39, 8, 2))
+    with pytest.raises(ValueError, match=r"past must have shape \(B, context_length=32"):
+        model.fit_linear_skip(past[:, :30], torch.randn(40, 8, 2))
     with pytest.raises(ValueError, match="future holds NaN"):
         model.fit_linear_skip(past, torch.full((40, 8, 2), float("nan")))
     with pytest.raises(ValueError, match="needs a model built with linear_skip=True"):
