@@ -76,3 +76,22 @@ def write_job(path: Path, job: dict) -> Path:
 def summary(stdout: str) -> dict:
     """The JSON summary: the last line of a command's stdout."""
     return json.loads(stdout.strip().splitlines()[-1])
+
+
+def train_until_killed(kind: str, config: object) -> Path:
+    """Run ``train(kind, config)`` and kill it once the first epoch's checkpoint is written,
+    as a scheduler or an operator would; returns that checkpoint's path."""
+    from mfgtx.jobs import train
+
+    ckpt = Path(f"{config.bundle}.ckpt") / "last.ckpt"  # type: ignore[attr-defined]
+
+    class Killed(Exception):
+        pass
+
+    def kill_after_first_checkpoint(step: int, loss: float) -> None:
+        if ckpt.exists():  # written at the end of epoch 1
+            raise Killed
+
+    with pytest.raises(Killed):
+        train(kind, config, on_step=kill_after_first_checkpoint)
+    return ckpt

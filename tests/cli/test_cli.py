@@ -12,7 +12,7 @@ import pytest
 from mfgtx.artifacts import load_bundle
 from mfgtx.cli import main
 from mfgtx.jobs import ConfigError, load_config
-from tests.cli.conftest import quality_job, summary, write_job
+from tests.cli.conftest import quality_job, summary, train_until_killed, write_job
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = ["train", "evaluate", "score", "audit", "app", "demo", "bench"]
@@ -93,17 +93,7 @@ def test_killed_train_resumes_from_its_checkpoint(plant, tmp_path, capsys) -> No
     job["train"].update(epochs=3, batch_size=8)
     path = write_job(tmp_path / "job.yaml", job)
     config = load_config(path)
-    ckpt = Path(f"{config.bundle}.ckpt") / "last.ckpt"
-
-    class Killed(Exception):
-        pass
-
-    def kill_after_first_checkpoint(step: int, loss: float) -> None:
-        if ckpt.exists():  # written at the end of epoch 1
-            raise Killed
-
-    with pytest.raises(Killed):
-        train("sensor", config, on_step=kill_after_first_checkpoint)
+    ckpt = train_until_killed("sensor", config)
     assert ckpt.exists() and not Path(str(config.bundle)).exists()  # no partial bundle
 
     assert main(["train", "sensor", str(path), "--resume"]) == 0

@@ -12,7 +12,7 @@ from PIL import Image
 from mfgtx.artifacts import load_bundle
 from mfgtx.cli import main
 from mfgtx.jobs import load_config
-from tests.cli.conftest import SENSORS, summary, write_job
+from tests.cli.conftest import SENSORS, summary, train_until_killed, write_job
 from tests.cli.test_jobs import _scoring_input
 
 
@@ -209,23 +209,11 @@ def test_strict_small_defect_guard_refuses_the_job(image_folder, tmp_path, capsy
 
 
 def test_killed_train_forecast_resumes(plant, tmp_path, capsys) -> None:
-    from mfgtx.jobs import train
-
     job = forecast_job(plant, tmp_path)
     job["train"].update(epochs=2)
     path = write_job(tmp_path / "job.yaml", job)
     config = load_config(path)
-    ckpt = Path(f"{config.bundle}.ckpt") / "last.ckpt"
-
-    class Killed(Exception):
-        pass
-
-    def kill_after_first_checkpoint(step: int, loss: float) -> None:
-        if ckpt.exists():
-            raise Killed
-
-    with pytest.raises(Killed):
-        train("forecast", config, on_step=kill_after_first_checkpoint)
+    train_until_killed("forecast", config)
     assert not Path(str(config.bundle)).exists()
     code, result, err = _run(capsys, "train", "forecast", str(path), "--resume")
     assert code == 0, err
