@@ -82,15 +82,24 @@ class WindowDataset(Dataset):
         return int(self.indices.shape[0])
 
     def __getitem__(self, i: int) -> dict[str, Tensor]:
-        j = int(self.indices[i])
-        x, observed = self.windows.features([j], self.scaler)
-        item = {
-            "x": torch.from_numpy(x[0]),
-            "observed": torch.from_numpy(observed[0]),
-            "index": torch.tensor(j),
+        return self.__getitems__([i])[0]
+
+    def __getitems__(self, items: Sequence[int]) -> list[dict[str, Tensor]]:
+        """The items at positions ``items``, read and scaled in one vectorised pass.
+
+        A :class:`~torch.utils.data.DataLoader` calls this once per batch instead of
+        ``__getitem__`` once per item; its collate function then stacks the items as usual.
+        """
+        j = self.indices[np.asarray(items, dtype=np.int64)]
+        x, observed = self.windows.features(j, self.scaler)
+        columns = {
+            "x": torch.from_numpy(x),
+            "observed": torch.from_numpy(observed),
+            "index": torch.from_numpy(j),
         }
         if self.target == "float":
-            item["y"] = torch.from_numpy(np.asarray(self.windows.y[j], dtype=np.float32))
+            columns["y"] = torch.from_numpy(np.asarray(self.windows.y[j], dtype=np.float32))
         elif self.target == "class":
-            item["y"] = torch.tensor(int(np.ravel(self.windows.y[j])[0]))
-        return item
+            first = self.windows.y[j].reshape(len(j), -1)[:, 0]
+            columns["y"] = torch.from_numpy(first.astype(np.int64))
+        return [{k: v[n] for k, v in columns.items()} for n in range(len(j))]
