@@ -172,3 +172,39 @@ def test_regression_shape_mismatch_and_nan_raise(fn) -> None:
 def test_classification_input_errors(y, p, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         M.classification_metrics(y, p)
+
+
+def test_paired_bootstrap_tells_a_better_model_from_a_tie(rng: np.random.Generator) -> None:
+    t = rng.normal(size=200)
+    good, bad = t + rng.normal(scale=1.0, size=200), t + rng.normal(scale=3.0, size=200)
+    d = M.paired_bootstrap(t, good, bad)
+    assert d.difference == pytest.approx(M.rmse(t, good) - M.rmse(t, bad))
+    assert d.low < d.difference < d.high < 0  # clearly better: the interval excludes 0
+    same = M.paired_bootstrap(t, good, good)
+    assert (same.difference, same.low, same.high) == (0.0, 0.0, 0.0)
+    twin = t + rng.normal(scale=1.0, size=200)  # as good as `good`, other noise
+    tie = M.paired_bootstrap(t, good, twin)
+    assert tie.low < 0 < tie.high
+    assert M.paired_bootstrap(t, good, twin, seed=1) != tie  # the seed sets the draws
+    assert M.paired_bootstrap(t, good, twin) == tie
+
+
+def test_paired_bootstrap_draws_the_same_rows_for_both(rng: np.random.Generator) -> None:
+    # b is a shifted by a constant: resampling rows jointly keeps the difference nearly
+    # fixed, while independent draws for a and b would spread it over about +-1
+    t = np.zeros(100)
+    a = rng.normal(scale=5.0, size=100)
+    d = M.paired_bootstrap(t, a, a + 0.1, M.mae, n_resamples=500)
+    assert d.high - d.low < 0.15 and d.level == 0.95
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"n_resamples": 10}, "n_resamples"), ({"level": 1.0}, "level")],
+)
+def test_paired_bootstrap_refuses_bad_settings(kwargs: dict, match: str) -> None:
+    t = np.arange(5.0)
+    with pytest.raises(ValueError, match=match):
+        M.paired_bootstrap(t, t, t, **kwargs)
+    with pytest.raises(ValueError, match="shape"):
+        M.paired_bootstrap(t, t, t[:4])
