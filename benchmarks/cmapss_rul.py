@@ -46,7 +46,7 @@ import torch
 from mfgtx.baselines import GradientBoosting, Ridge, TrainMean
 from mfgtx.data import ColumnMap, SensorScaler, WindowDataset, Windows, make_windows, read_table
 from mfgtx.datasets import CMAPSS_SENSORS, cmapss_fleet, read_cmapss
-from mfgtx.metrics import nasa_score, rmse
+from mfgtx.metrics import nasa_score, paired_bootstrap, rmse
 from mfgtx.models import MaskedPretraining, SensorEncoder, SensorEncoderConfig
 from mfgtx.split import AuditReport, LotTimeSplit, audit
 from mfgtx.train import TrainConfig, fit, predict
@@ -109,10 +109,9 @@ def train_encoder(windows, train, val, scaler, args, *, seed, model=None, batch_
     return model, result
 
 
-def predict_last(models, test_windows, last, scaler) -> np.ndarray:
-    """Mean prediction of ``models`` on the last window of each test engine."""
-    data = WindowDataset(test_windows, last, scaler, target="none")
-    return np.mean([predict(m, data).numpy().ravel() for m in models], axis=0)
+def predict_last(model, test_windows, last, scaler) -> np.ndarray:
+    """``model``'s prediction on the last window of each test engine."""
+    return predict(model, WindowDataset(test_windows, last, scaler, target="none")).numpy().ravel()
 
 
 @dataclass(frozen=True)
@@ -129,8 +128,8 @@ class Fold:
 
 
 def make_fold(raw: pd.DataFrame, held_out: list[int]) -> Fold:
-    units = sorted(int(u) for u in raw["unit"].unique())
-    order = [u for u in units if u not in set(held_out)] + held_out
+    rest = set(raw["unit"].astype(int)) - set(held_out)
+    order = sorted(rest) + held_out
     cols = ColumnMap(
         lot="unit", time="time", sensors=SENSORS, targets="rul", label_time="failed_at"
     )
@@ -158,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not 2 <= args.folds <= 20:
         p.error(f"--folds must be between 2 and 20, found {args.folds}")
+    if args.few_draws < 1:
+        p.error(f"--few-draws must be at least 1, found {args.few_draws}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
     raw = read(args.folder, "train_FD001.txt.gz")
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
 
     names = ("TrainMean", "Ridge", "GradientBoosting")
     baseline_preds: dict[str, list[np.ndarray]] = {n: [] for n in names}
-    members, fits, member_preds, folds = [], [], [], []
+    fits, member_preds, folds = [], [], []
     minutes = 0.0
     for k, block in enumerate(blocks):
         fold = make_fold(raw, [int(u) for u in block])
@@ -186,23 +187,21 @@ def main(argv: list[str] | None = None) -> int:
             fold.windows, fold.train, fold.val, fold.scaler, args, seed=args.seed + k
         )
         minutes += (time.perf_counter() - t0) / 60
-        members.append(model)
         fits.append(fit_result)
-        member_preds.append(predict_last([model], test_windows, last, fold.scaler))
+        member_preds.append(predict_last(model, test_windows, last, fold.scaler))
 
-    results: dict[str, dict[str, float]] = {}
+    preds: dict[str, np.ndarray] = {}  # row name -> test predictions (100,)
     for n in names:
-        results[f"{n} ({args.folds}-fold mean)"] = scores(np.mean(baseline_preds[n], 0), truth)
+        preds[f"{n} ({args.folds}-fold mean)"] = np.mean(baseline_preds[n], 0)
     gb_all = GradientBoosting()
     all_idx = np.arange(len(folds[-1].windows))  # every window of every training engine
     gb_all.fit(folds[-1].windows, all_idx, SensorScaler.fit(folds[-1].windows, all_idx))
-    results["GradientBoosting (all 100 engines)"] = scores(
-        gb_all.predict(test_windows, last).ravel(), truth
-    )
+    preds["GradientBoosting (all 100 engines)"] = gb_all.predict(test_windows, last).ravel()
     for k, pred in enumerate(member_preds):
-        results[f"SensorEncoder member {k + 1}"] = scores(pred, truth)
+        preds[f"SensorEncoder member {k + 1}"] = pred
     name = f"SensorEncoder ({args.folds}-fold cross-fitted ensemble)"
-    results[name] = scores(np.mean(member_preds, 0), truth)
+    preds[name] = np.mean(member_preds, 0)
+    results = {row: scores(pred, truth) for row, pred in preds.items()}
     val_rmse = [float(np.sqrt(f.best_val_loss)) * CAP for f in fits]
 
     print("# C-MAPSS FD001, remaining useful life (100 test engines, last window each)\n")
@@ -240,6 +239,15 @@ def main(argv: list[str] | None = None) -> int:
             f"conventions ({enc['rmse']:.2f} vs {gb['rmse']:.2f}; "
             f"capped {enc['rmse_capped']:.2f} vs {gb['rmse_capped']:.2f})"
         )
+        # how sure: the same test engines resampled for both
+        for label, t in (("as given", truth), ("capped", np.minimum(truth, CAP))):
+            d = paired_bootstrap(t, np.clip(preds[name], 0, CAP), np.clip(preds[gb_name], 0, CAP))
+            results[f"{name} minus {gb_name}, RMSE {label}"] = d._asdict()
+            print(
+                f"  - RMSE {label}, SensorEncoder minus boosting: {d.difference:+.2f}, "
+                f"{d.level:.0%} paired bootstrap interval over the test engines "
+                f"[{d.low:+.2f}, {d.high:+.2f}]"
+            )
     met = "met" if enc["rmse_capped"] <= 11.0 else "NOT met"
     print(f"- target RMSE <= 11.0 against capped truth: {met} ({enc['rmse_capped']:.2f})")
     if enc["rmse_capped"] < 9.0:
@@ -271,8 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                 windows, few, val, scaler, args, model=copy.deepcopy(pre_model), **kw
             )
             row = [
-                scores(predict_last([m], test_windows, last, scaler), truth)
-                for m in (scratch, tuned)
+                scores(predict_last(m, test_windows, last, scaler), truth) for m in (scratch, tuned)
             ]
             rows.append((sorted(int(u) for u in few_units), len(few), row))
         print(
