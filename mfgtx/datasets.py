@@ -58,11 +58,11 @@ def cmapss_fleet(
         [1, 2, 0]
     """
     df = df.copy()
-    life = df.groupby("unit")["cycle"].transform("max")
     lives = df.groupby("unit")["cycle"].max()
+    life = df["unit"].map(lives)
     if order is not None:
         order = list(order)
-        if sorted(order) != sorted(lives.index) or len(set(order)) != len(order):
+        if sorted(order) != sorted(lives.index):  # also catches a unit listed twice
             missing = sorted(set(lives.index) - set(order))
             extra = sorted(set(order) - set(lives.index))
             raise ValueError(
