@@ -4,8 +4,9 @@ On CPU, ``torch.nn.Dropout`` draws its mask with ``bernoulli_``: one Mersenne-Tw
 and a float comparison per element. :class:`Dropout` instead draws 64 random bits at a time
 and reads them as four 16-bit uniforms, keeping an element when its uniform is at or above
 ``p``'s point on the 2**-16 grid. Forward and backward of one dropout on a (32 x 7, 64, 128)
-activation took 10.4 ms against 17.8 ms for fp32 uniforms (``torch.rand``) and 30.0 ms for
-``torch.nn.Dropout``, on the 2-core build machine; the eleven dropouts of the forecaster's
+activation took 10.3-11.1 ms against 17.2-18.4 ms for fp32 uniforms (``torch.rand``) and
+28.7-31.8 ms for ``torch.nn.Dropout`` on the 2-core build machine
+(``benchmarks/dropout_mask.py``); the eleven dropouts of the forecaster's
 comparison configuration were a fifth of its training step.
 
 Same distribution up to that grid (``p=0.2`` drops a share of 13107 / 65536 = 0.1999969),
