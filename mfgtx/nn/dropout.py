@@ -31,7 +31,7 @@ def _keep_mask(shape: torch.Size, p: float) -> Tensor:
     """A bool CPU mask of ``shape``, each element True with probability ``1 - p``."""
     drop = round(p * _GRID)
     if abs(drop / _GRID - p) > 1e-3 * p:  # p too small (or too fine) for the 16-bit grid
-        return torch.rand(shape, dtype=torch.float32).ge_(p)
+        return torch.rand(shape, dtype=torch.float32).ge(p)
     n = math.prod(shape)
     # the whole int64 range: 64 uniform bits per draw, a quarter of the draws of torch.rand
     bits = torch.randint(-(2**63), 2**63 - 1, ((n + 3) // 4,), dtype=torch.int64)
