@@ -46,6 +46,7 @@ def make_windows(
     forecast: tuple[str, ...] | list[str] | None = None,
     as_of: object | None = None,
     on_short: Literal["error", "skip"] = "error",
+    min_rows: int | None = None,
 ) -> Windows:
     """Windows of ``window`` rows over every lot of ``table``.
 
@@ -62,7 +63,13 @@ def make_windows(
             row stamped after ``as_of`` or a label that became known after it is an error
             (select the windows known by then with :meth:`Windows.known_at` instead).
         on_short: ``"error"`` (default) or ``"skip"`` for lots shorter than
-            ``window + horizon`` rows.
+            ``window + horizon`` rows (``min_rows`` rows with ``min_rows``).
+        min_rows: let windows begin before their lot's first row, so that a lot's early
+            rows (and lots shorter than ``window``) get windows too: every row from the
+            ``min_rows``-th of a lot on ends a window, and the steps before the lot began
+            are missing (``Windows.pad`` counts them). Use it to give a model a lot's whole
+            history up to ``window`` rows, for example an engine's life so far. ``None``
+            (default): every window is ``window`` rows of its lot. Needs ``horizon=0``.
 
     Returns:
         :class:`~mfgtx.data.Windows`.
@@ -74,10 +81,20 @@ def make_windows(
         >>> w = make_windows(read_table(df, ColumnMap("lot", "t", targets="rul")), 3)
         >>> len(w), w.lot.tolist(), w.y[:, 0].tolist()
         (5, ['A', 'A', 'A', 'B', 'B'], [2.0, 1.0, 0.0, 1.0, 0.0])
+        >>> h = make_windows(read_table(df, ColumnMap("lot", "t", targets="rul")), 6, min_rows=4)
+        >>> h.lot.tolist(), h.pad.tolist(), h.y[:, 0].tolist()  # B's 4 rows: 2 steps of padding
+        (['A', 'A', 'B'], [2, 1, 2], [1.0, 0.0, 0.0])
     """
     for name, value, low in (("window", window, 1), ("stride", stride, 1), ("horizon", horizon, 0)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, found {value!r}")
+    if min_rows is not None:
+        if not isinstance(min_rows, (int, np.integer)) or not 1 <= min_rows <= window:
+            raise ValueError(
+                f"min_rows must be an integer in [1, window={window}], found {min_rows!r}"
+            )
+        if horizon:
+            raise ValueError(f"min_rows needs horizon=0 (labels at the last row), found {horizon}")
     if on_short not in ("error", "skip"):
         raise ValueError(f"on_short must be 'error' or 'skip', found {on_short!r}")
     cols = table.columns
@@ -98,15 +115,19 @@ def make_windows(
 
     times = _as_array(frame[cols.time])
     label_rows = _as_array(frame[cols.label_time]) if cols.label_time else times
-    need = window + horizon
-    starts: list[np.ndarray] = []
+    need = window + horizon if min_rows is None else min_rows
+    starts: list[np.ndarray] = []  # first step of each window, before the lot's first row if padded
+    firsts: list[np.ndarray] = []  # the lot's first row, per window
     short: list[str] = []
     for lot, (a, b) in table.lot_bounds().items():
         n = b - a
         if n < need:
             short.append(f"{lot} ({n} rows)")
             continue
-        starts.append(np.arange(a, b - need + 1, stride))
+        first_step = a if min_rows is None else a + min_rows - window
+        lot_starts = np.arange(first_step, b - window - horizon + 1, stride)
+        starts.append(lot_starts)
+        firsts.append(np.full(len(lot_starts), a))
     if short:
         msg = (
             f"{len(short)} lot(s) shorter than window + horizon = {need} rows: "
@@ -119,8 +140,10 @@ def make_windows(
         warnings.warn(msg + "; left out", DataWarning, stacklevel=2)
     if not starts:
         raise DataError(f"no lot of {table.source} is long enough for one window of {need} rows")
-    row_start = np.concatenate(starts).astype(np.int64)
-    last = row_start + window - 1  # (N,) last feature row: the prediction time
+    step_start = np.concatenate(starts).astype(np.int64)
+    row_start = np.maximum(step_start, np.concatenate(firsts))  # (N,) first real row
+    pad = row_start - step_start  # (N,) steps before the lot began
+    last = step_start + window - 1  # (N,) last feature row: the prediction time
 
     if horizon == 0:
         label_time = label_rows[last]
@@ -143,6 +166,7 @@ def make_windows(
         window=window,
         stride=stride,
         horizon=horizon,
+        pad=None if min_rows is None else pad,
     )
     if as_of is not None:
         t = result.time_value(as_of)

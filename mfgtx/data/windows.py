@@ -34,7 +34,8 @@ class Windows:
         values: ``(R, C)`` float32 sensor values of the whole table, NaN where missing
             (unscaled).
         row_start: ``(N,)`` first table row of each window; its rows are
-            ``row_start .. row_start + window - 1``, all of one lot.
+            ``row_start .. row_start + length - 1``, all of one lot (``length`` is ``window``
+            less the window's ``pad``).
         lot: ``(N,)`` lot id of each window (str).
         start: ``(N,)`` time of the first feature row: ``datetime64[ns]`` (UTC), or float
             when the table's time is a number (cycles).
@@ -47,6 +48,9 @@ class Windows:
         window: ``T``.
         stride: step between window starts within a lot.
         horizon: ``H`` (0 when the label sits at the window's last row).
+        pad: ``(N,)`` leading steps of each window that lie before its lot's first row
+            (read as missing), or ``None`` when every window is ``window`` rows of its lot.
+            See ``min_rows`` of :func:`mfgtx.data.make_windows`.
     """
 
     values: np.ndarray
@@ -61,9 +65,38 @@ class Windows:
     window: int
     stride: int
     horizon: int
+    pad: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.pad is not None:
+            pad = np.asarray(self.pad, dtype=np.int64)
+            if pad.shape != self.row_start.shape or (pad < 0).any() or (pad >= self.window).any():
+                raise ValueError(
+                    f"pad must hold one value in [0, window={self.window}) per window "
+                    f"({len(self.row_start)}), found shape {pad.shape}"
+                )
+            if self.horizon:
+                raise ValueError("padded windows are for labels at the last row (horizon=0)")
+            object.__setattr__(self, "pad", pad)
 
     def __len__(self) -> int:
         return int(self.row_start.shape[0])
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """``(N,)`` table rows each window covers: ``window`` less its ``pad``."""
+        if self.pad is None:
+            return np.full(len(self), self.window, dtype=np.int64)
+        return self.window - self.pad
+
+    def _grid(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Table row of every step of the given windows ``(n, T)`` and which steps are real
+        rows (not padding); a padding step points at the window's first real row."""
+        steps = np.arange(self.window)[None, :]  # (1, T)
+        pad = np.zeros((len(idx), 1), np.int64) if self.pad is None else self.pad[idx][:, None]
+        real = steps >= pad  # (n, T)
+        rows = self.row_start[idx][:, None] + np.maximum(steps - pad, 0)  # (n, T)
+        return rows, real
 
     @classmethod
     def concat(cls, parts: Sequence[Windows]) -> Windows:
@@ -119,6 +152,9 @@ class Windows:
             window=first.window,
             stride=first.stride,
             horizon=first.horizon,
+            pad=None
+            if all(p.pad is None for p in parts)
+            else np.concatenate([p.window - p.lengths for p in parts]),
         )
 
     @property
@@ -150,11 +186,11 @@ class Windows:
 
     def rows(self, indices: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         """Sorted distinct table rows covered by the given windows (all windows if ``None``)."""
-        starts = self.row_start if indices is None else self.row_start[np.asarray(indices)]
-        if starts.size == 0:
+        idx = np.arange(len(self)) if indices is None else np.asarray(indices, dtype=np.int64)
+        if idx.size == 0:
             return np.empty(0, dtype=np.int64)
-        covered = starts[:, None] + np.arange(self.window)[None, :]  # (n, T)
-        return np.unique(covered)
+        rows, real = self._grid(idx)  # (n, T)
+        return np.unique(rows[real])
 
     def features(
         self, indices: Sequence[int] | np.ndarray, scaler: _Transform | None = None
@@ -163,11 +199,14 @@ class Windows:
 
         Missing values are reported in ``observed`` and set to 0 in ``x`` *after* scaling, so a
         missing value reads as the training mean (or median). Nothing is interpolated, so
-        nothing crosses a lot boundary.
+        nothing crosses a lot boundary; a padded window's steps before its lot began are
+        missing too.
         """
         idx = np.asarray(indices, dtype=np.int64)
-        rows = self.row_start[idx][:, None] + np.arange(self.window)[None, :]  # (n, T)
+        rows, real = self._grid(idx)  # (n, T)
         x = self.values[rows]  # (n, T, C)
+        if self.pad is not None:
+            x = np.where(real[:, :, None], x, np.float32(np.nan))
         if scaler is not None:
             x = scaler.transform(x)
         observed = ~np.isnan(x)

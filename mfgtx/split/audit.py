@@ -321,7 +321,8 @@ def _scaler_train_only(s: _Split, scaler: _FittedOnRows) -> Check:
         if name == "train" or not idx.size:
             continue
         starts = windows.row_start[idx]
-        hits = np.searchsorted(extra, starts + windows.window) - np.searchsorted(extra, starts)
+        ends = starts + windows.lengths[idx]
+        hits = np.searchsorted(extra, ends) - np.searchsorted(extra, starts)
         users = idx[hits > 0]
         if users.size:
             rows = np.isin(extra, windows.rows(users))

@@ -184,3 +184,52 @@ def test_window_dataset_warns_when_forecast_targets_would_stay_unscaled() -> Non
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         WindowDataset(w, range(len(w)))  # no scaler: x and y in the same units
+
+
+def test_history_windows_pad_before_the_lot_and_read_only_its_rows() -> None:
+    t = table((10, 7, 4))  # rows 0-9, 10-16, 17-20
+    w = make_windows(t, 8, min_rows=3)
+    # every row from each lot's third on ends one window: 8 + 5 + 2
+    assert w.lot.tolist() == ["L0"] * 8 + ["L1"] * 5 + ["L2"] * 2
+    ends = w.row_start + w.lengths - 1
+    assert ends.tolist() == [*range(2, 10), *range(12, 17), 19, 20]
+    assert w.pad.tolist() == [5, 4, 3, 2, 1, 0, 0, 0, 5, 4, 3, 2, 1, 5, 4]
+    assert w.y[:, 0].tolist() == [0.0] * 8 + [1.0] * 5 + [2.0] * 2  # the label at the last row
+    x, observed = w.features(np.arange(len(w)))
+    assert x.shape == (15, 8, 2)
+    # the lot-L1 window with 4 steps of padding: missing there, then L1's own first rows
+    k = 9
+    assert not observed[k, :4].any() and observed[k, 4:].all()
+    assert x[k, 4:, 0].tolist() == [100, 101, 102, 103]
+    assert (x[k, :4] == 0).all()  # never the previous lot's values
+    assert w.start[k] == t.frame["timestamp"].to_numpy("datetime64[ns]")[10]  # first real row
+    # rows covered: real rows only (the scaler fits on them and the audit checks them)
+    assert w.rows([k]).tolist() == list(range(10, 14))
+    assert np.array_equal(w.rows(), np.arange(21))
+    s = SensorScaler.fit(w, np.flatnonzero(w.lot == "L1"))
+    assert s.fit_rows == ((10, 17),)
+
+
+def test_history_windows_match_plain_windows_where_no_padding_is_needed() -> None:
+    t = table((10, 7, 9))
+    plain = make_windows(t, 5)
+    hist = make_windows(t, 5, min_rows=2)
+    full = np.flatnonzero(hist.pad == 0)
+    assert np.array_equal(hist.row_start[full], plain.row_start)
+    np.testing.assert_array_equal(hist.features(full)[0], plain.features(np.arange(len(plain)))[0])
+    assert make_windows(t, 5, min_rows=5).pad.tolist() == [0] * len(plain)  # nothing to pad
+
+
+def test_history_window_errors_and_short_lots() -> None:
+    t = table((10, 2, 8))
+    with pytest.raises(
+        ValueError, match=r"min_rows must be an integer in \[1, window=4\], found 5"
+    ):
+        make_windows(t, 4, min_rows=5)
+    with pytest.raises(ValueError, match="min_rows needs horizon=0"):
+        make_windows(t, 4, min_rows=2, horizon=1)
+    with pytest.raises(DataError, match=r"L1 \(2 rows\)"):
+        make_windows(t, 20, min_rows=3)
+    with pytest.warns(DataWarning, match="L1"):
+        w = make_windows(t, 20, min_rows=3, on_short="skip")
+    assert sorted(set(w.lot)) == ["L0", "L2"] and (w.pad > 0).all()

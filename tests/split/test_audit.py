@@ -256,3 +256,29 @@ def test_overlap_with_a_long_window_that_started_first_is_found() -> None:
     assert (
         "test window 2 (lot 'C'" in overlap.detail and "train window 0 (lot 'A'" in overlap.detail
     )
+
+
+def test_scaler_check_counts_only_the_real_rows_of_padded_history_windows() -> None:
+    """With ``make_windows(min_rows=)`` a window's padding is no table row: the scaler check
+    must place leaked rows by the rows each window really reads."""
+    from mfgtx.data import ColumnMap, make_windows, read_table
+
+    lots = {"A": 8, "B": 6, "C": 5}  # rows 0-7, 8-13, 14-18, one lot after another in time
+    df = pd.DataFrame(
+        {
+            "lot": [lot for lot, n in lots.items() for _ in range(n)],
+            "t": T0 + H * np.arange(sum(lots.values())),
+            "x": np.arange(sum(lots.values()), dtype=float),
+            "y": 1.0,
+        }
+    )
+    w = make_windows(read_table(df, ColumnMap("lot", "t", targets="y")), 10, min_rows=2)
+    assert (w.pad > 0).all()  # every window reaches back before its lot began
+    sets = {"train": windows_of(w, "A"), "val": windows_of(w, "B"), "test": windows_of(w, "C")}
+    assert audit(w, sets, gap="1h", scaler=SensorScaler.fit(w, sets["train"])).passed
+    leaky = SensorScaler.fit(w, [*sets["train"], *sets["test"]])  # rows 0-7 and 14-18
+    report = audit(w, sets, gap="1h", scaler=leaky, strict=False)
+    assert report.failed == ("scaler_train_only",)
+    detail = next(c.detail for c in report.checks if c.name == "scaler_train_only")
+    assert "5 of them not training rows: 5 covered by test windows of lots 'C'" in detail
+    assert "val windows" not in detail  # B's windows read rows 8-13 only, never C's
