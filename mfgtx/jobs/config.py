@@ -174,17 +174,33 @@ class DataSection:
 
 @dataclass(frozen=True)
 class WindowsSection:
-    """Windows cut from every lot: ``window`` rows each, ``stride`` apart (default window/4)."""
+    """Windows cut from every lot: ``window`` rows each, ``stride`` apart (default window/4).
+
+    With ``min_rows`` a window may reach back before its lot's first row (those steps are
+    missing): every lot with ``min_rows`` rows gets windows from there on, so a model reads
+    each lot's whole history up to ``window`` rows (an engine's life so far, say). Sensor
+    jobs only; the bundle keeps it, and scoring windows the same way.
+    """
 
     window: int = 60
     stride: int | None = None
     on_short: Literal["error", "skip"] = "skip"
+    min_rows: int | None = None
 
     def __post_init__(self) -> None:
         if self.window < 2:
             raise ValueError(f"window must be >= 2 rows, found {self.window}")
         if self.stride is not None and self.stride < 1:
             raise ValueError(f"stride must be >= 1, found {self.stride}")
+        if self.min_rows is not None and not 1 <= self.min_rows <= self.window:
+            raise ValueError(
+                f"min_rows must be between 1 and window={self.window}, found {self.min_rows}"
+            )
+
+    @property
+    def need(self) -> int:
+        """Rows a lot needs for one window."""
+        return self.min_rows or self.window
 
     @property
     def step(self) -> int:

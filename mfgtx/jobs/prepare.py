@@ -136,10 +136,11 @@ def _windows_of_chunks(
     if columns is None:
         raise DataError(f"{describe(data.source)}: no rows")
     if not parts:
-        raise ConfigError(
-            f"{config.source_file}: windows.window: no lot has {need} rows (window"
-            f"{' + horizon' if need != config.windows.window else ''})"
-        )
+        w = config.windows
+        what = "window" if need == w.window else "window + horizon"
+        if w.min_rows is not None and need == w.min_rows:
+            what = "windows.min_rows"
+        raise ConfigError(f"{config.source_file}: windows.window: no lot has {need} rows ({what})")
     return Windows.concat(parts), columns
 
 
@@ -156,8 +157,10 @@ def load_windows(config: JobConfig) -> tuple[Windows, ColumnMap]:
     windows, columns = windows_by_chunk(
         config,
         data.columns.column_map(),
-        lambda table: make_windows(table, w.window, stride=w.step, on_short=w.on_short),
-        w.window,
+        lambda table: make_windows(
+            table, w.window, stride=w.step, on_short=w.on_short, min_rows=w.min_rows
+        ),
+        w.need,
     )
     log.info(
         "%d windows of %d rows from %d lots (%s)",
@@ -182,6 +185,11 @@ def load_forecast_windows(config: JobConfig) -> tuple[Windows, ColumnMap, tuple[
     if data is None or fc is None:  # require() raised already; this narrows the type
         raise ConfigError(f"{config.source_file}: data and forecast: required")
     w = config.windows
+    if w.min_rows is not None:
+        raise ConfigError(
+            f"{config.source_file}: windows.min_rows: forecasts need every context row of "
+            f"their lot; leave min_rows out of a forecast job (found {w.min_rows})"
+        )
 
     def cut(table: SensorTable) -> Windows:
         sensors = tuple(table.columns.sensors or ())

@@ -156,13 +156,14 @@ def _error(lot: object, err: Exception, where: pd.DataFrame | None = None) -> di
 
 
 def _windows_of(
-    frame: pd.DataFrame, cols: ColumnMap, window: int, stride: int
+    frame: pd.DataFrame, cols: ColumnMap, window: int, stride: int, min_rows: int | None = None
 ) -> Iterator[tuple[Windows | None, dict[str, object] | None]]:
     """Windows of the whole chunk; lot by lot (errors per lot) if the chunk has a bad lot."""
     data = without_position(frame)
+    kw = {"stride": stride, "on_short": "error", "min_rows": min_rows}
     try:
         table = read_table(data, cols)
-        yield make_windows(table, window, stride=stride, on_short="error"), None
+        yield make_windows(table, window, **kw), None
         return
     except DataError:
         log.info("a lot of this chunk is bad: scoring its lots one by one")
@@ -170,7 +171,7 @@ def _windows_of(
         where = frame.loc[part.index, [FILE, LINE]]
         try:
             table = read_table(part.reset_index(drop=True), cols)
-            yield make_windows(table, window, stride=stride, on_short="error"), None
+            yield make_windows(table, window, **kw), None
         except DataError as e:
             yield None, _error(lot, e, where)
 
@@ -273,6 +274,7 @@ def score(config: JobConfig) -> ScoreOutcome:
         )
     cols = ColumnMap(**{k: tuple(v) if isinstance(v, list) else v for k, v in schema.items()})
     window, stride = int(job["window"]), int(sc.stride or job["stride"])
+    min_rows = job.get("min_rows")  # absent from bundles of earlier versions: no padding
     keys = ("lot", "window_end", "sensor", "step") if job.get("kind") == "forecast" else KEYS
     target = Path(sc.output.path) if sc.output.path else sc.errors_path()
     errors_path = sc.errors_path()
@@ -284,7 +286,7 @@ def score(config: JobConfig) -> ScoreOutcome:
         # a segmented series is scored whole: its latest window must not be cut off
         segment = WHOLE if config.data is not None and config.data.segment else None
         for frame in iter_lot_frames(source, cols.lot, cols.time, segment=segment):
-            for windows, err in _windows_of(frame, cols, window, stride):
+            for windows, err in _windows_of(frame, cols, window, stride, min_rows):
                 if err is not None:
                     errors.append(err)
                     log.warning("lot %s not scored: %s", err["lot"], err["reason"])

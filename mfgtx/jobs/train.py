@@ -236,6 +236,7 @@ def train_sensor(
         "task": task,
         "window": windows.window,
         "stride": windows.stride,
+        "min_rows": config.windows.min_rows,
         "targets": list(windows.targets),
         "config": config.to_dict(),
     }

@@ -272,3 +272,39 @@ def test_a_window_longer_than_every_lot_is_a_config_error(plant, tmp_path, capsy
     code = main(["audit", str(path), "--set", "windows.window=5000", "--set", "windows.stride=1"])
     assert code == 2
     assert "windows.window: no lot has 5000 rows" in capsys.readouterr().err
+
+
+def test_history_windows_train_and_score_from_each_lots_first_rows(plant, tmp_path, capsys):
+    """``windows.min_rows``: windows reach back before a lot's first row; the bundle keeps
+    it and scoring windows the same way, so a young lot is scored as soon as it has
+    ``min_rows`` rows."""
+    windows = {"window": 60, "stride": 20, "min_rows": 20}
+    job = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path, windows=windows))
+    code, result, err = _run(capsys, "train", "sensor", str(job))
+    assert code == 0, err
+    from mfgtx.artifacts import load_bundle
+
+    assert load_bundle(Path(result["bundle"])).manifest["extra"]["job"]["min_rows"] == 20
+
+    source = _scoring_input(plant, tmp_path)  # SHORT-1 has 10 rows: fewer than min_rows
+    out = tmp_path / "scores.parquet"
+    args = ["score", str(job), "--set", f"score.source={{path: {source}}}"]
+    code, scored, err = _run(capsys, *args, "--set", f"score.output.path={out}")
+    assert code == 0, err
+    errors = pd.read_csv(scored["errors_file"]).set_index("lot")["reason"]
+    assert "SHORT-1" in errors and "20" in errors["SHORT-1"]
+    scores = pd.read_parquet(out)
+    rows = pd.read_csv(source, dtype=str, keep_default_na=False)
+    lot = "L1-0001"
+    times = pd.to_datetime(rows.loc[rows["lot"] == lot, "timestamp"], utc=True).tolist()
+    ends = pd.to_datetime(scores.loc[scores["lot"] == lot, "window_end"], utc=True).tolist()
+    # windows end at the lot's 20th, 40th, 60th ... row: the first two reach back before it
+    assert len(times) >= 60 and ends == times[19::20]
+
+
+def test_history_windows_min_rows_is_checked(plant, tmp_path, capsys) -> None:
+    path = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path))
+    code = main(["audit", str(path), "--set", "windows.min_rows=100"])
+    assert code == 2 and "min_rows must be between 1 and window=40, found 100" in (
+        capsys.readouterr().err
+    )

@@ -292,3 +292,10 @@ def test_one_continuous_series_is_cut_into_segments(tmp_path, capsys) -> None:
     series.assign(day="x").to_csv(path, index=False)  # the export has a column of that name
     code, _, err = _run(capsys, "audit", str(config))
     assert code == 2 and "data.segment creates the lot column 'day'" in err
+
+
+def test_a_forecast_job_refuses_history_windows(plant, tmp_path, capsys) -> None:
+    path = write_job(tmp_path / "forecast.yaml", forecast_job(plant, tmp_path))
+    code = main(["train", "forecast", str(path), "--set", "windows.min_rows=16"])
+    assert code == 2
+    assert "windows.min_rows: forecasts need every context row" in capsys.readouterr().err
