@@ -81,3 +81,25 @@ def test_cmapss_fold_placed_last_is_the_held_out_engines_and_passes_audit(datase
     assert sorted(set(windows.lot[sets.test].astype(int))) == fold
     assert len(set(windows.lot[sets.train])) == 80
     assert audit(windows, sets, scaler=SensorScaler.fit(windows, sets.train)).passed
+
+
+def test_cmapss_history_windows_predict_where_30_cycle_windows_do_and_pass_audit(
+    datasets_dir,
+) -> None:
+    """The RUL benchmark's encoder input: each engine's life so far, up to 362 cycles, from
+    its 30th cycle on. It predicts at the same cycles with the same labels as the 30-cycle
+    windows, reads only its own engine's rows, and the audit checks it like any split."""
+    table = fleet_table(datasets_dir)
+    plain = make_windows(table, 30)
+    hist = make_windows(table, 362, min_rows=30)
+    assert np.array_equal(hist.lot, plain.lot) and np.array_equal(hist.end, plain.end)
+    assert np.array_equal(hist.y, plain.y)
+    first_cycle = {lot: a for lot, (a, _) in table.lot_bounds().items()}
+    assert (hist.row_start == [first_cycle[lot] for lot in hist.lot]).all()  # all < 362 long
+    x, observed = hist.features(np.arange(5))  # engine 1 at cycles 30-34
+    assert observed[:, -30:].all() and not observed[:, :-34].any()
+    np.testing.assert_array_equal(x[:, -30:], plain.features(np.arange(5))[0])
+    (sets,) = LotTimeSplit(test_size=20, val_size=10, gap="1h").split_sets(hist)
+    assert audit(hist, sets, scaler=SensorScaler.fit(hist, sets.train)).passed
+    leaky = audit(hist, sets, scaler=SensorScaler.fit(hist, np.arange(len(hist))), strict=False)
+    assert leaky.failed == ("scaler_train_only",)
