@@ -241,7 +241,10 @@ def read_upload_csv(upload: Any, cmap: ColumnMap) -> tuple[pd.DataFrame | None, 
 def last_windows(
     bundle: Bundle, df: pd.DataFrame, *, with_targets: bool, stride: int | None = None
 ) -> tuple[Any, np.ndarray]:
-    """Windows of the bundle's length over ``df`` and the index of each lot's last window."""
+    """Windows of the bundle's length over ``df`` and the index of each lot's last window.
+
+    A bundle trained on history windows (``windows.min_rows`` in its job) is windowed the
+    same way, so a machine younger than the window is still predicted."""
     cmap = column_map(bundle.manifest)
     if not with_targets:
         cmap = ColumnMap(
@@ -251,7 +254,9 @@ def last_windows(
         warnings.simplefilter("ignore")
         table = read_table(df, cmap)
         length = int(bundle.config.max_len)
-        windows = make_windows(table, length, stride=stride or length)
+        job = (bundle.manifest.get("extra") or {}).get("job") or {}
+        min_rows = job.get("min_rows")
+        windows = make_windows(table, length, stride=stride or length, min_rows=min_rows)
     lots = windows.lot
     last = np.array([np.flatnonzero(lots == lot)[-1] for lot in windows.lots], dtype=np.int64)
     return windows, last

@@ -50,6 +50,17 @@ def app_env(monkeypatch: pytest.MonkeyPatch, models_dir: Path) -> Path:
 @pytest.fixture(scope="session")
 def rul_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A models dir with one RUL SensorEncoder (quantile interval) on degradation.csv, 1 epoch."""
+    return _rul_models_dir(tmp_path_factory, min_rows=None)
+
+
+@pytest.fixture(scope="session")
+def rul_history_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """As :func:`rul_models_dir`, trained on history windows (``min_rows=5``, as a job file's
+    ``windows.min_rows`` would)."""
+    return _rul_models_dir(tmp_path_factory, min_rows=5)
+
+
+def _rul_models_dir(tmp_path_factory: pytest.TempPathFactory, *, min_rows: int | None) -> Path:
     import numpy as np
     import pandas as pd
     import torch
@@ -65,7 +76,8 @@ def rul_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         targets="rul_cycles",
         sensors=("load_pct", "ambient_temp_c", "vibration_mm_s", "motor_current_a"),
     )
-    windows = make_windows(read_table(pd.read_csv(SAMPLE / "degradation.csv"), cols), 20, stride=10)
+    table = read_table(pd.read_csv(SAMPLE / "degradation.csv"), cols)
+    windows = make_windows(table, 20, stride=10, min_rows=min_rows)
     train = np.flatnonzero(np.isin(windows.lot, windows.lots[:10]))  # split by machine
     val = np.flatnonzero(~np.isin(windows.lot, windows.lots[:10]))
     scaler = SensorScaler.fit(windows, train)
@@ -79,5 +91,9 @@ def rul_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = TrainConfig(epochs=1, batch_size=64, lr=1e-3, seed=0, progress="off")
     fit(model, WindowDataset(windows, train, scaler), WindowDataset(windows, val, scaler), config)
     out = tmp_path_factory.mktemp("rul_models")
-    save_bundle(out / "sample_rul", model, data_schema=cols, scaler=scaler, train_config=config)
+    extra = None if min_rows is None else {"job": {"min_rows": min_rows}}
+    save_bundle(
+        out / "sample_rul", model, data_schema=cols, scaler=scaler, train_config=config,
+        extra=extra,
+    )  # fmt: skip
     return out

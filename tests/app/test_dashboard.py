@@ -245,6 +245,21 @@ def test_rul_bundle_shows_interval_and_per_machine_errors(app_env, monkeypatch, 
     assert _specs(at)[0]["layout"]["yaxis"]["title"]["text"] == "residual (cycles)"
 
 
+def test_a_history_bundle_predicts_from_the_machines_first_rows(
+    app_env, monkeypatch, rul_history_models_dir
+):
+    """A bundle trained with ``windows.min_rows`` is windowed the same way on the page: the
+    first prediction is as of the machine's 5th cycle, before a full 20-cycle window."""
+    monkeypatch.setenv("MFGTX_MODELS_DIR", str(rul_history_models_dir))
+    at = _app("pages/quality.py")
+    _clean(at)
+    slider = at.select_slider(key="quality_as_of")
+    assert slider.options[0] == "5.0"  # cycle 5 (the plain bundle's first is cycle 20)
+    slider.set_value(slider.options[0]).run()
+    _clean(at)
+    assert at.metric[0].label == "Predicted rul_cycles" and "interval" in at.metric[0].value
+
+
 def test_streamlit_config_has_the_plant_network_settings():
     import tomllib
 
