@@ -298,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(set(first.windows.lot[first.train]))} engines ({sizes} windows) and "
         f"validates on the other {len(blocks[0])}; audits passed (both windowings): {audits}"
     )
-    reads = f"the 14 sensors over each engine's last {args.history} cycles (padded while younger)"
+    reads = f"the 14 sensors over each engine's last {args.history} cycles"
+    if args.history > WINDOW:
+        reads += " (padded while younger)"
     epochs = ", ".join(f"{len(f.history)} (best {f.best_epoch})" for f in fits)
     print(
         f"- SensorEncoder: reads {reads}; one token per sensor; "

@@ -130,12 +130,15 @@ def make_windows(
         firsts.append(np.full(len(lot_starts), a))
     if short:
         msg = (
-            f"{len(short)} lot(s) shorter than window + horizon = {need} rows: "
+            f"{len(short)} lot(s) shorter than "
+            f"{'window + horizon' if min_rows is None else 'min_rows'} = {need} rows: "
             f"{', '.join(short[:10])}{' ...' if len(short) > 10 else ''}"
         )
         if on_short == "error":
             raise DataError(
-                msg + "; use a shorter window or on_short='skip'", lot=short[0].split()[0]
+                msg + f"; use a {'shorter window' if min_rows is None else 'smaller min_rows'} "
+                "or on_short='skip'",
+                lot=short[0].split()[0],
             )
         warnings.warn(msg + "; left out", DataWarning, stacklevel=2)
     if not starts:

@@ -228,7 +228,7 @@ def test_history_window_errors_and_short_lots() -> None:
         make_windows(t, 4, min_rows=5)
     with pytest.raises(ValueError, match="min_rows needs horizon=0"):
         make_windows(t, 4, min_rows=2, horizon=1)
-    with pytest.raises(DataError, match=r"L1 \(2 rows\)"):
+    with pytest.raises(DataError, match=r"shorter than min_rows = 3 rows: L1 \(2 rows\)"):
         make_windows(t, 20, min_rows=3)
     with pytest.warns(DataWarning, match="L1"):
         w = make_windows(t, 20, min_rows=3, on_short="skip")
