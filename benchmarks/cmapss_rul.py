@@ -40,7 +40,7 @@ figures measured it.
 
 ``--pretrain-check`` also runs the few-label comparison on the last fold's split (with 10
 folds, engines 91-100 validate): fine-tuning on 10% of its training engines with and without
-masked pretraining (hidden channels rebuilt from the others) on all its training windows, used
+masked pretraining (hidden sensors rebuilt from the others) on all its training windows, used
 without their labels.
 """
 
