@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mfgtx.data import (
     ColumnMap,
@@ -233,3 +236,41 @@ def test_history_window_errors_and_short_lots() -> None:
     with pytest.warns(DataWarning, match="L1"):
         w = make_windows(t, 20, min_rows=3, on_short="skip")
     assert sorted(set(w.lot)) == ["L0", "L2"] and (w.pad > 0).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 15), min_size=1, max_size=5),
+    window=st.integers(1, 12),
+    stride=st.integers(1, 4),
+    data=st.data(),
+)
+def test_history_window_invariants(lengths, window, stride, data) -> None:
+    """On random lots: every window ends at one of its lot's rows and reads nothing else;
+    padding plus real rows make the window; labels sit at the last real row; every row from
+    a lot's ``min_rows``-th on, ``stride`` apart, ends a window; short lots are left out."""
+    min_rows = data.draw(st.integers(1, window))
+    t = table(tuple(lengths))
+    if max(lengths) < min_rows:
+        with pytest.raises(DataError, match="long enough"), pytest.warns(DataWarning):
+            make_windows(t, window, stride=stride, min_rows=min_rows, on_short="skip")
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        w = make_windows(t, window, stride=stride, min_rows=min_rows, on_short="skip")
+    bounds = t.lot_bounds()
+    assert (w.pad + w.lengths == window).all() and (w.lengths >= min_rows).all()
+    x, observed = w.features(np.arange(len(w)))
+    for k, lot in enumerate(w.lot):
+        a, b = bounds[lot]
+        first, last = w.row_start[k], w.row_start[k] + w.lengths[k] - 1
+        assert a <= first and last < b and (w.pad[k] == 0 or first == a)
+        assert not observed[k, : w.pad[k]].any() and observed[k, w.pad[k] :].all()
+        np.testing.assert_array_equal(
+            x[k, w.pad[k] :, 0], t.frame["temp"].to_numpy()[first : last + 1]
+        )
+        assert w.y[k, 0] == t.frame["quality"].to_numpy()[last]
+    for lot, (a, b) in bounds.items():
+        ends = (w.row_start + w.lengths - 1)[w.lot == lot]
+        expected = list(range(a + min_rows - 1, b, stride)) if b - a >= min_rows else []
+        assert ends.tolist() == expected
