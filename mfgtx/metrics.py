@@ -199,6 +199,7 @@ def paired_bootstrap(
     pred_b: object,
     metric: Callable[[object, object], float] = rmse,
     *,
+    groups: object | None = None,
     n_resamples: int = 2000,
     level: float = 0.95,
     seed: int = 0,
@@ -208,29 +209,54 @@ def paired_bootstrap(
     Samples (rows of the first axis: test engines, lots, windows) are drawn with replacement
     ``n_resamples`` times, the same draw for both predictors, and the difference of the
     metric is recomputed on each draw. An interval that contains 0 says the two cannot be
-    told apart on these samples. Rows are treated as independent: resample whole lots or
-    engines (one row each), not overlapping windows of one lot.
+    told apart on these samples. Rows are treated as independent unless ``groups`` names
+    one group per row (the lot of each window): then whole groups are drawn, with all their
+    rows, since overlapping windows of one lot are not independent evidence.
+
+    ``y_true`` and the predictions need the same number of rows, not the same shape (class
+    labels ``(N,)`` against probabilities ``(N, M)`` are fine); ``metric`` gets the rows of
+    a draw. A draw on which the metric is undefined (``nan``) is left out of the interval.
 
     >>> t = np.arange(100.0)
     >>> d = paired_bootstrap(t, t + 1.0, t + 3.0)  # a is off by 1 everywhere, b by 3
     >>> round(d.difference, 6), round(d.low, 6), round(d.high, 6)
     (-2.0, -2.0, -2.0)
     """
-    t, a = _pair(y_true, pred_a, "paired_bootstrap")
-    _, b = _pair(y_true, pred_b, "paired_bootstrap")
+    t, a, b = (np.asarray(v, dtype=np.float64) for v in (y_true, pred_a, pred_b))
+    if t.ndim == 0 or a.shape != b.shape or a.shape[:1] != t.shape[:1]:
+        raise ValueError(
+            f"paired_bootstrap: y_true has shape {t.shape}, pred_a {a.shape} and pred_b "
+            f"{b.shape}; the predictions must match, with one row per row of y_true"
+        )
+    for name, v in (("y_true", t), ("pred_a", a), ("pred_b", b)):
+        _finite(v, "paired_bootstrap", name)
     if not isinstance(n_resamples, int) or n_resamples < 100:
         raise ValueError(f"n_resamples must be an integer >= 100, found {n_resamples!r}")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), found {level!r}")
-    if t.shape[0] < 2:
-        raise ValueError(f"paired_bootstrap needs at least 2 samples, found {t.shape[0]}")
+    if groups is None:
+        members = [np.array([i]) for i in range(t.shape[0])]
+    else:
+        g = np.asarray(groups)
+        if g.shape != t.shape[:1]:
+            raise ValueError(
+                f"groups must name one group per row ({t.shape[0]}), found shape {g.shape}"
+            )
+        _, inverse = np.unique(g, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        members = np.split(order, np.cumsum(np.bincount(inverse))[:-1])
+    what = "samples" if groups is None else "groups"
+    if len(members) < 2:
+        raise ValueError(f"paired_bootstrap needs at least 2 {what}, found {len(members)}")
     rng = np.random.default_rng(seed)
     diffs = np.empty(n_resamples)
     for r in range(n_resamples):
-        i = rng.integers(0, t.shape[0], t.shape[0])
+        drawn = rng.integers(0, len(members), len(members))
+        i = np.concatenate([members[k] for k in drawn])
         diffs[r] = metric(t[i], a[i]) - metric(t[i], b[i])
+    diffs = diffs[~np.isnan(diffs)]
     tail = (1.0 - level) / 2 * 100
-    low, high = np.percentile(diffs, [tail, 100 - tail])
+    low, high = np.percentile(diffs, [tail, 100 - tail]) if diffs.size else (np.nan, np.nan)
     return PairedDifference(float(metric(t, a) - metric(t, b)), float(low), float(high), level)
 
 

@@ -208,3 +208,33 @@ def test_paired_bootstrap_refuses_bad_settings(kwargs: dict, match: str) -> None
         M.paired_bootstrap(t, t, t, **kwargs)
     with pytest.raises(ValueError, match="shape"):
         M.paired_bootstrap(t, t, t[:4])
+
+
+def test_paired_bootstrap_by_group_draws_whole_lots(rng: np.random.Generator) -> None:
+    t = rng.normal(size=40)
+    a, b = t + rng.normal(size=40), t + rng.normal(scale=1.5, size=40)
+    plain = M.paired_bootstrap(t, a, b, n_resamples=500)
+    # one row per group is the plain bootstrap, draw for draw
+    assert M.paired_bootstrap(t, a, b, groups=np.arange(40), n_resamples=500) == plain
+    # every row copied 10 times, as overlapping windows of one lot would be: drawing the
+    # lots gives the interval of the 40 originals; drawing the 400 rows would be too narrow
+    rep = np.repeat(np.arange(40), 10)
+    lots = np.array([f"lot-{k}" for k in rep])
+    grouped = M.paired_bootstrap(t[rep], a[rep], b[rep], groups=lots, n_resamples=500)
+    assert grouped.difference == pytest.approx(plain.difference)
+    naive = M.paired_bootstrap(t[rep], a[rep], b[rep], n_resamples=500)
+    assert naive.high - naive.low < 0.5 * (grouped.high - grouped.low)
+    with pytest.raises(ValueError, match="one group per row"):
+        M.paired_bootstrap(t, a, b, groups=np.arange(39))
+    with pytest.raises(ValueError, match="at least 2 groups, found 1"):
+        M.paired_bootstrap(t, a, b, groups=np.zeros(40))
+
+
+def test_paired_bootstrap_takes_labels_against_probabilities(rng: np.random.Generator) -> None:
+    y = rng.integers(0, 2, 300)
+    sharp = np.where(y[:, None] == np.arange(2), 0.8, 0.2)  # (300, 2), right most of the time
+    flat = np.full((300, 2), 0.5)
+    d = M.paired_bootstrap(y, sharp, flat, M.log_loss, n_resamples=200)
+    assert d.high < 0  # the sharp, right probabilities have the lower log loss
+    with pytest.raises(ValueError, match="one row per row of y_true"):
+        M.paired_bootstrap(y, sharp, flat[:, :1])
