@@ -83,6 +83,8 @@ def overview() -> None:
                 st.dataframe(_metrics_table(metrics), hide_index=True)
                 if metrics.get("verdict"):
                     st.markdown(f"Verdict: {metrics['verdict']}")
+                if metrics.get("how_sure"):
+                    st.markdown(f"How sure: {metrics['how_sure']}")
             else:
                 st.write("No metrics stored in this bundle.")
             audit = b.manifest.get("audit") or {}

@@ -24,13 +24,14 @@ from mfgtx.baselines.features import SUMMARY_STATS, summary_feature_names, summa
 from mfgtx.baselines.forecast import LinearRidge, Naive, SeasonalNaive, TrainMeanForecast
 from mfgtx.baselines.image import HogLogistic, MajorityImageClass, hog_features
 from mfgtx.baselines.regression import GradientBoosting, Ridge, TrainMean
-from mfgtx.baselines.report import EvaluationReport, ReportRow
+from mfgtx.baselines.report import Difference, EvaluationReport, ReportRow
 from mfgtx.baselines.suite import default_baselines, fit_baselines
 
 __all__ = [
     "PRIMARY_METRIC",
     "SUMMARY_STATS",
     "Baseline",
+    "Difference",
     "EvaluationReport",
     "GradientBoosting",
     "GradientBoostingClassifier",

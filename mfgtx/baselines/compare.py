@@ -16,13 +16,15 @@ is an error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from mfgtx import metrics as M
 from mfgtx.baselines._base import Baseline, as_indices, check_task, check_windows, targets_of
 from mfgtx.baselines.classification import class_labels
-from mfgtx.baselines.report import EvaluationReport, ReportRow
+from mfgtx.baselines.report import Difference, EvaluationReport, ReportRow
 from mfgtx.baselines.suite import fit_baselines
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.windows import Windows
@@ -132,6 +134,51 @@ def _score(
     return rows, notes
 
 
+_METRIC_FUNCTIONS: dict[str, Callable[[object, object], float]] = {
+    "mae": M.mae,
+    "mse": M.mse,
+    "rmse": M.rmse,
+    "r2": M.r2,
+    "nasa_score": M.nasa_score,
+    "accuracy": M.accuracy,
+    "balanced_accuracy": M.balanced_accuracy,
+    "f1": M.f1,
+    "roc_auc": M.roc_auc,
+    "log_loss": M.log_loss,
+    "brier": M.brier,
+    "ece": M.expected_calibration_error,
+}
+"""Each metric of :data:`~mfgtx.metrics.HIGHER_IS_BETTER` as a function of (truth, prediction)."""
+
+
+def _differences(
+    rows: list[ReportRow],
+    truth: np.ndarray,
+    shaped: dict[str, np.ndarray],
+    lots: np.ndarray,
+    primary: str,
+    n_resamples: int,
+) -> tuple[Difference, ...]:
+    """Each model minus the best baseline on ``primary``, test lots drawn as wholes."""
+    base = [r for r in rows if r.kind == "baseline" and not np.isnan(r.metrics[primary])]
+    n_lots = int(np.unique(lots).size)
+    if not base or n_lots < 2:
+        return ()
+    sign = -1.0 if HIGHER_IS_BETTER[primary] else 1.0
+    best = min(base, key=lambda r: sign * r.metrics[primary])
+    metric = _METRIC_FUNCTIONS[primary]
+    out = []
+    for m in (r for r in rows if r.kind == "model" and not np.isnan(r.metrics[primary])):
+        with warnings.catch_warnings():  # a draw without both classes has no roc_auc: left out
+            warnings.simplefilter("ignore", M.MetricWarning)
+            d = M.paired_bootstrap(
+                truth, shaped[m.name], shaped[best.name], metric, groups=lots,
+                n_resamples=n_resamples,
+            )  # fmt: skip
+        out.append(Difference(m.name, best.name, primary, *d, n_groups=n_lots))
+    return tuple(out)
+
+
 def compare(
     task: str,
     windows: Windows,
@@ -145,6 +192,7 @@ def compare(
     period: int | None = None,
     rul: bool = False,
     primary: str | None = None,
+    n_resamples: int | None = 1000,
 ) -> EvaluationReport:
     """Score the model(s) and every baseline on the windows ``test_idx``.
 
@@ -160,6 +208,9 @@ def compare(
         train_idx: the training windows, needed when ``baselines`` is ``None``.
         rul: regression targets are remaining useful life: add the ``nasa_score``.
         primary: metric of the verdict; default :data:`PRIMARY_METRIC` of the task.
+        n_resamples: draws of the paired bootstrap that gives each model's
+            :class:`~mfgtx.baselines.Difference` to the best baseline on ``primary`` (test
+            lots drawn as wholes; none with fewer than 2 test lots). ``None``: no interval.
 
     Returns:
         :class:`EvaluationReport`.
@@ -230,6 +281,12 @@ def compare(
     if primary not in HIGHER_IS_BETTER:
         raise ValueError(f"primary must be one of {sorted(HIGHER_IS_BETTER)}, found {primary!r}")
     rows, notes = _score(task, truth, shaped, set(preds), rul)
+    lots = windows.lot[test]
+    differences = (
+        () if n_resamples is None else _differences(rows, truth, shaped, lots, primary, n_resamples)
+    )
+    if n_resamples is not None and np.unique(lots).size < 2:
+        notes.append("one test lot: no interval for the difference to the baselines")
     return EvaluationReport(
         task=task,
         n_test=int(test.size),
@@ -237,4 +294,5 @@ def compare(
         primary=primary,
         n_train=n_train or None,
         notes=tuple(notes),
+        differences=differences,
     )

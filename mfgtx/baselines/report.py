@@ -1,20 +1,21 @@
 """What a comparison found: :class:`ReportRow` per predictor and the :class:`EvaluationReport`.
 
 The verdict is computed from the rows every time it is asked for (never stored), so a report
-read back from JSON gives the same verdict as the one that was written.
+read back from JSON gives the same verdict as the one that was written. A
+:class:`Difference` per model says how sure its lead over the best baseline is.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from mfgtx.baselines._base import check_task
 from mfgtx.metrics import HIGHER_IS_BETTER
 
-__all__ = ["EvaluationReport", "ReportRow"]
+__all__ = ["Difference", "EvaluationReport", "ReportRow"]
 
 Kind = Literal["model", "baseline"]
 _TASK_TITLE = {
@@ -62,6 +63,82 @@ class ReportRow:
         return cls(name=str(state["name"]), kind=state["kind"], metrics=metrics)
 
 
+def _none_if_nan(v: float) -> float | None:
+    return None if math.isnan(v) else v
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A model minus the best baseline on one metric, with a paired bootstrap interval.
+
+    The test lots are drawn with replacement (all windows of a drawn lot together, since
+    overlapping windows of one lot are not independent evidence), the same draw for both
+    predictors; see :func:`mfgtx.metrics.paired_bootstrap`.
+
+    Attributes:
+        model: the model's name.
+        baseline: the baseline best on ``metric``.
+        metric: the metric compared.
+        difference: ``model - baseline`` on every test window.
+        low: lower end of the interval (``nan`` if no draw could be scored).
+        high: upper end of the interval.
+        level: the interval's level, e.g. 0.95.
+        n_groups: test lots drawn from.
+    """
+
+    model: str
+    baseline: str
+    metric: str
+    difference: float
+    low: float
+    high: float
+    level: float
+    n_groups: int
+
+    def __post_init__(self) -> None:
+        if self.metric not in HIGHER_IS_BETTER:
+            raise ValueError(f"unknown metric {self.metric!r}; known: {sorted(HIGHER_IS_BETTER)}")
+
+    def sentence(self) -> str:
+        """How sure, in one sentence."""
+        who = _who(self.model, start=True)
+        head = (
+            f"{who} minus {self.baseline} on {self.metric}: {self.difference:+.4g}, "
+            f"{self.level:.0%} paired bootstrap interval over the {self.n_groups} test lots"
+        )
+        if math.isnan(self.low):
+            return f"{head}: undefined (no draw could be scored)."
+        span = f"[{self.low:+.4g}, {self.high:+.4g}]"
+        if self.low <= 0 <= self.high:
+            return f"{head} {span}: it includes 0, so these test lots cannot tell the two apart."
+        ahead = (self.low > 0) == HIGHER_IS_BETTER[self.metric]
+        side = "better" if ahead else "worse"
+        return f"{head} {span}: {_who(self.model)} is {side} beyond resampling noise."
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible form; ``nan`` becomes ``None``."""
+        out = asdict(self)
+        for k in ("difference", "low", "high"):
+            out[k] = _none_if_nan(out[k])
+        return out
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> Difference:
+        """Rebuild from :meth:`to_dict` (``None`` becomes ``nan``)."""
+        num = {
+            k: float("nan") if state[k] is None else float(state[k])
+            for k in ("difference", "low", "high")
+        }
+        return cls(
+            model=str(state["model"]),
+            baseline=str(state["baseline"]),
+            metric=str(state["metric"]),
+            level=float(state["level"]),
+            n_groups=int(state["n_groups"]),
+            **num,
+        )
+
+
 def _better(a: float, b: float, metric: str) -> bool:
     """``a`` strictly better than ``b`` on ``metric`` (both finite)."""
     return a > b if HIGHER_IS_BETTER[metric] else a < b
@@ -107,6 +184,8 @@ class EvaluationReport:
         n_train: training windows the baselines were fitted on (``None`` if unknown).
         notes: why some metric is ``nan``, per predictor.
         unit: what was scored, in words (``"windows"``, ``"images"``).
+        differences: per model, a :class:`Difference` to the best baseline on the primary
+            metric (empty when not computed, e.g. with a single test lot).
 
     Example:
         >>> rows = (ReportRow("model", "model", {"rmse": 14.1, "r2": 0.52}),
@@ -128,6 +207,7 @@ class EvaluationReport:
     n_train: int | None = None
     notes: tuple[str, ...] = ()
     unit: str = "windows"
+    differences: tuple[Difference, ...] = ()
 
     def __post_init__(self) -> None:
         check_task(self.task)
@@ -147,6 +227,13 @@ class EvaluationReport:
                 )
         if self.primary not in keys:
             raise ValueError(f"primary metric {self.primary!r} is not one of the metrics {keys}")
+        kinds = {r.name: r.kind for r in self.rows}
+        for d in self.differences:
+            if kinds.get(d.model) != "model" or kinds.get(d.baseline) != "baseline":
+                raise ValueError(
+                    f"a difference must be between a model and a baseline of this report, "
+                    f"found {d.model!r} minus {d.baseline!r}"
+                )
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -229,6 +316,11 @@ class EvaluationReport:
         """The verdicts on the primary metric, as one line."""
         return " ".join(self.verdicts())
 
+    @property
+    def how_sure(self) -> str:
+        """The :class:`Difference` sentences, as one line ("" when none were computed)."""
+        return " ".join(d.sentence() for d in self.differences)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible form (``nan`` as ``None``); includes the verdict for readers."""
         return {
@@ -239,8 +331,10 @@ class EvaluationReport:
             "higher_is_better": {k: HIGHER_IS_BETTER[k] for k in self.metrics},
             "rows": [r.to_dict() for r in self.rows],
             "verdict": self.verdict,
+            "how_sure": self.how_sure,
             "notes": list(self.notes),
             "unit": self.unit,
+            "differences": [d.to_dict() for d in self.differences],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -261,6 +355,7 @@ class EvaluationReport:
             n_train=None if state.get("n_train") is None else int(state["n_train"]),
             notes=tuple(str(n) for n in state.get("notes", ())),
             unit=str(state.get("unit", "windows")),
+            differences=tuple(Difference.from_dict(d) for d in state.get("differences", ())),
         )
 
     @classmethod
@@ -297,6 +392,8 @@ class EvaluationReport:
             cells = " | ".join(cell(r.metrics[k], k) for k in metrics)
             lines.append(f"| {label} | {cells} |")
         lines += ["", f"Verdict: {self.verdict}"]
+        if self.differences:
+            lines += ["", f"How sure: {self.how_sure}"]
         if self.notes:
             lines += ["", "Notes:", *(f"- {n}" for n in self.notes)]
         return "\n".join(lines) + "\n"

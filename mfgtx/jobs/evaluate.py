@@ -127,6 +127,7 @@ def evaluate(config: JobConfig) -> tuple[dict[str, Any], Any]:
         "n_test": report.n_test,
         "metrics": {k: round(float(v), 6) for k, v in report.rows[0].metrics.items()},
         "verdict": report.verdict,
+        "how_sure": report.how_sure,
         "audit_passed": prep.report.passed,
     }
     return summary, report
@@ -165,6 +166,7 @@ def _evaluate_forecast(config: JobConfig, bundle: Any) -> tuple[dict[str, Any], 
         "n_test": report.n_test,
         "metrics": metrics,
         "verdict": report.verdict,
+        "how_sure": report.how_sure,
         "audit_passed": prep.report.passed,
     }
     return summary, report
@@ -199,6 +201,7 @@ def _evaluate_vit(config: JobConfig, bundle: Any) -> tuple[dict[str, Any], Any]:
         "n_test": report.n_test,
         "metrics": {k: round(float(v), 6) for k, v in report.rows[0].metrics.items()},
         "verdict": report.verdict,
+        "how_sure": report.how_sure,
         "audit_passed": audit.passed,
     }
     return summary, report

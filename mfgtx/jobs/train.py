@@ -89,7 +89,7 @@ def outcome(
         if checkpoint_dir is not None:
             shutil.rmtree(checkpoint_dir, ignore_errors=True)
         if report is not None:
-            log.info("%s: %s", path, report.verdict)
+            log.info("%s: %s %s", path, report.verdict, report.how_sure)
     return TrainOutcome(
         kind=kind,
         task=task,

@@ -79,6 +79,8 @@ def test_overview_lists_bundle_metrics_audit_and_data(app_env):
     predictors = next(f for f in frames if "predictor" in f.columns)["predictor"].tolist()
     assert predictors[0] == "SensorEncoder (calibrated)" and "MajorityClass" in predictors
     assert any("Split audit: **passed**" in t for t in _texts(at.markdown))
+    how_sure = [t for t in _texts(at.markdown) if t.startswith("How sure: ")]
+    assert how_sure and "paired bootstrap interval over the" in how_sure[0]
     assert any("file" in f.columns and "sensors.csv" in set(f["file"]) for f in frames)
 
 

@@ -234,3 +234,72 @@ def test_classification_probabilities_need_a_column_per_class(
     report = compare("classification", w, test, three, train_idx=train)  # baselines padded
     assert report.row("MajorityClass").metrics["accuracy"] > 0.5
     assert "roc_auc" not in report.metrics  # three columns: multi-class metrics
+
+
+# --- how sure: the model minus the best baseline, with a paired bootstrap interval ------------
+
+
+def test_difference_to_the_best_baseline_with_its_interval(fitted) -> None:
+    w, _, test, baselines = fitted
+    rng = np.random.default_rng(3)
+    base = compare("regression", w, test, w.y[test], baselines)
+    best = min((r for r in base.rows if r.kind == "baseline"), key=lambda r: r.metrics["rmse"])
+    gb = next(b for b in baselines if b.name == best.name)  # the best baseline
+    twin = gb.predict(w, test) + rng.normal(scale=0.05, size=(len(test), 1))  # about as good
+    report = compare("regression", w, test, twin, baselines)
+    (d,) = report.differences
+    assert (d.model, d.baseline, d.metric, d.n_groups) == ("model", gb.name, "rmse", len(test))
+    assert d.difference == pytest.approx(
+        report.row("model").metrics["rmse"] - report.row(gb.name).metrics["rmse"]
+    )
+    assert d.low < 0 < d.high and "cannot tell the two apart" in report.how_sure
+    worse = compare("regression", w, test, w.y[test] + 5.0, baselines)  # off by 5 everywhere
+    (d,) = worse.differences
+    assert d.low > 0 and "the model is worse beyond resampling noise" in worse.to_markdown()
+    better = compare("regression", w, test, w.y[test], baselines)
+    assert better.differences[0].high < 0 and "better beyond" in better.how_sure
+    assert compare("regression", w, test, w.y[test], baselines, n_resamples=None).differences == ()
+
+
+def test_the_interval_draws_whole_lots() -> None:
+    """40 windows from 4 lots: the interval is over 4 lots, not 40 windows."""
+    from tests.baselines.conftest import hand_windows
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=(40, 1))
+    lots = [f"L{i // 10}" for i in range(40)]
+    w = hand_windows(rng.normal(size=(40, 1)), range(40), 1, y, lots=lots)
+    train, test = np.arange(0, 40, 2), np.arange(1, 40, 2)  # every lot on both sides: a toy
+    report = compare("regression", w, test, y[test] + 0.1, train_idx=train, n_resamples=200)
+    assert report.differences[0].n_groups == 4 and "over the 4 test lots" in report.how_sure
+    one_lot = compare("regression", w, test[:5], y[test[:5]], train_idx=train, n_resamples=200)
+    assert one_lot.differences == ()
+    assert "one test lot: no interval for the difference to the baselines" in one_lot.notes
+
+
+def test_differences_round_trip_and_are_checked(fitted) -> None:
+    from mfgtx.baselines import Difference
+
+    w, _, test, baselines = fitted
+    report = compare("regression", w, test, w.y[test] + 0.5, baselines)
+    back = EvaluationReport.from_json(report.to_json())
+    assert back == report and back.differences == report.differences
+    state = report.to_dict()
+    del state["differences"]  # a report saved before intervals existed still loads
+    assert EvaluationReport.from_dict(state).differences == ()
+    stray = Difference("nobody", "Ridge", "rmse", 0.1, -0.1, 0.3, 0.95, 5)
+    with pytest.raises(ValueError, match="between a model and a baseline of this report"):
+        dataclasses.replace(report, differences=(stray,))
+    with pytest.raises(ValueError, match="unknown metric"):
+        Difference("model", "Ridge", "wrong", 0.1, -0.1, 0.3, 0.95, 5)
+
+
+def test_classification_reports_an_interval_on_log_loss(classification_windows, split_halves):
+    w = classification_windows
+    train, test = split_halves(w)
+    baselines = fit_baselines(w, train, "classification")
+    y = w.y[test][:, 0].astype(int)
+    sure = np.where(y[:, None] == np.arange(2), 0.99, 0.01)  # right and confident
+    report = compare("classification", w, test, sure, baselines)
+    (d,) = report.differences
+    assert d.metric == "log_loss" and d.high < 0 and "better beyond" in d.sentence()
