@@ -24,7 +24,7 @@ import numpy as np
 from mfgtx import metrics as M
 from mfgtx.baselines._base import Baseline, as_indices, check_task, check_windows, targets_of
 from mfgtx.baselines.classification import class_labels
-from mfgtx.baselines.report import Difference, EvaluationReport, ReportRow
+from mfgtx.baselines.report import Difference, EvaluationReport, ReportRow, _best_of
 from mfgtx.baselines.suite import fit_baselines
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.windows import Windows
@@ -164,13 +164,15 @@ def _differences(
     n_lots = int(np.unique(lots).size)
     if not base or n_lots < 2:
         return ()
-    sign = -1.0 if HIGHER_IS_BETTER[primary] else 1.0
-    best = min(base, key=lambda r: sign * r.metrics[primary])
+    best = _best_of(base, primary)
+    assert best is not None  # base holds finite values only
     metric = _METRIC_FUNCTIONS[primary]
     out = []
     for m in (r for r in rows if r.kind == "model" and not np.isnan(r.metrics[primary])):
-        with warnings.catch_warnings():  # a draw without both classes has no roc_auc: left out
-            warnings.simplefilter("ignore", M.MetricWarning)
+        # a draw may leave a metric undefined (one class only: no roc_auc); such draws are
+        # left out of the interval, and their warnings would only repeat what _score said
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             d = M.paired_bootstrap(
                 truth, shaped[m.name], shaped[best.name], metric, groups=lots,
                 n_resamples=n_resamples,
