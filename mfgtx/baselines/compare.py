@@ -16,6 +16,7 @@ is an error.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 
@@ -151,6 +152,29 @@ _METRIC_FUNCTIONS: dict[str, Callable[[object, object], float]] = {
 """Each metric of :data:`~mfgtx.metrics.HIGHER_IS_BETTER` as a function of (truth, prediction)."""
 
 
+def _bootstrap_inputs(
+    metric: str, truth: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, Callable[[object, object], float]]:
+    """``(truth, a, b, metric function)`` for :func:`~mfgtx.metrics.paired_bootstrap`.
+
+    ``mse``, ``rmse`` and ``mae`` are functions of the mean of per-row mean errors (every row
+    has as many entries), so they are resampled from those ``(n,)`` numbers instead of the
+    ``(n, H, K)`` forecasts: the same figures, a hundred times faster on a long horizon.
+    """
+    if metric not in ("mse", "rmse", "mae"):
+        return truth, a, b, _METRIC_FUNCTIONS[metric]
+
+    def row_errors(pred: np.ndarray) -> np.ndarray:
+        d = (np.asarray(pred, np.float64) - truth).reshape(len(truth), -1)  # (n, H*K)
+        return np.abs(d).mean(axis=1) if metric == "mae" else (d**2).mean(axis=1)
+
+    def of_row_errors(_: object, errors: object) -> float:
+        mean = float(np.mean(errors))
+        return math.sqrt(mean) if metric == "rmse" else mean
+
+    return np.zeros(len(truth)), row_errors(a), row_errors(b), of_row_errors
+
+
 def _differences(
     rows: list[ReportRow],
     truth: np.ndarray,
@@ -166,17 +190,14 @@ def _differences(
         return ()
     best = _best_of(base, primary)
     assert best is not None  # base holds finite values only
-    metric = _METRIC_FUNCTIONS[primary]
     out = []
     for m in (r for r in rows if r.kind == "model" and not np.isnan(r.metrics[primary])):
+        t, a, b, metric = _bootstrap_inputs(primary, truth, shaped[m.name], shaped[best.name])
         # a draw may leave a metric undefined (one class only: no roc_auc); such draws are
         # left out of the interval, and their warnings would only repeat what _score said
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            d = M.paired_bootstrap(
-                truth, shaped[m.name], shaped[best.name], metric, groups=lots,
-                n_resamples=n_resamples,
-            )  # fmt: skip
+            d = M.paired_bootstrap(t, a, b, metric, groups=lots, n_resamples=n_resamples)
         out.append(Difference(m.name, best.name, primary, *d, n_groups=n_lots))
     return tuple(out)
 

@@ -303,3 +303,20 @@ def test_classification_reports_an_interval_on_log_loss(classification_windows, 
     report = compare("classification", w, test, sure, baselines)
     (d,) = report.differences
     assert d.metric == "log_loss" and d.high < 0 and "better beyond" in d.sentence()
+
+
+@pytest.mark.parametrize("metric", ["mse", "rmse", "mae"])
+def test_the_fast_interval_of_mean_errors_equals_resampling_the_forecasts(metric) -> None:
+    """mse, rmse and mae are resampled from per-row mean errors: the very same draws."""
+    from mfgtx import metrics as M
+    from mfgtx.baselines.compare import _bootstrap_inputs
+
+    rng = np.random.default_rng(0)
+    truth = rng.normal(size=(60, 5, 2))
+    a, b = truth + rng.normal(size=truth.shape), truth + rng.normal(size=truth.shape) * 1.1
+    lots = np.repeat(np.arange(12), 5)
+    full = M.paired_bootstrap(truth, a, b, getattr(M, metric), groups=lots, n_resamples=300)
+    t, ra, rb, fn = _bootstrap_inputs(metric, truth, a, b)
+    assert ra.shape == (60,)
+    fast = M.paired_bootstrap(t, ra, rb, fn, groups=lots, n_resamples=300)
+    np.testing.assert_allclose(fast, full, rtol=1e-9)
