@@ -234,9 +234,8 @@ def paired_bootstrap(
         raise ValueError(f"n_resamples must be an integer >= 100, found {n_resamples!r}")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), found {level!r}")
-    if groups is None:
-        members = [np.array([i]) for i in range(t.shape[0])]
-    else:
+    members: list[np.ndarray] | None = None  # rows of each group; None: a row is a group
+    if groups is not None:
         g = np.asarray(groups)
         if g.shape != t.shape[:1]:
             raise ValueError(
@@ -245,14 +244,16 @@ def paired_bootstrap(
         _, inverse = np.unique(g, return_inverse=True)
         order = np.argsort(inverse, kind="stable")
         members = np.split(order, np.cumsum(np.bincount(inverse))[:-1])
-    what = "samples" if groups is None else "groups"
-    if len(members) < 2:
-        raise ValueError(f"paired_bootstrap needs at least 2 {what}, found {len(members)}")
+    n = t.shape[0] if members is None else len(members)
+    if n < 2:
+        what = "samples" if members is None else "groups"
+        raise ValueError(f"paired_bootstrap needs at least 2 {what}, found {n}")
     rng = np.random.default_rng(seed)
     diffs = np.empty(n_resamples)
     for r in range(n_resamples):
-        drawn = rng.integers(0, len(members), len(members))
-        i = np.concatenate([members[k] for k in drawn])
+        i = rng.integers(0, n, n)
+        if members is not None:
+            i = np.concatenate([members[k] for k in i])
         diffs[r] = metric(t[i], a[i]) - metric(t[i], b[i])
     diffs = diffs[~np.isnan(diffs)]
     tail = (1.0 - level) / 2 * 100

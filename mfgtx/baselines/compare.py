@@ -183,11 +183,12 @@ def _differences(
     primary: str,
     n_resamples: int,
 ) -> tuple[Difference, ...]:
-    """Each model minus the best baseline on ``primary``, test lots drawn as wholes."""
+    """Each model minus the best baseline on ``primary``, test lots (2 or more) drawn as
+    wholes."""
     base = [r for r in rows if r.kind == "baseline" and not np.isnan(r.metrics[primary])]
-    n_lots = int(np.unique(lots).size)
-    if not base or n_lots < 2:
+    if not base:
         return ()
+    n_lots = int(np.unique(lots).size)
     best = _best_of(base, primary)
     assert best is not None  # base holds finite values only
     out = []
@@ -305,11 +306,11 @@ def compare(
         raise ValueError(f"primary must be one of {sorted(HIGHER_IS_BETTER)}, found {primary!r}")
     rows, notes = _score(task, truth, shaped, set(preds), rul)
     lots = windows.lot[test]
-    differences = (
-        () if n_resamples is None else _differences(rows, truth, shaped, lots, primary, n_resamples)
-    )
+    differences: tuple[Difference, ...] = ()
     if n_resamples is not None and np.unique(lots).size < 2:
         notes.append("one test lot: no interval for the difference to the baselines")
+    elif n_resamples is not None:
+        differences = _differences(rows, truth, shaped, lots, primary, n_resamples)
     return EvaluationReport(
         task=task,
         n_test=int(test.size),

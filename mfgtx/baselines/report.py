@@ -25,6 +25,10 @@ _TASK_TITLE = {
 }
 
 
+def _none_if_nan(v: float) -> float | None:
+    return None if math.isnan(v) else v
+
+
 @dataclass(frozen=True)
 class ReportRow:
     """Scores of one predictor on the test windows.
@@ -51,7 +55,7 @@ class ReportRow:
         return {
             "name": self.name,
             "kind": self.kind,
-            "metrics": {k: (None if math.isnan(v) else v) for k, v in self.metrics.items()},
+            "metrics": {k: _none_if_nan(v) for k, v in self.metrics.items()},
         }
 
     @classmethod
@@ -61,10 +65,6 @@ class ReportRow:
             str(k): (float("nan") if v is None else float(v)) for k, v in state["metrics"].items()
         }
         return cls(name=str(state["name"]), kind=state["kind"], metrics=metrics)
-
-
-def _none_if_nan(v: float) -> float | None:
-    return None if math.isnan(v) else v
 
 
 @dataclass(frozen=True)

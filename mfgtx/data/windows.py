@@ -89,14 +89,15 @@ class Windows:
             return np.full(len(self), self.window, dtype=np.int64)
         return self.window - self.pad
 
-    def _grid(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _grid(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Table row of every step of the given windows ``(n, T)`` and which steps are real
-        rows (not padding); a padding step points at the window's first real row."""
+        rows (``None``: all of them); a padding step points at the window's first real row."""
         steps = np.arange(self.window)[None, :]  # (1, T)
-        pad = np.zeros((len(idx), 1), np.int64) if self.pad is None else self.pad[idx][:, None]
-        real = steps >= pad  # (n, T)
+        if self.pad is None:
+            return self.row_start[idx][:, None] + steps, None
+        pad = self.pad[idx][:, None]  # (n, 1)
         rows = self.row_start[idx][:, None] + np.maximum(steps - pad, 0)  # (n, T)
-        return rows, real
+        return rows, steps >= pad
 
     @classmethod
     def concat(cls, parts: Sequence[Windows]) -> Windows:
@@ -190,7 +191,7 @@ class Windows:
         if idx.size == 0:
             return np.empty(0, dtype=np.int64)
         rows, real = self._grid(idx)  # (n, T)
-        return np.unique(rows[real])
+        return np.unique(rows if real is None else rows[real])
 
     def features(
         self, indices: Sequence[int] | np.ndarray, scaler: _Transform | None = None
@@ -205,7 +206,7 @@ class Windows:
         idx = np.asarray(indices, dtype=np.int64)
         rows, real = self._grid(idx)  # (n, T)
         x = self.values[rows]  # (n, T, C)
-        if self.pad is not None:
+        if real is not None:
             x = np.where(real[:, :, None], x, np.float32(np.nan))
         if scaler is not None:
             x = scaler.transform(x)
