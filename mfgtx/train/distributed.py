@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,7 +46,11 @@ class DistEnv:
 def setup_distributed(device_type: str) -> DistEnv:
     """Join the process group that ``torchrun`` describes in the environment, if any.
 
-    gloo on CPU, nccl on CUDA. Without ``WORLD_SIZE > 1`` nothing is initialised.
+    gloo on CPU, nccl on CUDA. Without ``WORLD_SIZE > 1`` nothing is initialised. A group
+    this function creates is destroyed when the interpreter exits (unless the script did
+    it first): a gloo group left to interpreter teardown can abort the process with
+    "terminate called without an active exception" after training has finished. A group
+    the caller created is theirs to destroy.
     """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
@@ -54,7 +59,13 @@ def setup_distributed(device_type: str) -> DistEnv:
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device_type == "cuda" else "gloo")
+        atexit.register(_destroy_process_group)
     return DistEnv(rank=rank, world_size=world, local_rank=local_rank)
+
+
+def _destroy_process_group() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 class ShardSampler(Sampler[int]):

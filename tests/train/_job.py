@@ -7,6 +7,7 @@ Writes OUT_DIR/final_rank{r}.safetensors (final weights) and OUT_DIR/rank{r}.jso
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import signal
@@ -32,6 +33,9 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=3e-3)
     args = p.parse_args()
     out = Path(args.out)
+    rank = int(os.environ.get("RANK", "0"))
+    # registered before fit joins the process group, so it runs after fit's own exit handler
+    atexit.register(_record_group_state_at_exit, out / f"exit_rank{rank}.json")
     torch.set_num_threads(1)
     torch.manual_seed(1234)
     model = TinyRegressor()
@@ -53,7 +57,6 @@ def main() -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
     result = fit(model, train, val, config, on_step=on_step)
-    rank = int(os.environ.get("RANK", "0"))
     save_bundle(out / "bundle", model, train_config=config, precision=result.precision)
     save_file(
         {k: v.contiguous() for k, v in model.state_dict().items()},
@@ -69,6 +72,11 @@ def main() -> None:
             }
         )
     )
+
+
+def _record_group_state_at_exit(path: Path) -> None:
+    initialized = torch.distributed.is_available() and torch.distributed.is_initialized()
+    path.write_text(json.dumps({"group_initialized": initialized}))
 
 
 if __name__ == "__main__":

@@ -84,6 +84,10 @@ def test_torchrun_two_processes_converge_with_identical_weights(tmp_path: Path) 
         s0 = r0["seen"][epoch * 48 : (epoch + 1) * 48]
         s1 = r1["seen"][epoch * 48 : (epoch + 1) * 48]
         assert sorted(s0 + s1) == list(range(96))
+    # the process group fit created was destroyed before interpreter teardown on both ranks
+    # (left to teardown, gloo can abort a finished run with SIGABRT)
+    for r in (0, 1):
+        assert json.loads((out / f"exit_rank{r}.json").read_text()) == {"group_initialized": False}
     # only rank 0 wrote the checkpoint and the bundle (a second writer would have failed)
     assert sorted(p.name for p in (out / "ckpt").iterdir()) == ["last.ckpt", "last.ckpt.sha256"]
     bundle = load_bundle(out / "bundle")
