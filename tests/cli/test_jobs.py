@@ -151,7 +151,7 @@ def test_audit_evaluate_bench(trained, tmp_path, capsys) -> None:
 
 def test_a_split_that_purging_empties_is_a_config_error(trained, capsys) -> None:
     job, _ = trained
-    code, result, err = _run(capsys, "audit", str(job), "--set", "split.gap=30d")
+    code, result, err = _run(capsys, "audit", str(job), "--set", "split.gap=30D")
     assert code == 2 and not result["ok"]
     assert "job.yaml: split: fold 0: purging left no" in err
 
