@@ -46,11 +46,12 @@ class DistEnv:
 def setup_distributed(device_type: str) -> DistEnv:
     """Join the process group that ``torchrun`` describes in the environment, if any.
 
-    gloo on CPU, nccl on CUDA. Without ``WORLD_SIZE > 1`` nothing is initialised. A group
-    this function creates is destroyed when the interpreter exits (unless the script did
-    it first): a gloo group left to interpreter teardown can abort the process with
-    "terminate called without an active exception" after training has finished. A group
-    the caller created is theirs to destroy.
+    gloo on CPU, nccl on CUDA. Without ``WORLD_SIZE > 1`` nothing is initialised. A gloo
+    group this function creates is destroyed when the interpreter exits (unless the script
+    did it first): left to interpreter teardown, it can abort a finished run with
+    "terminate called without an active exception". Destroying an nccl group can block
+    while another rank has failed, so that one, like any group the caller created, is the
+    script's to destroy (``torch.distributed.destroy_process_group()`` after training).
     """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
@@ -58,8 +59,10 @@ def setup_distributed(device_type: str) -> DistEnv:
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device_type == "cuda" else "gloo")
-        atexit.register(_destroy_process_group)
+        backend = "nccl" if device_type == "cuda" else "gloo"
+        dist.init_process_group(backend=backend)
+        if backend == "gloo":
+            atexit.register(_destroy_process_group)
     return DistEnv(rank=rank, world_size=world, local_rank=local_rank)
 
 
