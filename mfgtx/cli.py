@@ -58,15 +58,18 @@ def _config(args: argparse.Namespace) -> Any:
 def _train(args: argparse.Namespace) -> int:
     from mfgtx.jobs import output_lock, train
     from mfgtx.jobs.train import trainer_for
+    from mfgtx.train import end_distributed
 
     trainer_for(args.kind)  # a kind not in this version fails before any work
     config = _config(args)
     config.require("bundle")
     if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 holds the lock and writes
-        outcome = train(args.kind, config, resume=args.resume)
+        train(args.kind, config, resume=args.resume)
+        end_distributed()
         return 0
     with output_lock(str(config.bundle)):
         outcome = train(args.kind, config, resume=args.resume)
+    end_distributed()
     if outcome.report_markdown:
         _emit(outcome.report_markdown)
     _summary({"ok": True, **outcome.summary()})

@@ -2,7 +2,7 @@
 
 from mfgtx.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from mfgtx.train.config import TrainConfig
-from mfgtx.train.distributed import DistEnv, ShardSampler
+from mfgtx.train.distributed import DistEnv, ShardSampler, end_distributed
 from mfgtx.train.loop import FitResult, NonFiniteLossError, Trainable, evaluate, fit, predict
 from mfgtx.train.precision import cpu_has_fast_bf16, resolve_precision
 
@@ -15,6 +15,7 @@ __all__ = [
     "TrainConfig",
     "Trainable",
     "cpu_has_fast_bf16",
+    "end_distributed",
     "evaluate",
     "fit",
     "load_checkpoint",

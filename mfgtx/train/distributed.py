@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import Sampler
 
-__all__ = ["DistEnv", "ShardSampler", "setup_distributed"]
+__all__ = ["DistEnv", "ShardSampler", "end_distributed", "setup_distributed"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def setup_distributed(device_type: str) -> DistEnv:
     did it first): left to interpreter teardown, it can abort a finished run with
     "terminate called without an active exception". Destroying an nccl group can block
     while another rank has failed, so that one, like any group the caller created, is the
-    script's to destroy (``torch.distributed.destroy_process_group()`` after training).
+    script's to destroy (:func:`end_distributed` after training succeeded on every rank).
     """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
@@ -66,9 +66,19 @@ def setup_distributed(device_type: str) -> DistEnv:
     return DistEnv(rank=rank, world_size=world, local_rank=local_rank)
 
 
-def _destroy_process_group() -> None:
-    if dist.is_initialized():
+def end_distributed() -> None:
+    """Destroy the default process group, if one is up; a no-op otherwise.
+
+    Call it once training has succeeded on every rank, as the last distributed step of a
+    ``torchrun`` script (the ``mfgtx train`` command does). After a failure, leave it:
+    ``torchrun`` stops the other ranks, and destroying an nccl group could block on them.
+    """
+    if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def _destroy_process_group() -> None:
+    end_distributed()
 
 
 class ShardSampler(Sampler[int]):
