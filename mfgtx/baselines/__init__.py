@@ -19,7 +19,7 @@ from mfgtx.baselines.classification import (
     LogisticRegression,
     MajorityClass,
 )
-from mfgtx.baselines.compare import PRIMARY_METRIC, compare
+from mfgtx.baselines.compare import PRIMARY_METRIC, bootstrap_differences, compare
 from mfgtx.baselines.features import SUMMARY_STATS, summary_feature_names, summary_features
 from mfgtx.baselines.forecast import LinearRidge, Naive, SeasonalNaive, TrainMeanForecast
 from mfgtx.baselines.image import HogLogistic, MajorityImageClass, hog_features
@@ -46,6 +46,7 @@ __all__ = [
     "SeasonalNaive",
     "TrainMean",
     "TrainMeanForecast",
+    "bootstrap_differences",
     "compare",
     "default_baselines",
     "fit_baselines",

@@ -36,7 +36,7 @@ from mfgtx.metrics import (
     regression_metrics,
 )
 
-__all__ = ["PRIMARY_METRIC", "compare"]
+__all__ = ["PRIMARY_METRIC", "bootstrap_differences", "compare"]
 
 PRIMARY_METRIC: dict[str, str] = {
     "regression": "rmse",
@@ -175,31 +175,38 @@ def _bootstrap_inputs(
     return np.zeros(len(truth)), row_errors(a), row_errors(b), of_row_errors
 
 
-def _differences(
-    rows: list[ReportRow],
+def bootstrap_differences(
+    rows: Sequence[ReportRow],
     truth: np.ndarray,
-    shaped: dict[str, np.ndarray],
-    lots: np.ndarray,
+    predictions: Mapping[str, np.ndarray],
+    groups: np.ndarray,
     primary: str,
-    n_resamples: int,
+    n_resamples: int = 1000,
+    unit: str = "test lots",
 ) -> tuple[Difference, ...]:
-    """Each model minus the best baseline on ``primary``, test lots (2 or more) drawn as
-    wholes."""
+    """Each model row minus the best baseline row on ``primary``: one :class:`Difference` each.
+
+    ``predictions`` holds each row's test predictions by name (class probabilities for
+    classification); ``groups`` (2 or more distinct) the unit each test row is drawn with,
+    e.g. its lot. :func:`compare` calls this; a hand-built report (images) can too.
+    """
     base = [r for r in rows if r.kind == "baseline" and not np.isnan(r.metrics[primary])]
     if not base:
         return ()
-    n_lots = int(np.unique(lots).size)
+    n_lots = int(np.unique(groups).size)
     best = _best_of(base, primary)
     assert best is not None  # base holds finite values only
     out = []
     for m in (r for r in rows if r.kind == "model" and not np.isnan(r.metrics[primary])):
-        t, a, b, metric = _bootstrap_inputs(primary, truth, shaped[m.name], shaped[best.name])
+        t, a, b, metric = _bootstrap_inputs(
+            primary, truth, predictions[m.name], predictions[best.name]
+        )
         # a draw may leave a metric undefined (one class only: no roc_auc); such draws are
         # left out of the interval, and their warnings would only repeat what _score said
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            d = M.paired_bootstrap(t, a, b, metric, groups=lots, n_resamples=n_resamples)
-        out.append(Difference(m.name, best.name, primary, *d, n_groups=n_lots))
+            d = M.paired_bootstrap(t, a, b, metric, groups=groups, n_resamples=n_resamples)
+        out.append(Difference(m.name, best.name, primary, *d, n_groups=n_lots, unit=unit))
     return tuple(out)
 
 
@@ -310,7 +317,7 @@ def compare(
     if n_resamples is not None and np.unique(lots).size < 2:
         notes.append("one test lot: no interval for the difference to the baselines")
     elif n_resamples is not None:
-        differences = _differences(rows, truth, shaped, lots, primary, n_resamples)
+        differences = bootstrap_differences(rows, truth, shaped, lots, primary, n_resamples)
     return EvaluationReport(
         task=task,
         n_test=int(test.size),

@@ -73,7 +73,8 @@ class Difference:
 
     The test lots are drawn with replacement (all windows of a drawn lot together, since
     overlapping windows of one lot are not independent evidence), the same draw for both
-    predictors; see :func:`mfgtx.metrics.paired_bootstrap`.
+    predictors; see :func:`mfgtx.metrics.paired_bootstrap`. Images without lots are drawn
+    one by one, byte-identical files together.
 
     Attributes:
         model: the model's name.
@@ -83,7 +84,8 @@ class Difference:
         low: lower end of the interval (``nan`` if no draw could be scored).
         high: upper end of the interval.
         level: the interval's level, e.g. 0.95.
-        n_groups: test lots drawn from.
+        n_groups: test lots (or other units) drawn from.
+        unit: what was drawn, plural: ``"test lots"``, or ``"distinct test images"``.
     """
 
     model: str
@@ -94,6 +96,7 @@ class Difference:
     high: float
     level: float
     n_groups: int
+    unit: str = "test lots"
 
     def __post_init__(self) -> None:
         if self.metric not in HIGHER_IS_BETTER:
@@ -104,13 +107,13 @@ class Difference:
         who = _who(self.model, start=True)
         head = (
             f"{who} minus {self.baseline} on {self.metric}: {self.difference:+.4g}, "
-            f"{self.level:.0%} paired bootstrap interval over the {self.n_groups} test lots"
+            f"{self.level:.0%} paired bootstrap interval over the {self.n_groups} {self.unit}"
         )
         if math.isnan(self.low):
             return f"{head}: undefined (no draw could be scored)."
         span = f"[{self.low:+.4g}, {self.high:+.4g}]"
         if self.low <= 0 <= self.high:
-            return f"{head} {span}: it includes 0, so these test lots cannot tell the two apart."
+            return f"{head} {span}: it includes 0, so these {self.unit} cannot tell the two apart."
         ahead = (self.low > 0) == HIGHER_IS_BETTER[self.metric]
         side = "better" if ahead else "worse"
         return f"{head} {span}: {_who(self.model)} is {side} beyond resampling noise."
@@ -135,6 +138,7 @@ class Difference:
             metric=str(state["metric"]),
             level=float(state["level"]),
             n_groups=int(state["n_groups"]),
+            unit=str(state.get("unit", "test lots")),  # reports saved before units were named
             **num,
         )
 

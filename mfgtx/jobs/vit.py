@@ -79,6 +79,8 @@ class PreparedImages:
         labels: ``(N',)`` their classes.
         train, val, test: positions into ``images``.
         errors: one :class:`~mfgtx.images.ImageError` per unreadable file (left out).
+        groups: ``(N',)`` the split group of each image: its lot (a manifest with lots),
+            else one per distinct file (byte-identical files share one).
         split: the :class:`~mfgtx.images.ImageSplit` over every listed file.
         audit: the lot-and-time audit (a manifest with lots), else ``None``.
         duplicates_across: byte-identical files in two sets (0 unless a bug).
@@ -90,6 +92,7 @@ class PreparedImages:
     train: np.ndarray
     val: np.ndarray
     test: np.ndarray
+    groups: np.ndarray
     errors: list[Any]
     split: Any
     audit: Any
@@ -177,6 +180,7 @@ def prepare_images(config: JobConfig) -> PreparedImages:
         train=train,
         val=val,
         test=test,
+        groups=split.groups[np.asarray(kept)],
         errors=list(errors),
         split=split,
         audit=audit_report,
@@ -185,12 +189,27 @@ def prepare_images(config: JobConfig) -> PreparedImages:
 
 
 def compare_images(
-    config: JobConfig, prep: PreparedImages, prob: np.ndarray, model_name: str = "DefectViT"
+    config: JobConfig,
+    prep: PreparedImages,
+    prob: np.ndarray,
+    model_name: str = "DefectViT",
+    n_resamples: int | None = 1000,
 ) -> Any:
     """The :class:`~mfgtx.baselines.EvaluationReport` of test probabilities ``prob`` next to
     the majority class and HOG + logistic regression, both fitted on the training and
-    validation images (everything the model learned from or chose its checkpoint on)."""
-    from mfgtx.baselines import EvaluationReport, HogLogistic, MajorityImageClass, ReportRow
+    validation images (everything the model learned from or chose its checkpoint on).
+
+    As :func:`~mfgtx.baselines.compare` does, the report says how sure the model's lead
+    over the best baseline is: a paired bootstrap over the test lots, or over the distinct
+    test images when there are no lots (``n_resamples=None``: no interval).
+    """
+    from mfgtx.baselines import (
+        EvaluationReport,
+        HogLogistic,
+        MajorityImageClass,
+        ReportRow,
+        bootstrap_differences,
+    )
     from mfgtx.metrics import classification_metrics
 
     assert config.images is not None
@@ -200,13 +219,27 @@ def compare_images(
     y = prep.labels[prep.test]
     reasons: list[str] = []
     rows = [ReportRow(model_name, "model", classification_metrics(y, prob, reasons=reasons))]
+    predictions = {model_name: prob}
     for baseline in (
         MajorityImageClass(),
         HogLogistic(cell=16 if size >= 64 else max(4, size // 4)),
     ):
         p = baseline.fit(pixels[fit_idx], prep.labels[fit_idx], k).predict_proba(pixels[prep.test])
+        predictions[baseline.name] = p
         rows.append(
             ReportRow(baseline.name, "baseline", classification_metrics(y, p, reasons=reasons))
+        )
+    groups = prep.groups[prep.test]
+    by_lot = prep.split.method == "lot_time"
+    unit = "test lots" if by_lot else "distinct test images"
+    differences: tuple[Any, ...] = ()
+    notes: list[str] = []
+    if n_resamples is not None and np.unique(groups).size < 2:
+        one = "one test lot" if by_lot else "one distinct test image"
+        notes.append(f"{one}: no interval for the difference to the baselines")
+    elif n_resamples is not None:
+        differences = bootstrap_differences(
+            rows, y, predictions, groups, "f1", n_resamples, unit=unit
         )
     return EvaluationReport(
         "classification",
@@ -215,6 +248,8 @@ def compare_images(
         primary="f1",
         n_train=len(fit_idx),
         unit="images",
+        notes=tuple(notes),
+        differences=differences,
     )
 
 

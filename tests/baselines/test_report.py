@@ -292,6 +292,14 @@ def test_differences_round_trip_and_are_checked(fitted) -> None:
         dataclasses.replace(report, differences=(stray,))
     with pytest.raises(ValueError, match="unknown metric"):
         Difference("model", "Ridge", "wrong", 0.1, -0.1, 0.3, 0.95, 5)
+    # what was drawn is named, and a difference saved before units were named reads as lots
+    images = Difference("model", "HOG", "f1", 0.1, -0.1, 0.3, 0.95, 40, unit="distinct test images")
+    assert "over the 40 distinct test images" in images.sentence()
+    assert "these distinct test images cannot tell" in images.sentence()
+    old = images.to_dict()
+    del old["unit"]
+    assert Difference.from_dict(old).unit == "test lots"
+    assert Difference.from_dict(images.to_dict()) == images
 
 
 def test_classification_reports_an_interval_on_log_loss(classification_windows, split_halves):

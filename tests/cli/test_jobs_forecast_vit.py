@@ -123,6 +123,12 @@ def test_train_vit_writes_a_calibrated_bundle_compared_with_baselines(bundles) -
     counts = job["images"]
     assert job["class_names"] == ["none", "scratch"] and counts["unreadable"] == 0
     assert counts["train"] + counts["val"] + counts["test"] == 60 and 14 <= counts["test"] <= 16
+    # how sure, as for sensor reports: no lots, so the distinct test images are drawn
+    (diff,) = bundle.manifest["metrics"]["differences"]
+    assert diff["model"] == "DefectViT" and diff["metric"] == "f1"
+    assert diff["baseline"] in names[1:] and diff["unit"] == "distinct test images"
+    assert diff["n_groups"] == counts["test"]  # every generated image is a distinct file
+    assert diff["low"] <= diff["difference"] <= diff["high"]
 
 
 def test_one_batch_with_a_corrupt_image_and_a_malformed_lot_completes(
@@ -299,3 +305,24 @@ def test_a_forecast_job_refuses_history_windows(plant, tmp_path, capsys) -> None
     code = main(["train", "forecast", str(path), "--set", "windows.min_rows=16"])
     assert code == 2
     assert "windows.min_rows: forecasts need every context row" in capsys.readouterr().err
+
+
+def test_image_reports_draw_whole_test_lots_when_the_manifest_has_lots() -> None:
+    from mfgtx.jobs.vit import compare_images, image_records, prepare_images
+
+    root = Path(__file__).resolve().parents[2]
+    manifest = root / "sample_data" / "defects" / "manifest.csv"
+    config = load_config(
+        root / "pipelines" / "configs" / "sample_defects.yaml", [f"images.path={manifest}"]
+    )
+    prep = prepare_images(config)
+    assert prep.split.method == "lot_time" and not prep.errors  # positions = manifest rows
+    y = prep.labels[prep.test]
+    perfect = np.eye(len(prep.names))[y]  # a model that is always right
+    report = compare_images(config, prep, perfect, n_resamples=200)
+    (diff,) = report.differences
+    lots = image_records(config.images).frame["lot"].astype(str).to_numpy()
+    assert diff.unit == "test lots" and diff.n_groups == len(np.unique(lots[prep.test]))
+    assert diff.difference > 0 and diff.low <= diff.difference <= diff.high
+    assert "test lots" in report.to_markdown()
+    assert compare_images(config, prep, perfect, n_resamples=None).differences == ()
