@@ -47,6 +47,7 @@ def make_windows(
     as_of: object | None = None,
     on_short: Literal["error", "skip"] = "error",
     min_rows: int | None = None,
+    include_last: bool = False,
 ) -> Windows:
     """Windows of ``window`` rows over every lot of ``table``.
 
@@ -70,6 +71,11 @@ def make_windows(
             are missing (``Windows.pad`` counts them). Use it to give a model a lot's whole
             history up to ``window`` rows, for example an engine's life so far. ``None``
             (default): every window is ``window`` rows of its lot. Needs ``horizon=0``.
+        include_last: also end a window at each lot's last usable row (the last row, or
+            ``horizon`` rows before it) when the ``stride`` grid steps over it, so that a
+            lot's last window always holds its latest rows: what scoring "as of now" and
+            judging a lot by its last window need. The other windows keep their grid, so
+            a window's end stays the same as rows are appended to its lot.
 
     Returns:
         :class:`~mfgtx.data.Windows`.
@@ -84,6 +90,11 @@ def make_windows(
         >>> h = make_windows(read_table(df, ColumnMap("lot", "t", targets="rul")), 6, min_rows=4)
         >>> h.lot.tolist(), h.pad.tolist(), h.y[:, 0].tolist()  # B's 4 rows: 2 steps of padding
         (['A', 'A', 'B'], [2, 1, 2], [1.0, 0.0, 0.0])
+        >>> cols = ColumnMap("lot", "t", targets="rul")
+        >>> make_windows(read_table(df, cols), 2, stride=2).end.tolist()  # A's row 4 missed
+        [1.0, 3.0, 1.0, 3.0]
+        >>> make_windows(read_table(df, cols), 2, stride=2, include_last=True).end.tolist()
+        [1.0, 3.0, 4.0, 1.0, 3.0]
     """
     for name, value, low in (("window", window, 1), ("stride", stride, 1), ("horizon", horizon, 0)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
@@ -125,7 +136,10 @@ def make_windows(
             short.append(f"{lot} ({n} rows)")
             continue
         first_step = a if min_rows is None else a + min_rows - window
-        lot_starts = np.arange(first_step, b - window - horizon + 1, stride)
+        final = b - window - horizon  # the start of the window ending at the last usable row
+        lot_starts = np.arange(first_step, final + 1, stride)
+        if include_last and lot_starts[-1] != final:
+            lot_starts = np.append(lot_starts, final)
         starts.append(lot_starts)
         firsts.append(np.full(len(lot_starts), a))
     if short:

@@ -274,3 +274,55 @@ def test_history_window_invariants(lengths, window, stride, data) -> None:
         ends = (w.row_start + w.lengths - 1)[w.lot == lot]
         expected = list(range(a + min_rows - 1, b, stride)) if b - a >= min_rows else []
         assert ends.tolist() == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 15), min_size=1, max_size=5),
+    window=st.integers(1, 8),
+    stride=st.integers(1, 5),
+    horizon=st.integers(0, 3),
+    data=st.data(),
+)
+def test_include_last_adds_each_lots_latest_window_and_keeps_the_grid(
+    lengths, window, stride, horizon, data
+) -> None:
+    """With ``include_last`` every lot's last window ends at its last usable row (the last
+    row, or ``horizon`` before it); every other window is the plain stride grid's, in order,
+    so scores keyed by window end do not move; rows appended to a lot keep the earlier ends."""
+    min_rows = data.draw(st.sampled_from([None, *range(1, window + 1)])) if not horizon else None
+    t = table(tuple(lengths))
+    need = window + horizon if min_rows is None else min_rows
+    if max(lengths) < need:
+        return
+    kw = {"stride": stride, "horizon": horizon, "min_rows": min_rows, "on_short": "skip"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        grid = make_windows(t, window, **kw)
+        full = make_windows(t, window, include_last=True, **kw)
+    bounds = t.lot_bounds()
+    last_row = full.row_start + (full.lengths if min_rows else window) - 1
+    for lot in grid.lots:
+        b = bounds[lot][1]
+        ends, grid_ends = last_row[full.lot == lot], grid.end[grid.lot == lot]
+        assert ends[-1] == b - 1 - horizon  # the latest usable row
+        assert (np.diff(ends) > 0).all()
+        got = full.end[full.lot == lot]
+        assert len(got) - len(grid_ends) in (0, 1)
+        np.testing.assert_array_equal(got[: len(grid_ends)], grid_ends)  # the grid is untouched
+    # a lot that grows keeps the ends of the windows it had (all but the added last one)
+    grown = table(tuple(n + 3 for n in lengths))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        later = make_windows(grown, window, include_last=True, **kw)
+    for lot in grid.lots:
+        before = full.end[full.lot == lot]
+        after = later.end[later.lot == lot]
+        n_grid = len(grid.end[grid.lot == lot])
+        np.testing.assert_array_equal(after[:n_grid], before[:n_grid])
+
+
+def test_stride_1_windows_need_nothing_added() -> None:
+    t = table()
+    plain, full = make_windows(t, 3), make_windows(t, 3, include_last=True)
+    np.testing.assert_array_equal(plain.row_start, full.row_start)
