@@ -241,7 +241,8 @@ def read_upload_csv(upload: Any, cmap: ColumnMap) -> tuple[pd.DataFrame | None, 
 def last_windows(
     bundle: Bundle, df: pd.DataFrame, *, with_targets: bool, stride: int | None = None
 ) -> tuple[Any, np.ndarray]:
-    """Windows of the bundle's length over ``df`` and the index of each lot's last window.
+    """Windows of the bundle's length over ``df`` and the index of each lot's last window,
+    which ends at the lot's latest row.
 
     A bundle trained on history windows (``windows.min_rows`` in its job) is windowed the
     same way, so a machine younger than the window is still predicted."""
@@ -256,7 +257,9 @@ def last_windows(
         length = int(bundle.config.max_len)
         job = (bundle.manifest.get("extra") or {}).get("job") or {}
         min_rows = job.get("min_rows")
-        windows = make_windows(table, length, stride=stride or length, min_rows=min_rows)
+        windows = make_windows(
+            table, length, stride=stride or length, min_rows=min_rows, include_last=True
+        )
     lots = windows.lot
     last = np.array([np.flatnonzero(lots == lot)[-1] for lot in windows.lots], dtype=np.int64)
     return windows, last

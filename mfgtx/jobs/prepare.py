@@ -157,8 +157,15 @@ def load_windows(config: JobConfig) -> tuple[Windows, ColumnMap]:
     windows, columns = windows_by_chunk(
         config,
         data.columns.column_map(),
+        # include_last: a lot's last window ends at its last row, so ``evaluate_on:
+        # last_per_lot`` judges the prediction made when the lot ends, whatever the stride
         lambda table: make_windows(
-            table, w.window, stride=w.step, on_short=w.on_short, min_rows=w.min_rows
+            table,
+            w.window,
+            stride=w.step,
+            on_short=w.on_short,
+            min_rows=w.min_rows,
+            include_last=True,
         ),
         w.need,
     )
@@ -206,6 +213,7 @@ def load_forecast_windows(config: JobConfig) -> tuple[Windows, ColumnMap, tuple[
             horizon=fc.horizon,
             forecast=tuple(fc.targets) or sensors,
             on_short=w.on_short,
+            include_last=True,
         )
 
     windows, columns = windows_by_chunk(

@@ -160,7 +160,8 @@ def _windows_of(
 ) -> Iterator[tuple[Windows | None, dict[str, object] | None]]:
     """Windows of the whole chunk; lot by lot (errors per lot) if the chunk has a bad lot."""
     data = without_position(frame)
-    kw = {"stride": stride, "on_short": "error", "min_rows": min_rows}
+    # include_last: a lot's newest rows are always scored, whatever the stride
+    kw = {"stride": stride, "on_short": "error", "min_rows": min_rows, "include_last": True}
     try:
         table = read_table(data, cols)
         yield make_windows(table, window, **kw), None

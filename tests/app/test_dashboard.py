@@ -8,6 +8,7 @@ import struct
 import zlib
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
@@ -234,6 +235,11 @@ def test_rul_bundle_shows_interval_and_per_machine_errors(app_env, monkeypatch, 
     assert spec["layout"]["xaxis4"]["title"]["text"] == "cycle"  # cycles, not dates
     first = metric.value
     slider = at.select_slider(key="quality_as_of")
+    # the default is the machine's latest cycle, though the stride steps over it
+    machines = pd.read_csv(SAMPLE / "degradation.csv")
+    lot = at.selectbox(key="quality_lot").value
+    latest = machines.loc[machines["machine"] == lot, "cycle"].max()
+    assert slider.value == slider.options[-1] == f"{float(latest)}"
     slider.set_value(slider.options[0]).run()
     _clean(at)
     assert at.metric[0].value != first  # predicting earlier in the machine's life

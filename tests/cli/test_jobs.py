@@ -267,6 +267,27 @@ def test_training_reads_in_lot_chunks_with_the_same_windows(plant, tmp_path, cap
     pd.testing.assert_frame_equal(_windows_table(whole), _windows_table(interleaved))
 
 
+def test_last_per_lot_judges_each_test_lot_as_it_ends(plant, tmp_path) -> None:
+    """``split.evaluate_on: last_per_lot``: each validation and test lot is judged by the
+    window ending at its last row, though a stride of 30 steps over it."""
+    from mfgtx.jobs import load_config
+    from mfgtx.jobs.prepare import load_windows, split_windows
+
+    job = quality_job(plant, tmp_path, windows={"window": 40, "stride": 30})
+    job["split"]["evaluate_on"] = "last_per_lot"
+    config = load_config(write_job(tmp_path / "job.yaml", job))
+    windows, _ = load_windows(config)
+    prepared = split_windows(config, windows)
+    rows = pd.read_csv(plant / "sensors.csv")
+    latest = pd.to_datetime(rows["timestamp"], utc=True).groupby(rows["lot"]).max()
+    for idx in (prepared.val, prepared.test):
+        lots = windows.lot[idx]
+        assert len(set(lots)) == len(lots) > 0  # one window per lot
+        ends = pd.to_datetime(windows.end[idx], utc=True)
+        assert (ends == latest.loc[lots].to_numpy()).all()
+    assert (rows.groupby("lot").size() % 30 != 10).any()  # a lot the grid alone would miss
+
+
 def test_a_window_longer_than_every_lot_is_a_config_error(plant, tmp_path, capsys) -> None:
     path = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path))
     code = main(["audit", str(path), "--set", "windows.window=5000", "--set", "windows.stride=1"])
@@ -298,8 +319,9 @@ def test_history_windows_train_and_score_from_each_lots_first_rows(plant, tmp_pa
     lot = "L1-0001"
     times = pd.to_datetime(rows.loc[rows["lot"] == lot, "timestamp"], utc=True).tolist()
     ends = pd.to_datetime(scores.loc[scores["lot"] == lot, "window_end"], utc=True).tolist()
-    # windows end at the lot's 20th, 40th, 60th ... row: the first two reach back before it
-    assert len(times) >= 60 and ends == times[19::20]
+    # windows end at the lot's 20th, 40th, 60th ... row (the first two reach back before
+    # it), and the last at its latest row (197 rows: the stride steps over it)
+    assert len(times) == 197 and ends == [*times[19::20], times[-1]]
 
 
 def test_history_windows_min_rows_is_checked(plant, tmp_path, capsys) -> None:

@@ -166,6 +166,12 @@ def test_one_batch_with_a_corrupt_image_and_a_malformed_lot_completes(
     assert set(out["sensor"]) == {"temperature_c", "pressure_bar"}
     assert (out["q10"] <= out["q50"]).all() and (out["q50"] <= out["q90"]).all()
     assert np.isfinite(out["forecast"]).all() and "L1-0002" not in set(out["lot"])
+    # last_per_lot: every forecast starts from its lot's latest row, whatever the stride
+    given = pd.read_csv(rows)
+    latest = pd.to_datetime(given["timestamp"], utc=True).groupby(given["lot"]).max()
+    origin = pd.to_datetime(out["window_end"], utc=True).groupby(out["lot"]).agg(["min", "max"])
+    assert (origin["min"] == origin["max"]).all()  # one origin per lot
+    pd.testing.assert_series_equal(origin["max"], latest.loc[origin.index], check_names=False)
 
     code, im, err = _run(capsys, *image_args)
     assert code == 0, err
