@@ -72,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         label_time="inspected_at",
         sensors=("temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a"),
     )
-    windows = make_windows(read_table(df, cols), args.window, stride=args.window // 4)
+    windows = make_windows(
+        read_table(df, cols), args.window, stride=args.window // 4, include_last=True
+    )
     (sets,) = LotTimeSplit(test_size=0.25, val_size=0.2, gap="30min").split_sets(windows)
     scaler = SensorScaler.fit(windows, sets.train)
     report = audit(windows, sets, scaler=scaler)
