@@ -8,6 +8,7 @@ with keys ``models_dir`` and ``data_dir``, then the defaults ``models/`` and ``s
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import os
@@ -26,7 +27,8 @@ import torch
 import mfgtx.explain  # noqa: F401  (registers the explainers of the bundled models)
 from mfgtx.artifacts import Bundle, BundleError, load_bundle, verify_bundle
 from mfgtx.calibration import class_probabilities
-from mfgtx.data import ColumnMap, DataError, make_windows, read_table
+from mfgtx.data import ColumnMap, DataError, read_table
+from mfgtx.jobs.score import bundle_columns, bundle_windows
 
 log = logging.getLogger("mfgtx.app")
 
@@ -170,12 +172,9 @@ def no_bundle_message(kind: str, models_dir: Path, command: str) -> None:
 # ----------------------------------------------------------------- data
 
 
-def column_map(manifest: dict[str, Any]) -> ColumnMap:
-    schema = dict(manifest.get("data_schema") or {})
-    for key in ("keys", "targets", "sensors"):
-        if key in schema and schema[key] is not None:
-            schema[key] = tuple(schema[key])
-    return ColumnMap(**schema)
+def column_map(bundle: Bundle) -> ColumnMap:
+    """The bundle's column mapping, targets included (the evaluation page reads them)."""
+    return bundle_columns(bundle, targets=True)
 
 
 @st.cache_data(show_spinner=False, max_entries=4, ttl=60)  # new rows show within a minute
@@ -226,9 +225,7 @@ def read_upload_csv(upload: Any, cmap: ColumnMap) -> tuple[pd.DataFrame | None, 
         df = pd.read_csv(io.BytesIO(upload.getvalue()))
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
         return None, f"{upload.name}: not a readable CSV file ({e})"
-    no_targets = ColumnMap(
-        lot=cmap.lot, time=cmap.time, keys=cmap.keys, sensors=cmap.sensors, layout=cmap.layout
-    )
+    no_targets = dataclasses.replace(cmap, targets=(), label_time=None)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -241,25 +238,13 @@ def read_upload_csv(upload: Any, cmap: ColumnMap) -> tuple[pd.DataFrame | None, 
 def last_windows(
     bundle: Bundle, df: pd.DataFrame, *, with_targets: bool, stride: int | None = None
 ) -> tuple[Any, np.ndarray]:
-    """Windows of the bundle's length over ``df`` and the index of each lot's last window,
-    which ends at the lot's latest row.
-
-    A bundle trained on history windows (``windows.min_rows`` in its job) is windowed the
-    same way, so a machine younger than the window is still predicted."""
-    cmap = column_map(bundle.manifest)
-    if not with_targets:
-        cmap = ColumnMap(
-            lot=cmap.lot, time=cmap.time, keys=cmap.keys, sensors=cmap.sensors, layout=cmap.layout
-        )
+    """Windows over ``df`` as ``mfgtx score`` makes them (:func:`mfgtx.jobs.score.bundle_windows`:
+    the bundle's length and ``min_rows``, each lot's last window ending at its latest row),
+    ``stride`` rows apart (default: the window length), and the index of each lot's last one."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = read_table(df, cmap)
-        length = int(bundle.config.max_len)
-        job = (bundle.manifest.get("extra") or {}).get("job") or {}
-        min_rows = job.get("min_rows")
-        windows = make_windows(
-            table, length, stride=stride or length, min_rows=min_rows, include_last=True
-        )
+        table = read_table(df, bundle_columns(bundle, targets=with_targets))
+        windows = bundle_windows(bundle, table, stride=stride or int(bundle.config.max_len))
     lots = windows.lot
     last = np.array([np.flatnonzero(lots == lot)[-1] for lot in windows.lots], dtype=np.int64)
     return windows, last

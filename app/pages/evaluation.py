@@ -74,7 +74,7 @@ def evaluation() -> None:
         )
         return
     bundle = load(pick_bundle(infos, "evaluation_bundle"))
-    df = frame_for(column_map(bundle.manifest), cfg.data_dir, need_targets=True)
+    df = frame_for(column_map(bundle), cfg.data_dir, need_targets=True)
     windows, last = last_windows(bundle, df, with_targets=True)
     if bundle.config.task != "classification":  # RUL: every window, not only the last
         last = np.arange(len(windows))

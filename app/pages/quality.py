@@ -36,7 +36,7 @@ def quality() -> None:
         )
         return
     bundle = load(pick_bundle(infos, "quality_bundle"))
-    cmap = column_map(bundle.manifest)
+    cmap = column_map(bundle)
     upload = st.file_uploader(
         "Or upload a sensor CSV (same columns as the bundle's data)",
         "csv",

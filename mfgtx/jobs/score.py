@@ -28,24 +28,32 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 import torch
 
 from mfgtx.calibration import class_probabilities
-from mfgtx.data import ColumnMap, DataError, Windows, make_windows, read_table
+from mfgtx.data import ColumnMap, DataError, SensorTable, Windows, make_windows, read_table
 from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.prepare import last_per_lot
 from mfgtx.jobs.sinks import KEYS, describe_sink, write_errors, write_scores
 from mfgtx.jobs.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, without_position
 
-__all__ = ["ScoreOutcome", "forecast_windows", "load_model_bundle", "predict_windows", "score"]
+__all__ = [
+    "ScoreOutcome",
+    "bundle_columns",
+    "bundle_windows",
+    "forecast_windows",
+    "load_model_bundle",
+    "predict_windows",
+    "score",
+]
 
 log = logging.getLogger(__name__)
 
@@ -155,24 +163,53 @@ def _error(lot: object, err: Exception, where: pd.DataFrame | None = None) -> di
     }
 
 
+def bundle_columns(bundle: Any, *, targets: bool = False) -> ColumnMap:
+    """The :class:`~mfgtx.data.ColumnMap` a sensor ``bundle`` was trained with (its
+    ``data_schema``), without the targets and their label time unless ``targets=True``:
+    data to be scored has no labels yet."""
+    schema = dict(bundle.manifest.get("data_schema") or {})
+    if not targets:
+        schema.update(targets=(), label_time=None)
+    return ColumnMap(**{k: tuple(v) if isinstance(v, list) else v for k, v in schema.items()})
+
+
+def bundle_windows(
+    bundle: Any,
+    table: SensorTable,
+    *,
+    stride: int | None = None,
+    on_short: Literal["error", "skip"] = "error",
+) -> Windows:
+    """Windows over ``table`` as a sensor ``bundle`` reads them: its window length and
+    ``min_rows`` (history windows), ``stride`` rows apart (default: the training stride),
+    and each lot's window ending at its latest row, so that the newest readings are scored
+    whatever the stride. ``score`` and the dashboard both window through this."""
+    job = (bundle.manifest.get("extra") or {}).get("job") or {}
+    window = int(job.get("window") or bundle.config.max_len)
+    return make_windows(
+        table,
+        window,
+        stride=int(stride or job.get("stride") or window),
+        on_short=on_short,
+        min_rows=job.get("min_rows"),  # absent from bundles of earlier versions: no padding
+        include_last=True,
+    )
+
+
 def _windows_of(
-    frame: pd.DataFrame, cols: ColumnMap, window: int, stride: int, min_rows: int | None = None
+    frame: pd.DataFrame, cols: ColumnMap, cut: Callable[[SensorTable], Windows]
 ) -> Iterator[tuple[Windows | None, dict[str, object] | None]]:
     """Windows of the whole chunk; lot by lot (errors per lot) if the chunk has a bad lot."""
     data = without_position(frame)
-    # include_last: a lot's newest rows are always scored, whatever the stride
-    kw = {"stride": stride, "on_short": "error", "min_rows": min_rows, "include_last": True}
     try:
-        table = read_table(data, cols)
-        yield make_windows(table, window, **kw), None
+        yield cut(read_table(data, cols)), None
         return
     except DataError:
         log.info("a lot of this chunk is bad: scoring its lots one by one")
     for lot, part in data.groupby(cols.lot, sort=False):
         where = frame.loc[part.index, [FILE, LINE]]
         try:
-            table = read_table(part.reset_index(drop=True), cols)
-            yield make_windows(table, window, **kw), None
+            yield cut(read_table(part.reset_index(drop=True), cols)), None
         except DataError as e:
             yield None, _error(lot, e, where)
 
@@ -274,8 +311,10 @@ def score(config: JobConfig) -> ScoreOutcome:
             f"the job names {list(schema['sensors'])}"
         )
     cols = ColumnMap(**{k: tuple(v) if isinstance(v, list) else v for k, v in schema.items()})
-    window, stride = int(job["window"]), int(sc.stride or job["stride"])
-    min_rows = job.get("min_rows")  # absent from bundles of earlier versions: no padding
+
+    def cut(table: SensorTable) -> Windows:
+        return bundle_windows(bundle, table, stride=sc.stride)
+
     keys = ("lot", "window_end", "sensor", "step") if job.get("kind") == "forecast" else KEYS
     target = Path(sc.output.path) if sc.output.path else sc.errors_path()
     errors_path = sc.errors_path()
@@ -287,7 +326,7 @@ def score(config: JobConfig) -> ScoreOutcome:
         # a segmented series is scored whole: its latest window must not be cut off
         segment = WHOLE if config.data is not None and config.data.segment else None
         for frame in iter_lot_frames(source, cols.lot, cols.time, segment=segment):
-            for windows, err in _windows_of(frame, cols, window, stride, min_rows):
+            for windows, err in _windows_of(frame, cols, cut):
                 if err is not None:
                     errors.append(err)
                     log.warning("lot %s not scored: %s", err["lot"], err["reason"])

@@ -330,3 +330,30 @@ def test_history_windows_min_rows_is_checked(plant, tmp_path, capsys) -> None:
     assert code == 2 and "min_rows must be between 1 and window=40, found 100" in (
         capsys.readouterr().err
     )
+
+
+def test_bundle_windows_read_as_the_bundle_was_trained() -> None:
+    """The one place score and the dashboard window a sensor bundle: its columns without
+    labels, its window, stride and min_rows, and each lot's latest row."""
+    from types import SimpleNamespace
+
+    from mfgtx.data import ColumnMap, read_table
+    from mfgtx.jobs.score import bundle_columns, bundle_windows
+
+    schema = {"lot": "m", "time": "t", "sensors": ["x"], "targets": ["rul"], "label_time": None}
+    job = {"window": 6, "stride": 4, "min_rows": 2}
+    bundle = SimpleNamespace(
+        manifest={"data_schema": schema, "extra": {"job": job}},
+        config=SimpleNamespace(max_len=6),
+    )
+    assert bundle_columns(bundle) == ColumnMap("m", "t", sensors=("x",))
+    assert bundle_columns(bundle, targets=True).targets == ("rul",)
+    df = pd.DataFrame({"m": ["A"] * 9, "t": range(9), "x": range(9)})
+    w = bundle_windows(bundle, read_table(df, bundle_columns(bundle)))
+    assert w.end.tolist() == [1, 5, 8]  # from the 2nd row, 4 apart, and the latest
+    assert w.pad.tolist() == [4, 0, 0]
+    assert bundle_windows(
+        bundle, read_table(df, bundle_columns(bundle)), stride=1
+    ).end.tolist() == [*range(1, 9)]
+    del job["min_rows"], job["stride"]  # an older bundle: plain windows, stride = window
+    assert bundle_windows(bundle, read_table(df, bundle_columns(bundle))).end.tolist() == [5, 8]
