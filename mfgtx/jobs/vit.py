@@ -78,9 +78,9 @@ class PreparedImages:
         images: the readable images ``(N', C, S, S)`` in [0, 1].
         labels: ``(N',)`` their classes.
         train, val, test: positions into ``images``.
-        errors: one :class:`~mfgtx.images.ImageError` per unreadable file (left out).
         groups: ``(N',)`` the split group of each image: its lot (a manifest with lots),
             else one per distinct file (byte-identical files share one).
+        errors: one :class:`~mfgtx.images.ImageError` per unreadable file (left out).
         split: the :class:`~mfgtx.images.ImageSplit` over every listed file.
         audit: the lot-and-time audit (a manifest with lots), else ``None``.
         duplicates_across: byte-identical files in two sets (0 unless a bug).
