@@ -47,7 +47,7 @@ def make_windows(
     as_of: object | None = None,
     on_short: Literal["error", "skip"] = "error",
     min_rows: int | None = None,
-    include_last: bool = False,
+    include_last: bool = True,
 ) -> Windows:
     """Windows of ``window`` rows over every lot of ``table``.
 
@@ -71,11 +71,12 @@ def make_windows(
             are missing (``Windows.pad`` counts them). Use it to give a model a lot's whole
             history up to ``window`` rows, for example an engine's life so far. ``None``
             (default): every window is ``window`` rows of its lot. Needs ``horizon=0``.
-        include_last: also end a window at each lot's last usable row (the last row, or
-            ``horizon`` rows before it) when the ``stride`` grid steps over it, so that a
-            lot's last window always holds its latest rows: what scoring "as of now" and
-            judging a lot by its last window need. The other windows keep their grid, so
-            a window's end stays the same as rows are appended to its lot.
+        include_last: ``True`` (default): also end a window at each lot's last usable row
+            (the last row, or ``horizon`` rows before it) when the ``stride`` grid steps
+            over it, so that a lot's last window always holds its latest rows, as scoring
+            "as of now" and judging a lot by its last window need. The other windows keep
+            their grid, so a window's end stays the same as rows are appended to its lot.
+            ``False``: the stride grid alone (a published protocol's windows, say).
 
     Returns:
         :class:`~mfgtx.data.Windows`.
@@ -91,10 +92,10 @@ def make_windows(
         >>> h.lot.tolist(), h.pad.tolist(), h.y[:, 0].tolist()  # B's 4 rows: 2 steps of padding
         (['A', 'A', 'B'], [2, 1, 2], [1.0, 0.0, 0.0])
         >>> cols = ColumnMap("lot", "t", targets="rul")
-        >>> make_windows(read_table(df, cols), 2, stride=2).end.tolist()  # A's row 4 missed
-        [1.0, 3.0, 1.0, 3.0]
-        >>> make_windows(read_table(df, cols), 2, stride=2, include_last=True).end.tolist()
+        >>> make_windows(read_table(df, cols), 2, stride=2).end.tolist()  # A ends at row 4
         [1.0, 3.0, 4.0, 1.0, 3.0]
+        >>> make_windows(read_table(df, cols), 2, stride=2, include_last=False).end.tolist()
+        [1.0, 3.0, 1.0, 3.0]
     """
     for name, value, low in (("window", window, 1), ("stride", stride, 1), ("horizon", horizon, 0)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:

@@ -56,15 +56,18 @@ def table(lengths=(10, 7, 4), *, label_delay_h: float = 5.0, nan_at: int | None 
 
 def test_windows_stay_within_lots_and_record_times() -> None:
     w = make_windows(table(), 4, stride=2)
-    # lot sizes 10, 7, 4 -> starts 0,2,4,6 | 0,2 | 0
-    assert w.lot.tolist() == ["L0"] * 4 + ["L1"] * 2 + ["L2"]
-    assert w.row_start.tolist() == [0, 2, 4, 6, 10, 12, 17]
+    # lot sizes 10, 7, 4 -> starts 0,2,4,6 | 0,2 and 3 (L1's last window ends at its last
+    # row, which the stride steps over) | 0
+    assert w.lot.tolist() == ["L0"] * 4 + ["L1"] * 3 + ["L2"]
+    assert w.row_start.tolist() == [0, 2, 4, 6, 10, 12, 13, 17]
     x, observed = w.features(np.arange(len(w)))
-    assert x.shape == (7, 4, 2) and observed.all()
+    assert x.shape == (8, 4, 2) and observed.all()
     assert x[4, :, 0].tolist() == [100, 101, 102, 103]  # lot L1's own rows
     assert w.end[0] - w.start[0] == np.timedelta64(3, "m")
     assert (w.label_time > w.end).all()  # inspection known hours after the lot ends
-    assert w.y[:, 0].tolist() == [0, 0, 0, 0, 1, 1, 2]
+    assert w.y[:, 0].tolist() == [0, 0, 0, 0, 1, 1, 1, 2]
+    grid = make_windows(table(), 4, stride=2, include_last=False)  # the stride grid alone
+    assert grid.row_start.tolist() == [0, 2, 4, 6, 10, 12, 17]
 
 
 def test_no_window_crosses_a_lot_boundary_for_any_stride() -> None:
@@ -257,7 +260,9 @@ def test_history_window_invariants(lengths, window, stride, data) -> None:
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        w = make_windows(t, window, stride=stride, min_rows=min_rows, on_short="skip")
+        w = make_windows(
+            t, window, stride=stride, min_rows=min_rows, on_short="skip", include_last=False
+        )
     bounds = t.lot_bounds()
     assert (w.pad + w.lengths == window).all() and (w.lengths >= min_rows).all()
     x, observed = w.features(np.arange(len(w)))
@@ -287,9 +292,10 @@ def test_history_window_invariants(lengths, window, stride, data) -> None:
 def test_include_last_adds_each_lots_latest_window_and_keeps_the_grid(
     lengths, window, stride, horizon, data
 ) -> None:
-    """With ``include_last`` every lot's last window ends at its last usable row (the last
-    row, or ``horizon`` before it); every other window is the plain stride grid's, in order,
-    so scores keyed by window end do not move; rows appended to a lot keep the earlier ends."""
+    """With ``include_last`` (the default) every lot's last window ends at its last usable
+    row (the last row, or ``horizon`` before it); every other window is the plain stride
+    grid's (``include_last=False``), in order, so scores keyed by window end do not move;
+    rows appended to a lot keep the earlier ends."""
     min_rows = data.draw(st.sampled_from([None, *range(1, window + 1)])) if not horizon else None
     t = table(tuple(lengths))
     need = window + horizon if min_rows is None else min_rows
@@ -298,8 +304,8 @@ def test_include_last_adds_each_lots_latest_window_and_keeps_the_grid(
     kw = {"stride": stride, "horizon": horizon, "min_rows": min_rows, "on_short": "skip"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        grid = make_windows(t, window, **kw)
-        full = make_windows(t, window, include_last=True, **kw)
+        grid = make_windows(t, window, include_last=False, **kw)
+        full = make_windows(t, window, **kw)  # include_last is the default
     bounds = t.lot_bounds()
     last_row = full.row_start + (full.lengths if min_rows else window) - 1
     for lot in grid.lots:
@@ -314,7 +320,7 @@ def test_include_last_adds_each_lots_latest_window_and_keeps_the_grid(
     grown = table(tuple(n + 3 for n in lengths))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        later = make_windows(grown, window, include_last=True, **kw)
+        later = make_windows(grown, window, **kw)
     for lot in grid.lots:
         before = full.end[full.lot == lot]
         after = later.end[later.lot == lot]
@@ -324,5 +330,5 @@ def test_include_last_adds_each_lots_latest_window_and_keeps_the_grid(
 
 def test_stride_1_windows_need_nothing_added() -> None:
     t = table()
-    plain, full = make_windows(t, 3), make_windows(t, 3, include_last=True)
+    plain, full = make_windows(t, 3, include_last=False), make_windows(t, 3)
     np.testing.assert_array_equal(plain.row_start, full.row_start)
