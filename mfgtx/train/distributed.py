@@ -62,7 +62,7 @@ def setup_distributed(device_type: str) -> DistEnv:
         backend = "nccl" if device_type == "cuda" else "gloo"
         dist.init_process_group(backend=backend)
         if backend == "gloo":
-            atexit.register(_destroy_process_group)
+            atexit.register(end_distributed)
     return DistEnv(rank=rank, world_size=world, local_rank=local_rank)
 
 
@@ -75,10 +75,6 @@ def end_distributed() -> None:
     """
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
-
-
-def _destroy_process_group() -> None:
-    end_distributed()
 
 
 class ShardSampler(Sampler[int]):
