@@ -8,7 +8,6 @@ with keys ``models_dir`` and ``data_dir``, then the defaults ``models/`` and ``s
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import logging
 import os
@@ -172,11 +171,6 @@ def no_bundle_message(kind: str, models_dir: Path, command: str) -> None:
 # ----------------------------------------------------------------- data
 
 
-def column_map(bundle: Bundle) -> ColumnMap:
-    """The bundle's column mapping, targets included (the evaluation page reads them)."""
-    return bundle_columns(bundle, targets=True)
-
-
 @st.cache_data(show_spinner=False, max_entries=4, ttl=60)  # new rows show within a minute
 def plant_frame(data_dir: str) -> pd.DataFrame:
     """Sensor rows joined with each lot's inspection (sample_data layout); defect = not passed."""
@@ -217,7 +211,8 @@ def frame_for(cmap: ColumnMap, data_dir: Path, *, need_targets: bool) -> pd.Data
 
 
 def read_upload_csv(upload: Any, cmap: ColumnMap) -> tuple[pd.DataFrame | None, str | None]:
-    """An uploaded CSV checked by ``read_table``: ``(frame, None)`` or ``(None, why)``."""
+    """An uploaded CSV checked by ``read_table`` against ``cmap`` (give it one without
+    labels, :func:`~mfgtx.jobs.score.bundle_columns`): ``(frame, None)`` or ``(None, why)``."""
     if upload.size > MAX_CSV_MB * 2**20:
         size = upload.size / 2**20
         return None, f"{upload.name}: {size:.1f} MB is over the {MAX_CSV_MB} MB limit"
@@ -225,11 +220,10 @@ def read_upload_csv(upload: Any, cmap: ColumnMap) -> tuple[pd.DataFrame | None, 
         df = pd.read_csv(io.BytesIO(upload.getvalue()))
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
         return None, f"{upload.name}: not a readable CSV file ({e})"
-    no_targets = dataclasses.replace(cmap, targets=(), label_time=None)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            read_table(df, no_targets)
+            read_table(df, cmap)
     except DataError as e:
         return None, f"{upload.name}: {e}"
     return df, None

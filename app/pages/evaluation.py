@@ -10,7 +10,6 @@ from _common import (
     SENSOR_CLASS,
     UNITS,
     bundles_of,
-    column_map,
     frame_for,
     guarded,
     last_windows,
@@ -21,6 +20,7 @@ from _common import (
 )
 
 from mfgtx.calibration import reliability_curve
+from mfgtx.jobs.score import bundle_columns
 
 
 def _confusion(y: np.ndarray, flagged: np.ndarray) -> go.Figure:
@@ -74,7 +74,7 @@ def evaluation() -> None:
         )
         return
     bundle = load(pick_bundle(infos, "evaluation_bundle"))
-    df = frame_for(column_map(bundle), cfg.data_dir, need_targets=True)
+    df = frame_for(bundle_columns(bundle, targets=True), cfg.data_dir, need_targets=True)
     windows, last = last_windows(bundle, df, with_targets=True)
     if bundle.config.task != "classification":  # RUL: every window, not only the last
         last = np.arange(len(windows))

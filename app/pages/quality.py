@@ -9,7 +9,6 @@ from _common import (
     SENSOR_CLASS,
     UNITS,
     bundles_of,
-    column_map,
     frame_for,
     guarded,
     last_windows,
@@ -22,6 +21,7 @@ from _common import (
 )
 
 from mfgtx.explain import attention_figure, attention_maps, deletion_figure, deletion_test
+from mfgtx.jobs.score import bundle_columns
 
 
 @guarded
@@ -36,7 +36,7 @@ def quality() -> None:
         )
         return
     bundle = load(pick_bundle(infos, "quality_bundle"))
-    cmap = column_map(bundle)
+    cmap = bundle_columns(bundle, targets=True)
     upload = st.file_uploader(
         "Or upload a sensor CSV (same columns as the bundle's data)",
         "csv",
@@ -44,7 +44,7 @@ def quality() -> None:
     )
     df = None
     if upload is not None:
-        df, problem = read_upload_csv(upload, cmap)
+        df, problem = read_upload_csv(upload, bundle_columns(bundle))  # new data: no labels yet
         if problem:
             st.error(f"Upload refused: {problem}")
     if df is None:

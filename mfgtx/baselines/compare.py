@@ -181,19 +181,25 @@ def bootstrap_differences(
     predictions: Mapping[str, np.ndarray],
     groups: np.ndarray,
     primary: str,
-    n_resamples: int = 1000,
+    n_resamples: int | None = 1000,
     unit: str = "test lots",
-) -> tuple[Difference, ...]:
-    """Each model row minus the best baseline row on ``primary``: one :class:`Difference` each.
+) -> tuple[tuple[Difference, ...], list[str]]:
+    """Each model row minus the best baseline row on ``primary``: one :class:`Difference`
+    each, and the report notes (why there is none).
 
     ``predictions`` holds each row's test predictions by name (class probabilities for
-    classification); ``groups`` (2 or more distinct) the unit each test row is drawn with,
-    e.g. its lot. :func:`compare` calls this; a hand-built report (images) can too.
+    classification); ``groups`` the unit each test row is drawn with, e.g. its lot (one
+    group only: a note instead of an interval). ``n_resamples=None``: no interval.
+    :func:`compare` calls this; a hand-built report (images) can too.
     """
+    if n_resamples is None:
+        return (), []
+    n_lots = int(np.unique(groups).size)
+    if n_lots < 2:
+        return (), [f"one {unit[:-1]}: no interval for the difference to the baselines"]
     base = [r for r in rows if r.kind == "baseline" and not np.isnan(r.metrics[primary])]
     if not base:
-        return ()
-    n_lots = int(np.unique(groups).size)
+        return (), []
     best = _best_of(base, primary)
     assert best is not None  # base holds finite values only
     out = []
@@ -207,7 +213,7 @@ def bootstrap_differences(
             warnings.simplefilter("ignore")
             d = M.paired_bootstrap(t, a, b, metric, groups=groups, n_resamples=n_resamples)
         out.append(Difference(m.name, best.name, primary, *d, n_groups=n_lots, unit=unit))
-    return tuple(out)
+    return tuple(out), []
 
 
 def compare(
@@ -312,12 +318,10 @@ def compare(
     if primary not in HIGHER_IS_BETTER:
         raise ValueError(f"primary must be one of {sorted(HIGHER_IS_BETTER)}, found {primary!r}")
     rows, notes = _score(task, truth, shaped, set(preds), rul)
-    lots = windows.lot[test]
-    differences: tuple[Difference, ...] = ()
-    if n_resamples is not None and np.unique(lots).size < 2:
-        notes.append("one test lot: no interval for the difference to the baselines")
-    elif n_resamples is not None:
-        differences = bootstrap_differences(rows, truth, shaped, lots, primary, n_resamples)
+    differences, why = bootstrap_differences(
+        rows, truth, shaped, windows.lot[test], primary, n_resamples
+    )
+    notes += why
     return EvaluationReport(
         task=task,
         n_test=int(test.size),

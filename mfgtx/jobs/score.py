@@ -25,6 +25,7 @@ Output columns, every row with ``bundle_id``:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -298,19 +299,17 @@ def score(config: JobConfig) -> ScoreOutcome:
     source = sc.source or (config.data.source if config.data else None)
     if source is None:
         raise ConfigError(f"{config.source_file}: score.source: name the data to score")
-    schema = dict(bundle.manifest["data_schema"])
+    cols = bundle_columns(bundle)
+    expected = tuple(cols.sensors or ())
     if config.data is not None:  # the job file's mapping (a new plant's export) wins
-        schema = {k: v for k, v in config.data.columns.__dict__.items()}
-    schema.update(targets=(), label_time=None)
-    expected = list(bundle.manifest["data_schema"]["sensors"])
-    if not schema.get("sensors"):
-        schema["sensors"] = expected
-    if list(schema["sensors"]) != expected:
+        cols = config.data.columns.column_map(targets=False)
+    if not cols.sensors:
+        cols = dataclasses.replace(cols, sensors=expected)
+    if tuple(cols.sensors) != expected:
         raise ConfigError(
-            f"{config.source_file}: data.columns.sensors: the bundle was trained on {expected}, "
-            f"the job names {list(schema['sensors'])}"
+            f"{config.source_file}: data.columns.sensors: the bundle was trained on "
+            f"{list(expected)}, the job names {list(cols.sensors)}"
         )
-    cols = ColumnMap(**{k: tuple(v) if isinstance(v, list) else v for k, v in schema.items()})
 
     def cut(table: SensorTable) -> Windows:
         return bundle_windows(bundle, table, stride=sc.stride)

@@ -229,18 +229,10 @@ def compare_images(
         rows.append(
             ReportRow(baseline.name, "baseline", classification_metrics(y, p, reasons=reasons))
         )
-    groups = prep.groups[prep.test]
-    by_lot = prep.split.method == "lot_time"
-    unit = "test lots" if by_lot else "distinct test images"
-    differences: tuple[Any, ...] = ()
-    notes: list[str] = []
-    if n_resamples is not None and np.unique(groups).size < 2:
-        one = "one test lot" if by_lot else "one distinct test image"
-        notes.append(f"{one}: no interval for the difference to the baselines")
-    elif n_resamples is not None:
-        differences = bootstrap_differences(
-            rows, y, predictions, groups, "f1", n_resamples, unit=unit
-        )
+    unit = "test lots" if prep.split.method == "lot_time" else "distinct test images"
+    differences, notes = bootstrap_differences(
+        rows, y, predictions, prep.groups[prep.test], "f1", n_resamples, unit=unit
+    )
     return EvaluationReport(
         "classification",
         n_test=len(prep.test),
