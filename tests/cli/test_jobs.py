@@ -128,11 +128,13 @@ def test_score_refuses_a_locked_output(trained, tmp_path, capsys) -> None:
     job, ctx = trained
     if "bundle" not in ctx:
         pytest.skip("needs the trained bundle")
+    from mfgtx.jobs import output_lock
+
     out = tmp_path / "locked.parquet"
-    Path(f"{out}.lock").write_text(f"{os.getpid()}\n")  # a running process holds it
-    code, result, err = _run(capsys, "score", str(job), "--set", f"score.output.path={out}")
+    with output_lock(out):  # another job (here: this process) holds the output
+        code, result, err = _run(capsys, "score", str(job), "--set", f"score.output.path={out}")
     assert code == 1 and not result["ok"]
-    assert "held by running process" in err
+    assert f"held by running process {os.getpid()}" in err
     assert not out.exists()
 
 
