@@ -1,10 +1,14 @@
 """Atomic, checksummed training checkpoints.
 
-A checkpoint is written to a temporary file in the same directory, flushed to disk and then
-renamed over ``last.ckpt``, so a job killed at any moment leaves either the previous
-checkpoint or the new one, never half of one. A ``.sha256`` file beside it is checked before
-loading, and loading uses ``torch.load(weights_only=True)``, which refuses anything but
-tensors and plain containers.
+A checkpoint is one file: a header line ``mfgtx-checkpoint 2``, the sha256 of the payload,
+then the payload (``torch.save`` of tensors and plain containers). It is written to a
+temporary file in the same directory, flushed to disk and renamed over ``last.ckpt``, so a
+job killed at any moment leaves either the previous checkpoint or the new one, whole and
+with its checksum, never half of one (the checksum travels inside the file, so no moment
+exists at which the file and a separate checksum disagree). Loading checks the checksum
+before deserialising and uses ``torch.load(weights_only=True)``, which refuses anything but
+tensors and plain containers. Checkpoints of the earlier layout (a ``.sha256`` file beside
+the checkpoint) still load.
 """
 
 from __future__ import annotations
@@ -21,47 +25,61 @@ from mfgtx._files import atomic_write_bytes
 
 __all__ = ["CheckpointError", "load_checkpoint", "save_checkpoint"]
 
+_MAGIC = b"mfgtx-checkpoint 2\n"
+_DIGEST_LEN = 64  # hex sha256, then a newline
+
 
 class CheckpointError(RuntimeError):
     """A checkpoint that is missing, corrupted or does not belong to this run."""
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
-    """Write ``state`` atomically to ``path`` with a sha256 sidecar."""
+    """Write ``state`` atomically to ``path``, its sha256 inside the file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     torch.save(state, buffer)
-    data = buffer.getvalue()
-    digest = hashlib.sha256(data).hexdigest()
-    # the data first, then its checksum: a crash in between leaves a mismatch that is refused
-    atomic_write_bytes(path, data)
-    atomic_write_bytes(path.with_name(path.name + ".sha256"), f"{digest}  {path.name}\n".encode())
-    if path.parent.exists():  # make the renames durable
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    payload = buffer.getvalue()
+    digest = hashlib.sha256(payload).hexdigest().encode("ascii")
+    atomic_write_bytes(path, _MAGIC + digest + b"\n" + payload)
+    path.with_name(path.name + ".sha256").unlink(missing_ok=True)  # the earlier layout's
+    dir_fd = os.open(path.parent, os.O_RDONLY)  # make the rename durable
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _payload(path: Path, data: bytes) -> bytes:
+    if data.startswith(_MAGIC):
+        head = len(_MAGIC)
+        expected = data[head : head + _DIGEST_LEN].decode("ascii", "replace")
+        payload = data[head + _DIGEST_LEN + 1 :]
+    else:  # the earlier layout: the checksum in a file beside the checkpoint
+        sidecar = path.with_name(path.name + ".sha256")
+        if not sidecar.exists():
+            raise CheckpointError(
+                f"checkpoint {path} is not an mfgtx checkpoint (no header) and has no "
+                f"checksum file {sidecar.name}"
+            )
+        text = sidecar.read_text(errors="replace").split()
+        expected, payload = (text[0] if text else ""), data
+    found = hashlib.sha256(payload).hexdigest()
+    if found != expected:
+        raise CheckpointError(
+            f"checkpoint {path} is corrupted: its content's sha256 {found[:12]}... does not "
+            f"match the recorded {expected[:12]}..."
+        )
+    return payload
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Load a checkpoint written by :func:`save_checkpoint`, after checking its sha256."""
     path = Path(path)
-    sidecar = path.with_name(path.name + ".sha256")
     if not path.exists():
         raise CheckpointError(f"checkpoint not found: {path}")
-    if not sidecar.exists():
-        raise CheckpointError(f"checkpoint {path} has no checksum file {sidecar.name}")
-    data = path.read_bytes()
-    expected = sidecar.read_text().split()[0] if sidecar.read_text().strip() else ""
-    found = hashlib.sha256(data).hexdigest()
-    if found != expected:
-        raise CheckpointError(
-            f"checkpoint {path} is corrupted: sha256 {found[:12]}... does not match "
-            f"{sidecar.name} ({expected[:12]}...)"
-        )
+    payload = _payload(path, path.read_bytes())
     try:
-        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
     except Exception as err:
         raise CheckpointError(f"checkpoint {path} cannot be read: {err}") from err

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -223,6 +223,7 @@ class _Run:
     env: DistEnv
     config: TrainConfig
     ckpt_path: Path | None
+    run_key: dict[str, Any] = field(default_factory=dict)
 
 
 def fit(
@@ -232,6 +233,7 @@ def fit(
     config: TrainConfig,
     *,
     on_step: Callable[[int, float], None] | None = None,
+    run_key: Mapping[str, Any] | None = None,
 ) -> FitResult:
     """Train ``model`` on ``train_data``, early-stopping on the loss over ``val_data``.
 
@@ -250,6 +252,10 @@ def fit(
         val_data: map-style dataset for the early-stopping loss.
         config: a :class:`~mfgtx.train.TrainConfig`.
         on_step: called after each optimizer step with ``(global_step, loss)``.
+        run_key: what else the run depends on, as plain JSON-like data (a job passes its
+            data, windows, split and model settings and a fingerprint of the training
+            set). It is saved in every checkpoint, and ``resume=True`` refuses a checkpoint
+            whose ``run_key`` differs, naming each changed key.
 
     Returns:
         :class:`FitResult`. The model ends with the best validation weights, in eval mode.
@@ -260,7 +266,7 @@ def fit(
         CheckpointError: ``resume=True`` met a corrupted checkpoint or one written with
             another training configuration.
     """
-    run = _build_run(model, train_data, val_data, config)
+    run = _build_run(model, train_data, val_data, config, dict(run_key or {}))
     state = _RunState()
     if config.resume and run.ckpt_path is not None and run.ckpt_path.exists():
         state = _restore(run, run.ckpt_path)
@@ -328,7 +334,11 @@ def fit(
 
 
 def _build_run(
-    model: nn.Module, train_data: Dataset, val_data: Dataset, config: TrainConfig
+    model: nn.Module,
+    train_data: Dataset,
+    val_data: Dataset,
+    config: TrainConfig,
+    run_key: dict[str, Any],
 ) -> _Run:
     if not callable(getattr(model, "loss", None)):
         raise TypeError(f"{type(model).__name__} has no loss(batch) method; see Trainable")
@@ -369,6 +379,7 @@ def _build_run(
         env=env,
         config=config,
         ckpt_path=Path(config.checkpoint_dir) / CHECKPOINT_NAME if config.checkpoint_dir else None,
+        run_key=run_key,
     )
 
 
@@ -433,6 +444,7 @@ def _save(run: _Run, state: _RunState) -> None:
                 "best_state": state.best_state,
                 "history": state.history,
                 "config": _resume_key(run.config),
+                "run_key": run.run_key,
             },
         )
     run.env.barrier()
@@ -441,6 +453,7 @@ def _save(run: _Run, state: _RunState) -> None:
 def _restore(run: _Run, path: Path) -> _RunState:
     ckpt = load_checkpoint(path)
     _check_resumable(ckpt, run.config, path)
+    _check_run_key(ckpt.get("run_key", {}), run.run_key, path)
     run.model.load_state_dict(ckpt["model"])
     run.optimizer.load_state_dict(ckpt["optimizer"])
     run.scheduler.load_state_dict(ckpt["scheduler"])
@@ -488,6 +501,33 @@ def _check_resumable(state: dict[str, Any], config: TrainConfig, path: Path) -> 
             f"cannot resume from {path}: the training configuration changed "
             f"({'; '.join(changed)}); start a new run in another checkpoint_dir or restore "
             "the settings"
+        )
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists stay values)."""
+    if not isinstance(data, Mapping):
+        return {prefix: data}
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def _check_run_key(saved: Mapping[str, Any], now: Mapping[str, Any], path: Path) -> None:
+    old, new = _flat(saved), _flat(now)
+    changed = [
+        f"{k}: {old.get(k, '(not set)')!r} -> {new.get(k, '(not set)')!r}"
+        for k in sorted(set(old) | set(new))
+        if old.get(k, "(not set)") != new.get(k, "(not set)")
+    ]
+    if changed:
+        shown = "; ".join(changed[:8]) + (
+            f"; and {len(changed) - 8} more" if len(changed) > 8 else ""
+        )
+        raise CheckpointError(
+            f"cannot resume from {path}: the run it belongs to had other settings or data "
+            f"({shown}); restore them, or start a new run without --resume"
         )
 
 

@@ -123,7 +123,7 @@ def test_corrupted_checkpoint_is_refused(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
-    with pytest.raises(CheckpointError, match="last.ckpt is corrupted: sha256"):
+    with pytest.raises(CheckpointError, match="last.ckpt is corrupted: its content.s sha256"):
         fit(
             TinyRegressor(),
             WindowData(32, seed=1),
