@@ -15,7 +15,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, Union
 
-__all__ = ["ConfigError", "build", "load_yaml", "parse_override", "set_key"]
+__all__ = ["ConfigError", "build", "load_yaml", "parse_override", "set_key", "yaml_message"]
 
 T = TypeVar("T")
 
@@ -132,15 +132,48 @@ def build(cls: type[T], data: Any, *, file: str = "config", prefix: str = "") ->
         raise ConfigError(f"{_where(file, prefix)}: {e}") from e
 
 
+#: Largest job file (or ``--set`` value) read, in characters: a job file is a page of settings.
+MAX_YAML_CHARS = 1_000_000
+#: Deepest nesting of mappings and lists accepted in a job file.
+MAX_YAML_DEPTH = 50
+
+
 def _yaml_loader() -> type:
-    """A safe YAML loader where only true/false are booleans (YAML 1.1 also turns ``on``,
-    ``off``, ``yes``, ``no`` into booleans, so ``on: lot`` would become ``True: lot``)."""
+    """A safe YAML loader for job files.
+
+    Only true/false are booleans (YAML 1.1 also turns ``on``, ``off``, ``yes``, ``no`` into
+    booleans, so ``on: lot`` would become ``True: lot``). Aliases (``*name``, and ``<<:``
+    merges, which use them) are refused: a job file has no use for them, and a few nested
+    aliases expand to billions of nodes (the "billion laughs" attack). Nesting deeper than
+    :data:`MAX_YAML_DEPTH` is refused.
+    """
     import re
 
     import yaml
 
     class Loader(yaml.SafeLoader):
-        pass
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"the alias *{event.anchor} is not allowed in a job file; write the "
+                    "value out in full",
+                    event.start_mark,
+                )
+            self._depth = getattr(self, "_depth", 0) + 1
+            try:
+                if self._depth > MAX_YAML_DEPTH:
+                    raise yaml.composer.ComposerError(
+                        None,
+                        None,
+                        f"nested more than {MAX_YAML_DEPTH} levels deep",
+                        self.peek_event().start_mark,
+                    )
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
 
     Loader.yaml_implicit_resolvers = {
         k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
@@ -154,24 +187,55 @@ def _yaml_loader() -> type:
     return Loader
 
 
-def load_yaml(text: str) -> Any:
-    """Parse YAML text with :func:`_yaml_loader` (only true/false are booleans)."""
+def yaml_message(err: Exception, file: str) -> str:
+    """A YAML error as ``file:line:column: what is wrong`` (lines and columns from 1)."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    problem = getattr(err, "problem", None) or str(err)
+    context = getattr(err, "context", None)
+    what = f"{problem} ({context})" if context and context not in problem else problem
+    if mark is None:
+        return f"{file}: not valid YAML: {what}"
+    return f"{file}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {what}"
+
+
+def load_yaml(text: str, file: str = "config") -> Any:
+    r"""Parse YAML text with :func:`_yaml_loader`.
+
+    Raises:
+        ConfigError: the text is longer than :data:`MAX_YAML_CHARS`, or not valid YAML for a
+            job file, as ``file:line:column: what is wrong``.
+
+    Example:
+        >>> load_yaml("on: lot\nwindow: 30")
+        {'on': 'lot', 'window': 30}
+        >>> try:
+        ...     load_yaml("a: &x [1, 2]\nb: *x", file="job.yaml")
+        ... except ConfigError as e:
+        ...     print(str(e).split("; ")[0])
+        job.yaml:2:4: not valid YAML: the alias *x is not allowed in a job file
+    """
     import yaml
 
-    return yaml.load(text, Loader=_yaml_loader())
+    if len(text) > MAX_YAML_CHARS:
+        raise ConfigError(
+            f"{file}: {len(text):,} characters is more than a job file can hold "
+            f"({MAX_YAML_CHARS:,}); is this the right file?"
+        )
+    try:
+        return yaml.load(text, Loader=_yaml_loader())
+    except yaml.YAMLError as e:
+        raise ConfigError(yaml_message(e, file)) from e
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``"train.epochs=3"`` -> ``(["train", "epochs"], 3)``; the value is read as YAML."""
-    import yaml
-
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. train.epochs=3")
     try:
-        value = load_yaml(raw) if raw.strip() else None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"--set {text!r}: the value is not valid YAML: {e}") from e
+        value = load_yaml(raw, file="--set value") if raw.strip() else None
+    except ConfigError as e:
+        raise ConfigError(f"--set {text!r}: {e}") from e
     return [k.strip() for k in key.split(".")], value
 
 

@@ -29,7 +29,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mfgtx.data import ColumnMap
-from mfgtx.jobs._schema import ConfigError, build, load_yaml, parse_override, set_key
+from mfgtx.jobs._schema import (
+    MAX_YAML_CHARS,
+    ConfigError,
+    build,
+    load_yaml,
+    parse_override,
+    set_key,
+)
+from mfgtx.jobs._sql import check_query, check_table_name, check_url, safe_slug
 
 __all__ = [
     "CalibrationSection",
@@ -80,6 +88,12 @@ class SourceSection:
             raise ValueError("give exactly one of path (file or folder) and url (SQL database)")
         if self.url is not None and (self.table is None) == (self.query is None):
             raise ValueError("a SQL source needs exactly one of table and query")
+        if self.url is not None:
+            check_url(self.url)
+        if self.table is not None:
+            check_table_name(self.table, "table")
+        if self.query is not None:
+            check_query(self.query)
         if self.path is not None and (self.table or self.query):
             raise ValueError("table and query belong to a SQL source (url), not to a path")
         if self.chunk_rows < 1:
@@ -218,10 +232,18 @@ class SplitSection:
     evaluate_on: Literal["all", "last_per_lot"] = "all"
 
     def __post_init__(self) -> None:
-        if not self.test_size > 0:
-            raise ValueError(f"test_size must be positive, found {self.test_size}")
-        if not self.val_size > 0:
-            raise ValueError(f"val_size must be positive (early stopping), found {self.val_size}")
+        for name in ("test_size", "val_size"):
+            v = getattr(self, name)
+            if not (0 < v < 1 or (v >= 1 and float(v).is_integer())):
+                raise ValueError(
+                    f"{name} must be a share of the lots between 0 and 1 (e.g. 0.2) or a whole "
+                    f"number of lots (e.g. 3), found {v:g}"
+                )
+        if self.test_size < 1 and self.val_size < 1 and self.test_size + self.val_size >= 1:
+            raise ValueError(
+                f"test_size + val_size must leave lots to train on: {self.test_size:g} + "
+                f"{self.val_size:g} >= 1"
+            )
 
     def splitter(self) -> Any:
         from mfgtx.split import LotTimeSplit
@@ -422,6 +444,10 @@ class SinkSection:
             raise ValueError("give exactly one of path (a .parquet or .csv file) and url (SQL)")
         if self.url is not None and not self.table:
             raise ValueError("a SQL output needs a table")
+        if self.url is not None:
+            check_url(self.url)
+        if self.table is not None:
+            check_table_name(self.table, "table")
         if self.path is not None and not self.path.lower().endswith((".parquet", ".csv")):
             raise ValueError(f"path must end in .parquet or .csv, found {self.path!r}")
 
@@ -459,6 +485,8 @@ class ScoreSection:
             raise ValueError(f"batch_size must be >= 1, found {self.batch_size}")
         if self.errors is None and self.output.path is None and not _sqlite_file(self.output.url):
             raise ValueError("errors: name a CSV file for the error list of a SQL output")
+        if self.errors is not None and not self.errors.lower().endswith(".csv"):
+            raise ValueError(f"errors: the error list is a .csv file, found {self.errors!r}")
 
     def errors_path(self) -> Path:
         if self.errors is not None:
@@ -467,7 +495,7 @@ class ScoreSection:
             out = Path(self.output.path)
             return out.with_name(out.stem + ".errors.csv")
         db = Path(_sqlite_file(self.output.url) or "")
-        return db.with_name(f"{db.stem}.{self.output.table}.errors.csv")
+        return db.with_name(f"{db.stem}.{safe_slug(str(self.output.table))}.errors.csv")
 
 
 def _sqlite_file(url: str | None) -> str | None:
@@ -506,6 +534,20 @@ class JobConfig:
         return out
 
 
+def _read_job_file(path: Path) -> str:
+    """The text of a job file, refusing a file too large to be one before reading it."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_YAML_CHARS * 4:  # UTF-8 takes at most 4 bytes a character
+            raise ConfigError(f"{path.name}: {size:,} bytes is far more than a job file holds")
+        with path.open("r", encoding="utf-8") as f:
+            return f.read(MAX_YAML_CHARS + 1)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path.name}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+    except OSError as e:
+        raise ConfigError(f"cannot read config {path}: {e.strerror or e}") from e
+
+
 def load_config(
     path: str | Path | None,
     overrides: list[str] | tuple[str, ...] = (),
@@ -521,20 +563,11 @@ def load_config(
         ConfigError: naming the file and the dotted key, e.g.
             ``job.yaml: data.colums: unknown key; did you mean 'columns'?``.
     """
-    import yaml
-
     data: dict[str, Any] = dict(base or {})
     name = "config"
     if path is not None:
         name = Path(path).name
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as e:
-            raise ConfigError(f"cannot read config {path}: {e.strerror or e}") from e
-        try:
-            loaded = load_yaml(text)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{name}: not valid YAML: {e}") from e
+        loaded = load_yaml(_read_job_file(Path(path)), file=name)
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"{name}: expected a mapping of sections at the top level")
         data.update(loaded or {})

@@ -78,21 +78,25 @@ def _merge(old: pd.DataFrame | None, new: pd.DataFrame, keys: tuple[str, ...]) -
 def _write_sql(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...]) -> None:
     import sqlalchemy as sa
 
-    engine = sa.create_engine(sink.url)
+    from mfgtx.jobs._sql import lock_table, split_table, write_engine
+
+    schema, name = split_table(str(sink.table))
+    engine = write_engine(str(sink.url))
     try:
         with engine.begin() as conn:  # one transaction: all rows or none
-            table = sa.table(sink.table, *(sa.column(k) for k in keys))
-            if sa.inspect(conn).has_table(sink.table):
+            lock_table(conn, str(sink.table))  # writers of this table take turns
+            table = sa.table(name, *(sa.column(k) for k in keys), schema=schema)
+            if sa.inspect(conn).has_table(name, schema=schema):
                 rows = frame[list(keys)].astype(str).to_dict("records")
                 stmt = sa.delete(table).where(
                     *(table.c[k] == sa.bindparam(f"k_{i}") for i, k in enumerate(keys))
                 )
                 conn.execute(stmt, [{f"k_{i}": r[k] for i, k in enumerate(keys)} for r in rows])
-            frame.to_sql(sink.table, conn, if_exists="append", index=False)
-            index = sa.Index(f"ux_{sink.table}_keys", *keys, unique=True)
-            index_table = sa.Table(sink.table, sa.MetaData(), autoload_with=conn)
-            if not any(ix.name == index.name for ix in index_table.indexes):
-                sa.Index(index.name, *(index_table.c[k] for k in keys), unique=True).create(conn)
+            frame.to_sql(name, conn, schema=schema, if_exists="append", index=False)
+            index = f"ux_{name}_keys"
+            index_table = sa.Table(name, sa.MetaData(), schema=schema, autoload_with=conn)
+            if not any(ix.name == index for ix in index_table.indexes):
+                sa.Index(index, *(index_table.c[k] for k in keys), unique=True).create(conn)
     finally:
         engine.dispose()
 

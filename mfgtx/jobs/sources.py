@@ -147,12 +147,15 @@ def _cmapss_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
 def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.DataFrame]:
     import sqlalchemy as sa
 
-    engine = sa.create_engine(source.url)
+    from mfgtx.jobs._sql import read_engine, split_table
+
+    engine = read_engine(str(source.url))  # cannot write, whatever the query says
     try:
         if source.query is not None:
             stmt = sa.text(source.query)
         else:
-            stmt = sa.select(sa.text("*")).select_from(sa.table(source.table))
+            schema, name = split_table(str(source.table))
+            stmt = sa.select(sa.text("*")).select_from(sa.table(name, schema=schema))
             stmt = stmt.order_by(*(sa.column(c) for c in order))
         with engine.connect() as conn:
             first = 0
@@ -162,23 +165,55 @@ def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.Da
                 first += len(chunk)
                 yield chunk
     except sa.exc.SQLAlchemyError as e:
-        raise DataError(f"{describe(source)}: cannot read: {e.__class__.__name__}: {e}") from e
+        why = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        raise DataError(f"{describe(source)}: cannot read: {why}") from e
     finally:
         engine.dispose()
 
 
-def _chunks(source: SourceSection, order: tuple[str, ...] = ()) -> Iterator[pd.DataFrame]:
+def _file_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
+    kind = _kind(file, source)
+    if kind == "csv":
+        yield from _csv_chunks(file, source.chunk_rows)
+    elif kind == "parquet":
+        yield from _parquet_chunks(file, source.chunk_rows)
+    else:
+        yield from _cmapss_chunks(file, source)
+
+
+def _chunks(
+    source: SourceSection,
+    order: tuple[str, ...] = (),
+    problems: list[dict[str, object]] | None = None,
+) -> Iterator[pd.DataFrame]:
+    """Chunks of every file (or the SQL result). With ``problems`` a file that cannot be
+    read, or holds no rows, is listed there (``file``, ``line``, ``reason``) and the others
+    are still read; without it, that is a :class:`~mfgtx.data.DataError`."""
     if source.url is not None:
         yield from _sql_chunks(source, order)
         return
     for file in _files(source):
-        kind = _kind(file, source)
-        if kind == "csv":
-            yield from _csv_chunks(file, source.chunk_rows)
-        elif kind == "parquet":
-            yield from _parquet_chunks(file, source.chunk_rows)
-        else:
-            yield from _cmapss_chunks(file, source)
+        rows = 0
+        try:
+            for chunk in _file_chunks(file, source):
+                rows += len(chunk)
+                if len(chunk):
+                    yield chunk
+        except DataError as e:
+            if problems is None:
+                raise
+            line = rows + 2 if _kind(file, source) == "csv" else rows
+            reason = f"{e}; read up to line {line}" if rows else str(e)
+            problems.append({"file": file.name, "line": line if rows else None, "reason": reason})
+            log.warning("%s: %s", file.name, reason)
+            continue
+        if rows == 0:
+            reason = f"{file.name} holds no rows (a header only, or empty)"
+            if problems is None and len(_files(source)) == 1:
+                raise DataError(f"{describe(source)}: no rows")
+            if problems is not None:
+                problems.append({"file": file.name, "line": None, "reason": reason})
+            log.warning("%s", reason)
 
 
 def read_frame(source: SourceSection) -> pd.DataFrame:
@@ -226,13 +261,19 @@ def add_segments(
 
 
 def iter_lot_frames(
-    source: SourceSection, lot: str, time: str | None = None, *, segment: str | None = None
+    source: SourceSection,
+    lot: str,
+    time: str | None = None,
+    *,
+    segment: str | None = None,
+    problems: list[dict[str, object]] | None = None,
 ) -> Iterator[pd.DataFrame]:
     """Frames of complete lots, about ``chunk_rows`` rows each (see the module docstring).
 
     A SQL ``table`` is read ``ORDER BY lot, time``; a ``query`` is read as written. With
     ``segment`` the input has no lot column: lots are ``segment``-long blocks of ``time``
-    (:func:`add_segments`) and a table is read ``ORDER BY time``.
+    (:func:`add_segments`) and a table is read ``ORDER BY time``. With ``problems``, a file
+    of a folder that cannot be read or holds no rows is listed there and the rest are read.
     """
     done: set[str] = set()
     carry: pd.DataFrame | None = None
@@ -241,7 +282,7 @@ def iter_lot_frames(
         if time is None:
             raise ValueError("segment needs the time column")
         order = (time,)
-    for chunk in _chunks(source, order):
+    for chunk in _chunks(source, order, problems):
         if segment is not None and time is not None:
             chunk = add_segments(chunk, lot, time, segment, describe(source))
         if lot not in chunk.columns:
@@ -263,7 +304,9 @@ def iter_lot_frames(
 
 
 def _check_grouped(frame: pd.DataFrame, lot: str, done: set[str], source: SourceSection) -> None:
-    ids = pd.unique(frame[lot].astype(str))
+    col = frame[lot]
+    named = col[col.notna() & (col.astype(str).str.strip() != "")]  # blank ids: reported later
+    ids = pd.unique(named.astype(str))
     again = [i for i in ids if i in done]
     if again:
         raise UngroupedLotsError(
