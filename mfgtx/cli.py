@@ -56,20 +56,16 @@ def _config(args: argparse.Namespace) -> Any:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from mfgtx.jobs import output_lock, train
+    from mfgtx.jobs import train
     from mfgtx.jobs.train import trainer_for
     from mfgtx.train import end_distributed
 
     trainer_for(args.kind)  # a kind not in this version fails before any work
     config = _config(args)
-    config.require("bundle")
-    if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 holds the lock and writes
-        train(args.kind, config, resume=args.resume)
-        end_distributed()
-        return 0
-    with output_lock(str(config.bundle)):
-        outcome = train(args.kind, config, resume=args.resume)
+    outcome = train(args.kind, config, resume=args.resume)  # rank 0 locks the bundle
     end_distributed()
+    if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
+        return 0
     if outcome.report_markdown:
         _emit(outcome.report_markdown)
     _summary({"ok": True, **outcome.summary()})
@@ -99,7 +95,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     from mfgtx.jobs.evaluate import evaluate
     from mfgtx.jobs.sinks import write_text
 
-    summary, report = evaluate(_config(args))
+    config = _config(args)
+    if args.report is not None:  # checked before the work, so a bad path costs nothing
+        from mfgtx.jobs._paths import PathRules, job_inputs
+
+        PathRules(config.source_file, job_inputs(config), config.bundle).output(
+            "--report", args.report
+        )
+    summary, report = evaluate(config)
     _emit(report.to_markdown())
     if args.report is not None:
         write_text(Path(args.report), report.to_json())
@@ -130,13 +133,62 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _app_command(path: Path, port: int | None) -> list[str] | None:
+def _sign(args: argparse.Namespace) -> int:
+    from mfgtx.artifacts import sign_bundle
+
+    key_id = sign_bundle(args.bundle)
+    _emit(f"signed {args.bundle} with key {key_id}")
+    _summary({"command": "sign", "ok": True, "bundle": args.bundle, "key_id": key_id})
+    return 0
+
+
+def _hash_password(args: argparse.Namespace) -> int:
+    import getpass
+
+    from mfgtx.passwords import hash_password
+
+    if sys.stdin.isatty():
+        first = getpass.getpass("dashboard password: ")
+        if getpass.getpass("again: ") != first:
+            sys.stderr.write("mfgtx hash-password: the two passwords differ\n")
+            return 2
+    else:  # a password piped in (from a secret store)
+        first = sys.stdin.readline().rstrip("\n")
+    try:
+        stored = hash_password(first)
+    except ValueError as e:
+        sys.stderr.write(f"mfgtx hash-password: {e}\n")
+        return 2
+    _emit(f'app_password_hash = "{stored}"')
+    return 0
+
+
+def _app_command(path: Path, port: int | None, address: str | None = None) -> list[str] | None:
+    """``streamlit run`` of the dashboard with every setting of its ``.streamlit/config.toml``
+    passed as flags too, so that no environment variable or other config file can weaken
+    them (binding to other interfaces is ``--address``, and then the app asks for sign-in)."""
+    import tomllib
+
     if not path.is_file():
         return None
     cmd = [sys.executable, "-m", "streamlit", "run", str(path)]
-    cmd += ["--browser.gatherUsageStats", "false", "--server.headless", "true"]
+    config = path.resolve().parent / ".streamlit" / "config.toml"
+    settings: dict[str, object] = {
+        "browser.gatherUsageStats": False,
+        "server.headless": True,
+        "server.address": "127.0.0.1",
+    }
+    if config.is_file():
+        with config.open("rb") as f:
+            sections = tomllib.load(f)
+        settings.update({f"{s}.{k}": v for s, opts in sections.items() for k, v in opts.items()})
+    if address is not None:
+        settings["server.address"] = address
     if port is not None:
-        cmd += ["--server.port", str(port)]
+        settings["server.port"] = port
+    for key, value in settings.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        cmd += [f"--{key}", text]
     return cmd
 
 
@@ -152,8 +204,14 @@ def _app_env(results: str | None, data: str | None) -> dict[str, str]:
     return env
 
 
-def _launch_app(path: Path, results: str | None, port: int | None, data: str | None = None) -> int:
-    cmd = _app_command(path, port)
+def _launch_app(
+    path: Path,
+    results: str | None,
+    port: int | None,
+    data: str | None = None,
+    address: str | None = None,
+) -> int:
+    cmd = _app_command(path, port, address)
     if cmd is None:
         log.error(
             "the dashboard is not in this version: %s not found (app/, issue 9); "
@@ -167,7 +225,7 @@ def _launch_app(path: Path, results: str | None, port: int | None, data: str | N
 
 
 def _app(args: argparse.Namespace) -> int:
-    return _launch_app(Path(args.path), args.results, args.port)
+    return _launch_app(Path(args.path), args.results, args.port, address=args.address)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -266,10 +324,30 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=3, help="timed passes (default 3)")
     p.set_defaults(func=_bench)
 
+    p = sub.add_parser(
+        "sign",
+        parents=[common],
+        help="sign a reviewed bundle with this plant's key (MFGTX_BUNDLE_KEY_FILE)",
+    )
+    p.add_argument("bundle", help="the bundle directory")
+    p.set_defaults(func=_sign)
+
+    p = sub.add_parser(
+        "hash-password",
+        parents=[common],
+        help="hash a dashboard password for app_password_hash in the secrets file",
+    )
+    p.set_defaults(func=_hash_password)
+
     p = sub.add_parser("app", parents=[common], help="start the Streamlit dashboard")
     p.add_argument("--path", default="app/main.py", help="the app script (default app/main.py)")
     p.add_argument("--results", help="folder of scored results for the dashboard")
     p.add_argument("--port", type=int, help="server port")
+    p.add_argument(
+        "--address",
+        help="interface to serve (default 127.0.0.1, this computer only); any other needs "
+        "sign-in configured (README, 'Plant network')",
+    )
     p.set_defaults(func=_app)
 
     p = sub.add_parser(

@@ -29,6 +29,8 @@ __all__ = ["SensorTable", "read_table"]
 log = logging.getLogger(__name__)
 
 _TZ_SUFFIX = r"\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:Z|UTC|[+-]\d{2}(?::?\d{2})?)$"
+#: Largest magnitude of a reading: models compute in float32.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 _BOOL_WORDS = {"true": 1.0, "false": 0.0, "pass": 1.0, "fail": 0.0, "yes": 1.0, "no": 0.0}
 _CSV_SUFFIXES = (".csv", ".csv.gz", ".txt", ".tsv")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -79,6 +81,14 @@ class SensorTable:
     def numeric_time(self) -> bool:
         """True when time is a number (cycles, seconds) rather than a timestamp."""
         return not pd.api.types.is_datetime64_any_dtype(self.frame[self.columns.time])
+
+    @property
+    def time_kind(self) -> str:
+        """``"utc"`` (timestamps with a zone, held in UTC), ``"naive"`` (timestamps without
+        one) or ``"number"`` (cycles, seconds): what a model trained on this table expects."""
+        if self.numeric_time:
+            return "number"
+        return "naive" if self.frame[self.columns.time].dt.tz is None else "utc"
 
     def where(self, position: int) -> str:
         """How to find input row ``position`` (the ``_row`` value) in the source."""
@@ -217,12 +227,35 @@ def _parse_times(s: pd.Series, column: str, where: _Where, lots: pd.Series) -> p
                 row=i,
             )
     if pd.api.types.is_datetime64_any_dtype(out):
+        _check_time_range(out, s, column, where, lots)
         out = out.astype("datetime64[ns, UTC]" if out.dt.tz is not None else "datetime64[ns]")
         if out.isna().any():
             i = _first(out.isna())
             raise DataError(f"{where(i)}: no time in column {column!r}", column=column, row=i)
         return out
     return _check_finite_time(out, column, where, lots)
+
+
+#: Times outside these years are refused: a clock error, not a reading (and beyond 2262
+#: they do not fit the nanosecond times every later step uses).
+TIME_RANGE = ("1900-01-01", "2200-01-01")
+
+
+def _check_time_range(
+    out: pd.Series, raw: pd.Series, column: str, where: _Where, lots: pd.Series
+) -> None:
+    lo, hi = (pd.Timestamp(t, tz="UTC" if out.dt.tz is not None else None) for t in TIME_RANGE)
+    bad = (out.notna() & ((out < lo) | (out >= hi))).to_numpy()
+    if bad.any():
+        i = _first(bad)
+        raise DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): time {raw.iloc[i]!r} in column {column!r} is "
+            f"outside the years {TIME_RANGE[0][:4]}-{int(TIME_RANGE[1][:4]) - 1} "
+            f"({int(bad.sum())} such rows); check the export's clock",
+            column=column,
+            lot=str(lots.iloc[i]),
+            row=i,
+        )
 
 
 def _check_finite_time(out: pd.Series, column: str, where: _Where, lots: pd.Series) -> pd.Series:
@@ -266,6 +299,17 @@ def _to_float(
         raise DataError(
             f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {out.iloc[i]}, expected "
             f"a finite number or empty for missing ({int(inf.sum())} such values)",
+            column=column,
+            lot=str(lots.iloc[i]),
+            row=i,
+        )
+    huge = (np.abs(out.to_numpy()) > FLOAT32_MAX).astype(bool)
+    if huge.any():
+        i = _first(huge)
+        raise DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {s.iloc[i]!r}, beyond "
+            f"the +/-{FLOAT32_MAX:.1e} a model can read ({int(huge.sum())} such values); "
+            "check the export's units",
             column=column,
             lot=str(lots.iloc[i]),
             row=i,

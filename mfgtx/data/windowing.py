@@ -185,6 +185,7 @@ def make_windows(
         stride=stride,
         horizon=horizon,
         pad=None if min_rows is None else pad,
+        time_kind=table.time_kind,
     )
     if as_of is not None:
         t = result.time_value(as_of)

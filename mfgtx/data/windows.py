@@ -51,6 +51,8 @@ class Windows:
         pad: ``(N,)`` leading steps of each window that lie before its lot's first row
             (read as missing), or ``None`` when every window is ``window`` rows of its lot.
             See ``min_rows`` of :func:`mfgtx.data.make_windows`.
+        time_kind: the table's time axis (:attr:`~mfgtx.data.SensorTable.time_kind`:
+            ``"utc"``, ``"naive"`` or ``"number"``), or ``None`` when not known.
     """
 
     values: np.ndarray
@@ -66,6 +68,7 @@ class Windows:
     stride: int
     horizon: int
     pad: np.ndarray | None = None
+    time_kind: str | None = None
 
     def __post_init__(self) -> None:
         if self.pad is not None:
@@ -125,6 +128,12 @@ class Windows:
             same = (p.sensors, p.targets, p.window, p.stride, p.horizon) == (
                 first.sensors, first.targets, first.window, first.stride, first.horizon
             )  # fmt: skip
+            kinds = {first.time_kind, p.time_kind} - {None}
+            if len(kinds) > 1:
+                raise ValueError(
+                    f"Windows.concat: parts differ in their time axis ({sorted(kinds)}): some "
+                    "lots have times with a zone, others without, or numbers"
+                )
             if not same or p.end.dtype != first.end.dtype or (p.y is None) != (first.y is None):
                 raise ValueError(
                     "Windows.concat: parts differ (sensors, targets, window, stride, horizon "
@@ -156,6 +165,7 @@ class Windows:
             pad=None
             if all(p.pad is None for p in parts)
             else np.concatenate([p.window - p.lengths for p in parts]),
+            time_kind=next((p.time_kind for p in parts if p.time_kind is not None), None),
         )
 
     @property

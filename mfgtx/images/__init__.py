@@ -14,11 +14,14 @@
 from mfgtx.images.dataset import ImageDataset, SurfaceAugment, class_weights, load_images
 from mfgtx.images.io import (
     DEFAULT_MAX_PIXELS,
+    MAX_IMAGE_BYTES,
     ImageBatch,
     ImageError,
     ImageSource,
     read_image,
+    read_image_file,
     read_images,
+    read_zip_member,
 )
 from mfgtx.images.records import IMAGE_SUFFIXES, ImageRecords
 from mfgtx.images.split import DuplicateWarning, ImageSplit, duplicate_groups, split_images
@@ -26,6 +29,7 @@ from mfgtx.images.split import DuplicateWarning, ImageSplit, duplicate_groups, s
 __all__ = [
     "DEFAULT_MAX_PIXELS",
     "IMAGE_SUFFIXES",
+    "MAX_IMAGE_BYTES",
     "DuplicateWarning",
     "ImageBatch",
     "ImageDataset",
@@ -38,6 +42,8 @@ __all__ = [
     "duplicate_groups",
     "load_images",
     "read_image",
+    "read_image_file",
     "read_images",
+    "read_zip_member",
     "split_images",
 ]

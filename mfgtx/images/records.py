@@ -129,6 +129,7 @@ class ImageRecords:
             bad = frame.index[frame[col].isna()].tolist()
             if bad:
                 raise ValueError(f"{manifest}: empty {col!r} on CSV row(s) {[b + 2 for b in bad]}")
+        frame = _without_repeats(manifest, frame)
         names = tuple(class_names) if class_names is not None else tuple(sorted(set(frame.label)))
         unknown = sorted(set(frame["label"]) - set(names))
         if unknown:
@@ -165,16 +166,48 @@ class ImageRecords:
     def read_bytes(self, indices: Sequence[int] | None = None) -> list[tuple[str, bytes]]:
         """``(name, bytes)`` of the images at ``indices`` (all by default), for
         :func:`mfgtx.images.read_images`."""
+        from mfgtx.images.io import read_image_file, read_zip_member
+
         idx = range(len(self)) if indices is None else indices
         paths = self.frame["path"].tolist()
         names = self.names
         if self.root.is_file():
             with zipfile.ZipFile(self.root) as z:
-                return [(names[i], z.read(self.zip_prefix + paths[i])) for i in idx]
-        return [(names[i], (self.root / self.zip_prefix / paths[i]).read_bytes()) for i in idx]
+                return [(names[i], read_zip_member(z, self.zip_prefix + paths[i])) for i in idx]
+        return [(names[i], read_image_file(self.root / self.zip_prefix / paths[i])) for i in idx]
 
     def content_hashes(self) -> np.ndarray:
         """SHA-256 hex digest of every file, ``(N,)`` object array."""
         return np.array(
             [hashlib.sha256(data).hexdigest() for _, data in self.read_bytes()], dtype=object
         )
+
+
+def _without_repeats(manifest: Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """The manifest without rows that list a file again: a repeat with the same label is
+    left out with a :class:`~mfgtx.data.DataWarning` naming its CSV line, one with another
+    label is an error (the file cannot be both)."""
+    import warnings
+
+    from mfgtx.data import DataWarning
+
+    again = frame["path"].duplicated(keep="first").to_numpy()
+    if not again.any():
+        return frame
+    first_line = {p: i + 2 for i, p in reversed(list(enumerate(frame["path"])))}
+    for i in np.flatnonzero(again):
+        path, label = frame["path"].iloc[i], frame["label"].iloc[i]
+        first = first_line[path]
+        if frame["label"].iloc[first - 2] != label:
+            raise ValueError(
+                f"{manifest}: line {i + 2} lists {path} again with label {label!r}; line "
+                f"{first} gave it {frame['label'].iloc[first - 2]!r}"
+            )
+    lines = [int(i) + 2 for i in np.flatnonzero(again)]
+    warnings.warn(
+        f"{manifest}: {len(lines)} line(s) list a file a second time (lines {lines[:10]}); "
+        "each file is used once",
+        DataWarning,
+        stacklevel=3,
+    )
+    return frame[~again].reset_index(drop=True)

@@ -85,7 +85,7 @@ def train_forecast(
     """Train, compare and save a forecaster (the ``train forecast`` command)."""
     from mfgtx.artifacts import save_bundle
     from mfgtx.baselines import compare, fit_baselines
-    from mfgtx.jobs.train import outcome, rank
+    from mfgtx.jobs.train import _fingerprint, outcome, rank, run_key
     from mfgtx.models import CausalForecaster, ForecasterConfig, ForecastWindows, interval_coverage
     from mfgtx.train import fit
 
@@ -136,7 +136,14 @@ def train_forecast(
                 "whose whole horizon is recorded; none has it"
             )
         model.fit_linear_skip(items["x"][whole], items["y"][whole], items["observed"][whole])
-    fitted = fit(model, dataset(sets.train), dataset(sets.val), train_config, on_step=on_step)
+    fitted = fit(
+        model,
+        dataset(sets.train),
+        dataset(sets.val),
+        train_config,
+        on_step=on_step,
+        run_key=run_key(config, "forecast", *_fingerprint(windows, sets)),
+    )
     labelled = windows.labelled()
     test = np.intersect1d(prep.test, labelled)
     counts = {"train": len(sets.train), "val": len(sets.val), "test": len(test)}
@@ -174,6 +181,7 @@ def train_forecast(
         "task": "forecast",
         "window": windows.window,
         "stride": windows.stride,
+        "time_kind": windows.time_kind,
         "context_length": windows.window,
         "horizon": fc.horizon,
         "targets": list(targets),

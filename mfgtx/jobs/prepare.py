@@ -32,7 +32,21 @@ from mfgtx.jobs.sources import (
 )
 from mfgtx.split import AuditReport, SplitSets, audit
 
-__all__ = ["Prepared", "last_per_lot", "load_forecast_windows", "load_windows", "split_windows"]
+__all__ = [
+    "TIME_WORDS",
+    "Prepared",
+    "last_per_lot",
+    "load_forecast_windows",
+    "load_windows",
+    "split_windows",
+]
+
+#: A table's time axis (:attr:`~mfgtx.data.SensorTable.time_kind`) in words.
+TIME_WORDS = {
+    "utc": "timestamps with a zone offset (e.g. +00:00)",
+    "naive": "timestamps without a zone offset",
+    "number": "numbers as times (cycles or seconds)",
+}
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +124,7 @@ def _windows_of_chunks(
     assert data is not None
     parts: list[Windows] = []
     columns: ColumnMap | None = None
+    first_kind: tuple[str, str] | None = None
     for chunk in chunks:
         frame = without_position(prepare(chunk, data, label_frame=label_frame))
         table = read_table(frame, cols)
@@ -120,6 +135,16 @@ def _windows_of_chunks(
                 "list them in data.columns.sensors"
             )
         columns = table.columns
+        if first_kind is None:
+            first_kind = (table.time_kind, table.lots[0])
+        elif table.time_kind != first_kind[0]:
+            raise DataError(
+                f"{describe(data.source)}: lot {table.lots[0]} has "
+                f"{TIME_WORDS[table.time_kind]}, but lot {first_kind[1]} has "
+                f"{TIME_WORDS[first_kind[0]]}; export every time the same way",
+                column=cols.time,
+                lot=table.lots[0],
+            )
         lengths = {lot: b - a for lot, (a, b) in table.lot_bounds().items()}
         if config.windows.on_short == "skip" and max(lengths.values(), default=0) < need:
             short = [f"{lot} ({n} rows)" for lot, n in lengths.items()]

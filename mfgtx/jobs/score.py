@@ -38,11 +38,12 @@ import numpy as np
 import pandas as pd
 import torch
 
+from mfgtx._files import remove_leftovers
 from mfgtx.calibration import class_probabilities
 from mfgtx.data import ColumnMap, DataError, SensorTable, Windows, make_windows, read_table
 from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs.config import ConfigError, JobConfig
-from mfgtx.jobs.prepare import last_per_lot
+from mfgtx.jobs.prepare import TIME_WORDS, last_per_lot
 from mfgtx.jobs.sinks import KEYS, describe_sink, write_errors, write_scores
 from mfgtx.jobs.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, without_position
 
@@ -207,7 +208,20 @@ def _windows_of(
         return
     except DataError:
         log.info("a lot of this chunk is bad: scoring its lots one by one")
-    for lot, part in data.groupby(cols.lot, sort=False):
+    if cols.lot not in data.columns:
+        raise DataError(f"missing lot column {cols.lot!r}", column=cols.lot)
+    ids = data[cols.lot]
+    blank = (ids.isna() | (ids.astype(str).str.strip() == "")).to_numpy()
+    if blank.any():  # rows that belong to no lot: listed, never dropped silently
+        first = int(np.flatnonzero(blank)[0])
+        err = DataError(
+            f"DataFrame row {first}: {int(blank.sum())} row(s) have no lot id in column "
+            f"{cols.lot!r}; they were not scored",
+            column=cols.lot,
+            row=first,
+        )
+        yield None, _error(None, err, frame)
+    for lot, part in data[~blank].groupby(cols.lot, sort=False):
         where = frame.loc[part.index, [FILE, LINE]]
         try:
             yield cut(read_table(part.reset_index(drop=True), cols)), None
@@ -275,6 +289,29 @@ def _windows_frame(bundle: Any, windows: Windows, idx: np.ndarray, batch: int) -
     )
 
 
+def check_score_outputs(config: JobConfig, source: Any) -> tuple[Path, Path]:
+    """The output (or, for a SQL output, the errors file) to lock and the errors file,
+    after the path rules (:mod:`mfgtx.jobs._paths`); nothing is written before this."""
+    from mfgtx.jobs._paths import PathRules, job_inputs
+
+    sc = config.score
+    assert sc is not None
+    rules = PathRules(config.source_file, job_inputs(config), bundle=config.bundle)
+    if sc.output.path is not None:
+        target = rules.output("score.output.path", sc.output.path)
+    else:
+        target = None
+        for src in (source, sc.source, config.data.source if config.data else None):
+            same_db = src is not None and getattr(src, "url", None) == sc.output.url
+            if same_db and getattr(src, "table", None) == sc.output.table:
+                raise ConfigError(
+                    f"{config.source_file}: score.output.table: {sc.output.table} is the table "
+                    "the job reads; write the scores to another table; nothing was written"
+                )
+    errors = rules.errors_file("score.errors", sc.errors_path())
+    return (target or errors), errors
+
+
 def score(config: JobConfig) -> ScoreOutcome:
     """Score new data with ``config.bundle``: sensor rows (``score.source``, default
     ``data.source``) for SensorEncoder and CausalForecaster bundles, images
@@ -290,6 +327,7 @@ def score(config: JobConfig) -> ScoreOutcome:
     sc = config.score
     if sc is None:  # narrowed for type checkers; require() raised already
         raise ConfigError(f"{config.source_file}: score: required")
+    check_score_outputs(config, None)  # before the bundle is even read
     bundle = load_model_bundle(str(config.bundle))
     job = bundle.manifest["extra"]["job"]
     if job.get("kind") == "vit":
@@ -312,19 +350,30 @@ def score(config: JobConfig) -> ScoreOutcome:
         )
 
     def cut(table: SensorTable) -> Windows:
+        expected = job.get("time_kind")  # not recorded by bundles of earlier versions
+        if expected is not None and table.time_kind != expected:
+            raise DataError(
+                f"lot {table.lots[0]} has {TIME_WORDS[table.time_kind]}, but the model was "
+                f"trained on {TIME_WORDS[expected]}; export its times as in training",
+                column=cols.time,
+                lot=table.lots[0],
+            )
         return bundle_windows(bundle, table, stride=sc.stride)
 
     keys = ("lot", "window_end", "sensor", "step") if job.get("kind") == "forecast" else KEYS
-    target = Path(sc.output.path) if sc.output.path else sc.errors_path()
-    errors_path = sc.errors_path()
+    target, errors_path = check_score_outputs(config, source)
     t0 = time.perf_counter()
     with output_lock(target):
+        remove_leftovers(target)
+        remove_leftovers(errors_path)
         parts, errors = [], []
         n_lots = n_windows = 0
         t_model = 0.0
         # a segmented series is scored whole: its latest window must not be cut off
         segment = WHOLE if config.data is not None and config.data.segment else None
-        for frame in iter_lot_frames(source, cols.lot, cols.time, segment=segment):
+        problems: list[dict[str, object]] = []
+        frames = iter_lot_frames(source, cols.lot, cols.time, segment=segment, problems=problems)
+        for frame in frames:
             for windows, err in _windows_of(frame, cols, cut):
                 if err is not None:
                     errors.append(err)
@@ -339,6 +388,7 @@ def score(config: JobConfig) -> ScoreOutcome:
                 t_model += time.perf_counter() - t1
                 n_lots += len(windows.lots)
                 n_windows += len(idx)
+        errors += [{"lot": None, "column": None, **p} for p in problems]
         if not parts:
             write_errors(errors_path, errors)
             raise DataError(

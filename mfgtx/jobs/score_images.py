@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mfgtx._files import remove_leftovers
 from mfgtx.data import DataError
 from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs.config import ConfigError, JobConfig
@@ -69,22 +70,34 @@ def iter_image_files(source: str | Path) -> Iterator[tuple[str, Any]]:
 
 
 def _read(key: str, where: Any) -> tuple[str, bytes]:
-    """``(key, bytes)``; raises :class:`~mfgtx.images.ImageError` when the file cannot be read."""
-    from mfgtx.images import ImageError
+    """``(key, bytes)``; raises :class:`~mfgtx.images.ImageError` when the file cannot be
+    read or is too large (checked before reading: :data:`~mfgtx.images.MAX_IMAGE_BYTES`)."""
+    from mfgtx.images import ImageError, read_image_file, read_zip_member
 
     try:
         if isinstance(where, tuple):
             zip_path, member = where
             with zipfile.ZipFile(zip_path) as z:
-                return key, z.read(member)
-        return key, Path(where).read_bytes()
-    except (OSError, KeyError, zipfile.BadZipFile) as e:
+                return key, read_zip_member(z, member)
+        return key, read_image_file(where)
+    except ImageError as e:
+        raise ImageError(key, e.reason) from e
+    except (OSError, zipfile.BadZipFile) as e:
         raise ImageError(key, f"cannot be read ({getattr(e, 'strerror', None) or e})") from e
 
 
-def _batches(source: str, size: int) -> Iterator[list[tuple[str, Any]]]:
+def _batches(
+    source: str, size: int, errors: list[dict[str, object]]
+) -> Iterator[list[tuple[str, Any]]]:
+    """Batches of ``(key, where)``; a key listed again (a repeated manifest row, a zip with a
+    member twice) goes to ``errors`` and is scored once."""
     batch: list[tuple[str, Any]] = []
+    seen: set[str] = set()
     for item in iter_image_files(source):
+        if item[0] in seen:
+            errors.append(_error_of(item[0], "listed twice; scored once"))
+            continue
+        seen.add(item[0])
         batch.append(item)
         if len(batch) == size:
             yield batch
@@ -97,7 +110,7 @@ def score_images(config: JobConfig, bundle: Any) -> Any:
     """Score the images of ``score.images`` (default ``images.path``) with a ViT ``bundle``."""
     from mfgtx.calibration import class_probabilities
     from mfgtx.images import ImageError, load_images
-    from mfgtx.jobs.score import ScoreOutcome
+    from mfgtx.jobs.score import ScoreOutcome, check_score_outputs
     from mfgtx.jobs.vit import vit_logits
 
     sc = config.score
@@ -110,13 +123,14 @@ def score_images(config: JobConfig, bundle: Any) -> Any:
     size, mode = int(job["image_size"]), str(job.get("mode", "L"))
     min_size = int(job.get("min_size", 8))
     cal = bundle.calibration
-    target = Path(sc.output.path) if sc.output.path else sc.errors_path()
-    errors_path = sc.errors_path()
+    target, errors_path = check_score_outputs(config, None)
     t0 = time.perf_counter()
     with output_lock(target):
+        remove_leftovers(target)
+        remove_leftovers(errors_path)
         parts: list[pd.DataFrame] = []
         errors: list[dict[str, object]] = []
-        for batch in _batches(source, sc.batch_size):
+        for batch in _batches(source, sc.batch_size, errors):
             sources, keys = [], []
             for key, where in batch:
                 try:
@@ -175,10 +189,8 @@ def score_images(config: JobConfig, bundle: Any) -> Any:
 
 
 def _error(err: Exception) -> dict[str, object]:
-    return {
-        "lot": None,
-        "file": getattr(err, "source", None),
-        "line": None,
-        "column": None,
-        "reason": getattr(err, "reason", str(err)),
-    }
+    return _error_of(getattr(err, "source", None), getattr(err, "reason", str(err)))
+
+
+def _error_of(file: str | None, reason: str) -> dict[str, object]:
+    return {"lot": None, "file": file, "line": None, "column": None, "reason": reason}

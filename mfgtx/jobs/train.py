@@ -113,6 +113,30 @@ OnStep = Callable[[int, float], None]
 Trainer = Callable[[JobConfig, bool, "OnStep | None"], TrainOutcome]
 
 
+def run_key(config: JobConfig, kind: str, *fingerprint: Any) -> dict[str, Any]:
+    """What a training run depends on besides the training loop's settings: the job's
+    data, windows, split and model sections and a digest of the training and validation
+    data (``fingerprint``: arrays or text). Saved in every checkpoint; ``--resume``
+    refuses a checkpoint whose key differs (:func:`mfgtx.train.fit`)."""
+    import hashlib
+
+    job = config.to_dict()
+    sections = {"sensor": ("model",), "forecast": ("forecast",), "vit": ("images", "vit")}
+    key: dict[str, Any] = {"kind": kind}
+    for name in ("data", "windows", "split", "calibration", *sections[kind]):
+        key[name] = job.get(name)
+    if isinstance(key.get("data"), dict):  # how the input is read does not change it
+        for source in (key["data"].get("source"), (key["data"].get("labels") or {}).get("source")):
+            if isinstance(source, dict):
+                source.pop("chunk_rows", None)
+    digest = hashlib.sha256()
+    for part in fingerprint:
+        data = part.tobytes() if isinstance(part, np.ndarray) else str(part).encode()
+        digest.update(hashlib.sha256(data).digest())
+    key["training_data_sha256"] = digest.hexdigest()
+    return key
+
+
 def rank() -> int:
     """This process's rank under ``torchrun`` (0 alone)."""
     return int(os.environ.get("RANK", "0"))
@@ -143,6 +167,15 @@ def _calibrate(config: JobConfig, logits: np.ndarray, y: np.ndarray) -> Any:
         log.warning("no operating threshold chosen: %s", e)
         choice = None
     return Calibration(temperature, choice)
+
+
+def _fingerprint(windows: Any, sets: Any) -> tuple[np.ndarray, ...]:
+    """The training and validation windows' inputs and labels, for :func:`run_key`."""
+    both = np.concatenate([np.asarray(sets.train), np.asarray(sets.val)])
+    parts = [windows.values[windows.rows(both)], windows.lot[both].astype(str)]
+    if windows.y is not None:
+        parts.append(windows.y[both])
+    return tuple(np.ascontiguousarray(p) for p in parts)
 
 
 def train_sensor(
@@ -203,6 +236,7 @@ def train_sensor(
         WindowDataset(windows, sets.val, scaler, target=target),
         train_config,
         on_step=on_step,
+        run_key=run_key(config, "sensor", *_fingerprint(windows, sets)),
     )
     counts = {"train": len(sets.train), "val": len(sets.val), "test": len(sets.test)}
     counts["purged"] = len(sets.purged)
@@ -236,6 +270,7 @@ def train_sensor(
         "task": task,
         "window": windows.window,
         "stride": windows.stride,
+        "time_kind": windows.time_kind,
         "min_rows": config.windows.min_rows,
         "targets": list(windows.targets),
         "config": config.to_dict(),
@@ -278,7 +313,27 @@ def train(
         NotAvailableError: ``kind`` is known but its model is not in this version.
         ConfigError: unknown kind or a bad configuration.
     """
-    return trainer_for(kind)(config, resume, on_step)
+    trainer = trainer_for(kind)
+    config.require("bundle")
+    bundle = Path(str(config.bundle))
+    check_train_outputs(config)
+    if rank() != 0:  # torchrun: rank 0 holds the lock and writes
+        return trainer(config, resume, on_step)
+    from mfgtx._files import remove_leftovers
+    from mfgtx.jobs._lock import output_lock
+
+    with output_lock(bundle):
+        remove_leftovers(bundle)  # staging left by a killed run of this bundle
+        return trainer(config, resume, on_step)
+
+
+def check_train_outputs(config: JobConfig) -> None:
+    """The path rules (:mod:`mfgtx.jobs._paths`) for the bundle and its checkpoints."""
+    from mfgtx.jobs._paths import PathRules, job_inputs
+
+    rules = PathRules(config.source_file, job_inputs(config))
+    rules.bundle_dir("bundle", str(config.bundle))
+    rules.bundle_dir("train.checkpoint_dir", config.train.checkpoint_dir or f"{config.bundle}.ckpt")
 
 
 def trainer_for(kind: str) -> Trainer:

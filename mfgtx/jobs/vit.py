@@ -265,7 +265,7 @@ def train_vit(
     """Train, calibrate, compare and save a defect ViT (the ``train vit`` command)."""
     from mfgtx.artifacts import save_bundle
     from mfgtx.images import ImageDataset, SurfaceAugment, class_weights
-    from mfgtx.jobs.train import outcome, rank
+    from mfgtx.jobs.train import outcome, rank, run_key
     from mfgtx.models import DefectViT, ViTConfig
     from mfgtx.train import fit, predict
 
@@ -315,7 +315,15 @@ def train_vit(
     train_config = config.train.train_config(ckpt, resume=resume)
     torch.manual_seed(config.train.seed)
     model = DefectViT(model_config)
-    fitted = fit(model, data(train, augment), data(val), train_config, on_step=on_step)
+    seen = np.concatenate([train, val])
+    fitted = fit(
+        model,
+        data(train, augment),
+        data(val),
+        train_config,
+        on_step=on_step,
+        run_key=run_key(config, "vit", images[seen].numpy(), labels[seen], train),
+    )
     counts = prep.counts
     if rank() != 0:
         return outcome("vit", "classification", fitted, t0, counts, audit_report.passed)

@@ -196,3 +196,32 @@ def test_demo_quick_trains_then_starts_and_stops_the_dashboard(plant, tmp_path) 
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
         log.close()
+
+
+def test_app_command_pins_the_plant_network_settings() -> None:
+    from mfgtx.cli import _app_command
+
+    script = ROOT / "app" / "main.py"
+    cmd = _app_command(script, None)
+    flags = dict(zip(cmd[5::2], cmd[6::2], strict=True))
+    assert flags["--server.address"] == "127.0.0.1"
+    assert flags["--browser.gatherUsageStats"] == "false"
+    assert flags["--client.showErrorDetails"] == "none"
+    assert flags["--server.enableXsrfProtection"] == "true"
+    wide = dict(zip(*[iter(_app_command(script, 8600, "0.0.0.0")[5:])] * 2, strict=True))
+    assert wide["--server.address"] == "0.0.0.0" and wide["--server.port"] == "8600"
+
+
+def test_hash_password_reads_a_piped_password(monkeypatch, capsys) -> None:
+    import io
+
+    from mfgtx.cli import main
+    from mfgtx.passwords import verify_password
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("line 3 nights\n"))
+    assert main(["hash-password"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith('app_password_hash = "pbkdf2_sha256$')
+    assert verify_password("line 3 nights", line.split('"')[1])
+    monkeypatch.setattr("sys.stdin", io.StringIO("short\n"))
+    assert main(["hash-password"]) == 2
