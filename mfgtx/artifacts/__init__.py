@@ -13,9 +13,12 @@ size and sha256 of every data file again (``files``), so the manifest is protect
 checksum file and the weights by both, which must agree. :func:`load_bundle` checks all of it
 before it parses the manifest or deserialises a tensor, and deserialises the very bytes it
 checked. A file in the directory that the bundle does not list (``Thumbs.db`` on a shared
-drive) is never read, and raises a :class:`BundleWarning`. Checksums catch corruption and
-accidental edits; they are not a signature: whoever can write all three files can forge a
-bundle.
+drive) is never read, and raises a :class:`BundleWarning`. Every file's size is checked
+before it is read. Checksums catch corruption and accidental edits; they are not a
+signature: whoever can write all three files can forge a bundle. For that, a plant
+configures a signing key (``MFGTX_BUNDLE_KEY_FILE`` or ``MFGTX_BUNDLE_KEY``): bundles are
+then signed when written (``signature.hmac``) and refused everywhere unless signed with it
+(:func:`sign_bundle` signs a released one).
 
 ``manifest.json`` keys: ``format`` (``"mfgtx.bundle"``), ``format_version`` (2),
 ``created_utc``, ``versions`` (mfgtx, torch, safetensors, python), ``model`` (registered
@@ -42,18 +45,32 @@ Typical use::
 """
 
 from mfgtx.artifacts._manifest import FORMAT_VERSION
-from mfgtx.artifacts.bundle import Bundle, load_bundle, save_bundle, verify_bundle
+from mfgtx.artifacts._signing import KEY_ENV, KEY_FILE_ENV, SIGNATURE_FILE, signing_key
+from mfgtx.artifacts.bundle import (
+    Bundle,
+    bundle_files,
+    load_bundle,
+    save_bundle,
+    sign_bundle,
+    verify_bundle,
+)
 from mfgtx.artifacts.errors import BundleError, BundleWarning
 from mfgtx.artifacts.registry import register_model, registered_models
 
 __all__ = [
     "FORMAT_VERSION",
+    "KEY_ENV",
+    "KEY_FILE_ENV",
+    "SIGNATURE_FILE",
     "Bundle",
     "BundleError",
     "BundleWarning",
+    "bundle_files",
     "load_bundle",
     "register_model",
     "registered_models",
     "save_bundle",
+    "sign_bundle",
+    "signing_key",
     "verify_bundle",
 ]

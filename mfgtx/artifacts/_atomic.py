@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+from mfgtx.artifacts._integrity import bundle_files
 from mfgtx.artifacts.errors import BundleWarning
 
 __all__ = ["staged_directory", "write_file"]
@@ -57,6 +58,16 @@ def _check_replaceable(target: Path, overwrite: bool, marker: str) -> None:
     if not (target / marker).is_file() and any(target.iterdir()):
         raise FileExistsError(
             f"refusing to overwrite {target}: it is a directory with no {marker}, not a bundle"
+        )
+    extra = (
+        sorted(set(os.listdir(target)) - bundle_files(target))
+        if (target / marker).is_file()
+        else []
+    )
+    if extra:
+        raise FileExistsError(
+            f"refusing to overwrite {target}: it also holds {extra[:5]}, which are not part "
+            "of the bundle and would be deleted with it; move them out first"
         )
 
 

@@ -14,10 +14,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from mfgtx.artifacts import _atomic, _weights
+from mfgtx.artifacts import _atomic, _signing, _weights
 from mfgtx.artifacts._integrity import (
+    MAX_CHECKSUM_BYTES,
+    bundle_files,
     format_checksums,
     parse_checksums,
+    read_limited,
     read_verified,
     sha256_hex,
 )
@@ -38,9 +41,12 @@ from mfgtx.artifacts.registry import _config_class, _lookup, _name_of, registere
 from mfgtx.calibration.record import Calibration
 from mfgtx.data.scaling import SensorScaler
 
-__all__ = ["Bundle", "load_bundle", "save_bundle", "verify_bundle"]
+__all__ = ["Bundle", "bundle_files", "load_bundle", "save_bundle", "sign_bundle", "verify_bundle"]
 
 logger = logging.getLogger(__name__)
+
+#: Largest ``manifest.json`` read.
+MAX_MANIFEST_BYTES = 16 * 2**20
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,8 +151,9 @@ def save_bundle(
         precision: the training precision, e.g. ``"bf16-autocast"`` or ``torch.float32``.
         overwrite: replace an existing bundle at ``path`` (never anything else).
 
-    Under ``torchrun`` only rank 0 writes; the other processes return ``path`` at once, so
-    the same training script can call this on every rank.
+    With a signing key configured (``MFGTX_BUNDLE_KEY_FILE`` or ``MFGTX_BUNDLE_KEY``) the
+    bundle is signed. Under ``torchrun`` only rank 0 writes; the other processes return
+    ``path`` at once, so the same training script can call this on every rank.
 
     Returns:
         ``path`` as a :class:`~pathlib.Path`.
@@ -203,6 +210,7 @@ def save_bundle(
         )
     if precision is not None and not isinstance(precision, (str, torch.dtype)):
         raise TypeError(f"precision must be text or a torch.dtype, found {precision!r}")
+    key = _signing.signing_key()  # a plant's signing key: every bundle written is signed
     with _atomic.staged_directory(target, overwrite=overwrite, marker=MANIFEST_FILE) as staging:
         name, config, config_data = _model_name_and_config(model)
         manifest: dict[str, Any] = {key: _section(key, value) for key, value in sections.items()}
@@ -224,9 +232,14 @@ def save_bundle(
         }
         manifest_bytes = dump_manifest(manifest)
         checksums = {MANIFEST_FILE: sha256_hex(manifest_bytes), WEIGHTS_FILE: sha256_hex(weights)}
+        checksum_bytes = format_checksums(checksums).encode("ascii")
         _atomic.write_file(staging / WEIGHTS_FILE, weights)
         _atomic.write_file(staging / MANIFEST_FILE, manifest_bytes)
-        _atomic.write_file(staging / CHECKSUM_FILE, format_checksums(checksums).encode("ascii"))
+        _atomic.write_file(staging / CHECKSUM_FILE, checksum_bytes)
+        if key is not None:
+            _atomic.write_file(
+                staging / _signing.SIGNATURE_FILE, _signing.sign(key, checksum_bytes)
+            )
     logger.info("saved %s bundle %s (id %s)", name, target, checksums[MANIFEST_FILE][:12])
     return target
 
@@ -237,23 +250,35 @@ class _Verified:
     bundle_id: str
     blobs: dict[str, bytes]
     unexpected: list[str]
+    signature: str
 
 
-def _verify(path: str | PathLike[str]) -> _Verified:
-    """Every integrity and compatibility check that needs no model; the checked bytes."""
+def _verify(path: str | PathLike[str], *, signature: bool = True) -> _Verified:
+    """Every integrity and compatibility check that needs no model; the checked bytes.
+    ``signature=False`` leaves the signature unchecked (to sign a bundle)."""
     root = Path(path)
     if not root.is_dir():
         raise BundleError(f"no bundle at {root}: not a directory", file=root)
     checksum_file = root / CHECKSUM_FILE
     if not checksum_file.is_file():
         raise BundleError(f"{checksum_file} is missing from the bundle", file=checksum_file)
+    checksum_bytes = read_limited(checksum_file, MAX_CHECKSUM_BYTES, "checksum file")
     try:
-        digests = parse_checksums(checksum_file.read_text("ascii"), checksum_file)
+        digests = parse_checksums(checksum_bytes.decode("ascii"), checksum_file)
     except UnicodeDecodeError as e:
         raise BundleError(f"{checksum_file} is not ASCII text: {e}", file=checksum_file) from e
+    status = (
+        _signing.verify(root, checksum_bytes, _signing.signing_key()) if signature else "unchecked"
+    )
     manifest_file = root / MANIFEST_FILE
     if MANIFEST_FILE not in digests:
         raise BundleError(f"{checksum_file} does not list {MANIFEST_FILE}", file=checksum_file)
+    if manifest_file.is_file() and manifest_file.stat().st_size > MAX_MANIFEST_BYTES:
+        raise BundleError(
+            f"{manifest_file} is {manifest_file.stat().st_size:,} bytes, more than a manifest "
+            f"can be ({MAX_MANIFEST_BYTES:,})",
+            file=manifest_file,
+        )
     manifest_bytes = read_verified(
         manifest_file, sha256=digests[MANIFEST_FILE], source=CHECKSUM_FILE
     )
@@ -272,7 +297,7 @@ def _verify(path: str | PathLike[str]) -> _Verified:
         name: read_verified(root / name, sha256=e["sha256"], size=e["size"], source=MANIFEST_FILE)
         for name, e in files.items()
     }
-    known = {*files, MANIFEST_FILE, CHECKSUM_FILE}
+    known = {*files, MANIFEST_FILE, CHECKSUM_FILE, _signing.SIGNATURE_FILE}
     unexpected = sorted(p.name for p in root.iterdir() if p.name not in known)
     if unexpected:
         warnings.warn(
@@ -280,19 +305,45 @@ def _verify(path: str | PathLike[str]) -> _Verified:
             BundleWarning,
             stacklevel=3,
         )
-    return _Verified(manifest, sha256_hex(manifest_bytes), blobs, unexpected)
+    return _Verified(manifest, sha256_hex(manifest_bytes), blobs, unexpected, status)
+
+
+def sign_bundle(path: str | PathLike[str]) -> str:
+    """Sign the bundle at ``path`` with the configured key (``mfgtx sign``), after checking
+    its integrity; returns the key's id. The bundle's id does not change.
+
+    Raises:
+        BundleError: no key is configured, or the bundle does not verify.
+    """
+    from mfgtx._files import atomic_write_bytes
+
+    key = _signing.signing_key()
+    if key is None:
+        raise BundleError(
+            f"no signing key: set {_signing.KEY_FILE_ENV} (a key file) or {_signing.KEY_ENV}"
+        )
+    root = Path(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BundleWarning)
+        _verify(root, signature=False)  # an integrity problem: never sign that
+    checksum_bytes = read_limited(root / CHECKSUM_FILE, MAX_CHECKSUM_BYTES, "checksum file")
+    atomic_write_bytes(root / _signing.SIGNATURE_FILE, _signing.sign(key, checksum_bytes))
+    logger.info("signed %s with key %s", root, _signing.key_id(key))
+    return _signing.key_id(key)
 
 
 def verify_bundle(path: str | PathLike[str]) -> dict[str, Any]:
     """Check a bundle's integrity and compatibility without building its model.
 
-    Checks every checksum, the format version, the mfgtx major version and the manifest's
-    structure; files in the directory that the bundle does not list raise a
-    :class:`BundleWarning`. Whether the model class is registered and the weights fit it is
-    checked by :func:`load_bundle`.
+    Checks every checksum, the signature when a signing key is configured, the format
+    version, the mfgtx major version and the manifest's structure; files in the directory
+    that the bundle does not list raise a :class:`BundleWarning`. Whether the model class is
+    registered and the weights fit it is checked by :func:`load_bundle`.
 
     Returns:
-        ``{"bundle_id": str, "path": str, "manifest": dict, "unexpected_files": list}``.
+        ``{"bundle_id": str, "path": str, "manifest": dict, "unexpected_files": list,
+        "signature": "verified" | "unsigned" | "not verified"}`` (see
+        :mod:`mfgtx.artifacts._signing`).
 
     Raises:
         BundleError: naming the file and what is wrong with it.
@@ -303,6 +354,7 @@ def verify_bundle(path: str | PathLike[str]) -> dict[str, Any]:
         "path": str(path),
         "manifest": verified.manifest,
         "unexpected_files": verified.unexpected,
+        "signature": verified.signature,
     }
 
 
