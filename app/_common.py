@@ -2,8 +2,9 @@
 
 The app is thin: these helpers find inputs, call ``mfgtx`` and hand results to the pages.
 Configuration, first match wins: environment variables ``MFGTX_MODELS_DIR`` and
-``MFGTX_DATA_DIR``, then ``mfgtx-app.toml`` (or ``MFGTX_APP_CONFIG``) in the working directory
-with keys ``models_dir`` and ``data_dir``, then the defaults ``models/`` and ``sample_data/``.
+``MFGTX_DATA_DIR``, then ``app/mfgtx-app.toml`` (or the file ``MFGTX_APP_CONFIG`` names) with
+keys ``models_dir`` and ``data_dir``, then the defaults ``models/`` and ``sample_data/`` of the
+repository (see :func:`app_config`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from mfgtx.jobs.score import bundle_columns, bundle_windows
 log = logging.getLogger("mfgtx.app")
 
 ROOT = Path(__file__).resolve().parent.parent
+CONFIG = "mfgtx-app.toml"
 SENSOR_CLASS = "mfgtx.SensorEncoder"
 FORECAST_CLASS = "mfgtx.CausalForecaster"
 DEFECT_CLASS = "mfgtx.DefectViT"
@@ -62,20 +64,33 @@ class AppConfig:
 
 
 def app_config() -> AppConfig:
-    """Models and data directories from env vars, the config file, or the defaults."""
+    """Models and data directories from env vars, the config file, or the defaults.
+
+    The config file is ``MFGTX_APP_CONFIG`` or ``app/mfgtx-app.toml`` beside the dashboard,
+    never one found in the working directory; relative paths in it are relative to the file,
+    and the defaults (``models/``, ``sample_data/``) to the repository, so the dashboard reads
+    the same folders whatever directory a service starts it in.
+    """
     file_values: dict[str, Any] = {}
-    name = os.environ.get("MFGTX_APP_CONFIG", "mfgtx-app.toml")
-    path = Path(name)
-    source = "defaults"
+    path = Path(os.environ.get("MFGTX_APP_CONFIG") or Path(__file__).resolve().parent / CONFIG)
+    base, source = ROOT, "defaults"
     if path.is_file():
         with path.open("rb") as f:
             file_values = tomllib.load(f)
-        source = str(path)
-    models = os.environ.get("MFGTX_MODELS_DIR") or file_values.get("models_dir") or "models"
-    data = os.environ.get("MFGTX_DATA_DIR") or file_values.get("data_dir") or "sample_data"
+        base, source = path.resolve().parent, str(path)
+
+    def folder(env: str, key: str, default: str) -> Path:
+        if os.environ.get(env):
+            return Path(os.environ[env])
+        if key in file_values:
+            return base / str(file_values[key])
+        return ROOT / default
+
+    models = folder("MFGTX_MODELS_DIR", "models_dir", "models")
+    data = folder("MFGTX_DATA_DIR", "data_dir", "sample_data")
     if "MFGTX_MODELS_DIR" in os.environ or "MFGTX_DATA_DIR" in os.environ:
         source = "environment" if source == "defaults" else f"environment and {source}"
-    return AppConfig(Path(models), Path(data), source)
+    return AppConfig(models, data, source)
 
 
 def guarded(body: Callable[[], None]) -> Callable[[], None]:
@@ -108,6 +123,7 @@ class BundleInfo:
     model_class: str
     task: str | None
     manifest: dict[str, Any]
+    signature: str = "unsigned"  # "verified", "unsigned" or "not verified" (no key here)
 
 
 def find_bundles(models_dir: Path) -> tuple[list[BundleInfo], list[str]]:
@@ -135,6 +151,7 @@ def find_bundles(models_dir: Path) -> tuple[list[BundleInfo], list[str]]:
                 model_class=str(model.get("class")),
                 task=model.get("config", {}).get("task"),
                 manifest=manifest,
+                signature=verified.get("signature", "unsigned"),
             )
         )
     return found, problems

@@ -1,74 +1,74 @@
-"""mfgtx dashboard: ``streamlit run app/main.py`` (see README, "The dashboard").
+"""mfgtx dashboard launcher: ``streamlit run app/main.py``, ``python app/main.py`` or ``mfgtx app``.
 
-Sign-in: OIDC through ``st.login`` when ``[auth]`` is in the Streamlit secrets, or a shared
-password (``app_password`` in the secrets). Without either the app only serves a server bound
-to localhost; on any other bind address it asks for sign-in to be configured.
+This file builds the dashboard as an ASGI app (``st.App``) so that every HTTP response carries
+security headers (no framing by other sites, no MIME sniffing, no referrer, a restrictive
+content security policy). The pages themselves are ``app/dashboard.py`` and ``app/views/``.
+Settings for the plant network are in ``app/.streamlit/config.toml``, which Streamlit reads
+beside this script whatever the working directory; ``python app/main.py`` (and ``mfgtx app``)
+pin the same settings again, so a service started from anywhere runs the same way.
 """
 
 from __future__ import annotations
 
-import hmac
-import logging
-import os
-import sys
+from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
+from starlette.middleware import Middleware
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # pages import _common
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 
-LOCAL = {"localhost", "127.0.0.1", "::1"}
-logging.basicConfig(level=logging.INFO)
+#: Added to every HTTP response of the dashboard.
+SECURITY_HEADERS = {
+    "x-frame-options": "DENY",
+    "content-security-policy": (
+        "frame-ancestors 'none'; object-src 'none'; base-uri 'self'; form-action 'self'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "permissions-policy": "camera=(), microphone=(), geolocation=(), usb=(), serial=()",
+    "cross-origin-opener-policy": "same-origin",
+}
 
-
-def _secret(key: str) -> object:
-    try:
-        return st.secrets.get(key)
-    except (FileNotFoundError, KeyError, AttributeError):  # no secrets file at all
-        return None
-
-
-def signed_in() -> bool:
-    """True when the visitor may see the app; otherwise draws the sign-in and returns False."""
-    if _secret("auth") is not None:
-        if st.user.is_logged_in:
-            st.sidebar.button("Sign out", on_click=st.logout)
-            return True
-        st.title("mfgtx dashboard")
-        st.button("Sign in", on_click=st.login)
-        return False
-    password = _secret("app_password")
-    if password:
-        if st.session_state.get("signed_in"):
-            return True
-        st.title("mfgtx dashboard")
-        given = st.text_input("Password", type="password")
-        if given and hmac.compare_digest(given.encode(), str(password).encode()):
-            st.session_state["signed_in"] = True
-            st.rerun()
-        elif given:
-            st.error("Wrong password.")
-        return False
-    address = st.get_option("server.address") or "localhost"
-    if address in LOCAL or os.environ.get("MFGTX_APP_NO_AUTH") == "1":
-        return True
-    st.error(
-        f"The server listens on {address}, not only on localhost, and no sign-in is "
-        "configured: set [auth] (OIDC) or app_password in .streamlit/secrets.toml, or set "
-        "MFGTX_APP_NO_AUTH=1 to run open on purpose."
-    )
-    return False
+CONFIG = Path(__file__).resolve().parent / ".streamlit" / "config.toml"
 
 
-st.set_page_config(page_title="mfgtx dashboard", layout="wide")
-if signed_in():
-    nav = st.navigation(
-        [
-            st.Page("pages/overview.py", title="Overview", default=True),
-            st.Page("pages/quality.py", title="Quality & RUL"),
-            st.Page("pages/forecast.py", title="Forecast"),
-            st.Page("pages/defects.py", title="Defect inspection"),
-            st.Page("pages/evaluation.py", title="Evaluation"),
-        ]
-    )
-    nav.run()
+def plant_settings() -> dict[str, Any]:
+    """The plant-network settings of ``app/.streamlit/config.toml`` as dotted options."""
+    import tomllib
+
+    with CONFIG.open("rb") as f:
+        sections = tomllib.load(f)
+    return {f"{s}.{k}": v for s, options in sections.items() for k, v in options.items()}
+
+
+class SecurityHeaders:
+    """ASGI middleware adding :data:`SECURITY_HEADERS` to every HTTP response."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+        self.headers = [(k.encode("ascii"), v.encode("ascii")) for k, v in SECURITY_HEADERS.items()]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in self.headers if k not in names]
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+app = st.App("dashboard.py", middleware=[Middleware(SecurityHeaders)])
+
+if __name__ == "__main__":
+    app.run(config=plant_settings())

@@ -65,6 +65,7 @@ def overview() -> None:
                         "task": b.task,
                         "created (UTC)": b.manifest.get("created_utc"),
                         "parameters": b.manifest["model"].get("parameters"),
+                        "signature": b.signature,
                         "id": b.bundle_id[:12],
                     }
                     for b in bundles

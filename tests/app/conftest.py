@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MAIN = ROOT / "app" / "main.py"
+MAIN = ROOT / "app" / "dashboard.py"
 SAMPLE = ROOT / "sample_data"
 
 
@@ -36,13 +36,17 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def app_env(monkeypatch: pytest.MonkeyPatch, models_dir: Path) -> Path:
     """Point the app at the tiny bundle and sample_data; fresh caches for every AppTest."""
     import streamlit as st
+    from streamlit import config
 
     monkeypatch.setenv("MFGTX_MODELS_DIR", str(models_dir))
     monkeypatch.setenv("MFGTX_DATA_DIR", str(SAMPLE))
     monkeypatch.chdir(ROOT)
+    before = st.get_option("server.address")
+    config.set_option("server.address", "127.0.0.1")  # as app/.streamlit/config.toml binds it
     st.cache_resource.clear()
     st.cache_data.clear()
     yield models_dir
+    config.set_option("server.address", before)
     st.cache_resource.clear()
     st.cache_data.clear()
 

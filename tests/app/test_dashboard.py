@@ -18,11 +18,11 @@ from mfgtx.explain import KIND, NOTICE
 from .conftest import MAIN, SAMPLE
 
 PAGES = [
-    "pages/overview.py",
-    "pages/quality.py",
-    "pages/forecast.py",
-    "pages/defects.py",
-    "pages/evaluation.py",
+    "views/overview.py",
+    "views/quality.py",
+    "views/forecast.py",
+    "views/defects.py",
+    "views/evaluation.py",
 ]
 INTERNAL = "internal error"
 
@@ -86,7 +86,7 @@ def test_overview_lists_bundle_metrics_audit_and_data(app_env):
 
 
 def test_quality_widgets_change_lot_and_what_if_decision(app_env):
-    at = _app("pages/quality.py")
+    at = _app("views/quality.py")
     _clean(at)
     assert _specs(at)[0]["layout"]["title"]["text"] == "Sensors of lot L1-0001"
     sensor_axes = [
@@ -104,7 +104,7 @@ def test_quality_widgets_change_lot_and_what_if_decision(app_env):
 
 
 def test_every_attention_figure_carries_the_notice(app_env):
-    at = _app("pages/quality.py")
+    at = _app("views/quality.py")
     _clean(at)
     attention = [s for s in _specs(at) if "Attention" in s["layout"]["title"]["text"]]
     assert attention, "the quality page shows an attention map"
@@ -117,7 +117,7 @@ def test_every_attention_figure_carries_the_notice(app_env):
 
 
 def test_bad_csv_gives_a_message_and_the_page_keeps_working(app_env):
-    at = _app("pages/quality.py")
+    at = _app("views/quality.py")
     bad = b"line,lot,timestamp,temperature_c\nL1,L1-0001,not a time,180\n"
     at.file_uploader[0].set_value(("bad.csv", bad, "text/csv")).run()
     _clean(at)
@@ -127,7 +127,7 @@ def test_bad_csv_gives_a_message_and_the_page_keeps_working(app_env):
 
 
 def test_defect_page_checks_each_image_and_says_no_bundle(app_env, tmp_path):
-    at = _app("pages/defects.py")
+    at = _app("views/defects.py")
     _clean(at)
     assert any("No defect model bundle in" in t and "mfgtx demo" in t for t in _texts(at.info))
     good, odd = _png(), _png(mode="I;16")
@@ -151,7 +151,7 @@ def test_defect_page_checks_each_image_and_says_no_bundle(app_env, tmp_path):
 
 
 def test_forecast_page_history_follows_the_sensor_choice(app_env):
-    at = _app("pages/forecast.py")
+    at = _app("views/forecast.py")
     _clean(at)
     assert any("No forecaster model bundle in" in t for t in _texts(at.info))
     at.multiselect(key="forecast_sensors").set_value(["pressure_bar", "vibration_mm_s"]).run()
@@ -161,7 +161,7 @@ def test_forecast_page_history_follows_the_sensor_choice(app_env):
 
 
 def test_evaluation_threshold_moves_the_confusion_matrix(app_env):
-    at = _app("pages/evaluation.py")
+    at = _app("views/evaluation.py")
     _clean(at)
     titles = [s["layout"]["title"]["text"] for s in _specs(at)]
     assert titles[:2] == ["Confusion matrix (lots)", "Calibration curve"]
@@ -177,9 +177,9 @@ def test_evaluation_threshold_moves_the_confusion_matrix(app_env):
 def test_empty_models_dir_gives_clear_messages(app_env, monkeypatch, tmp_path):
     monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
     for page, words in [
-        ("pages/quality.py", "No SensorEncoder model bundle"),
-        ("pages/evaluation.py", "No SensorEncoder model bundle"),
-        ("pages/overview.py", "No model bundles"),
+        ("views/quality.py", "No SensorEncoder model bundle"),
+        ("views/evaluation.py", "No SensorEncoder model bundle"),
+        ("views/overview.py", "No model bundles"),
     ]:
         at = _app(page)
         _clean(at)
@@ -215,19 +215,21 @@ def test_config_file_sets_the_directories(app_env, monkeypatch, tmp_path):
 
 def test_password_sign_in_from_secrets(app_env):
     at = AppTest.from_file(str(MAIN), default_timeout=180)
-    at.secrets["app_password"] = "s3cret"
+    at.secrets["app_password"] = "s3cret-password"
     at.run()
     assert not at.exception and not at.dataframe  # nothing shown before sign-in
-    at.text_input[0].input("wrong").run()
+    at.text_input[0].input("wrong")
+    at.button[0].click().run()
     assert "Wrong password." in _texts(at.error)
-    at.text_input[0].input("s3cret").run()
+    at.text_input[0].input("s3cret-password")
+    at.button[0].click().run()
     _clean(at)
     assert any(df.value.shape[0] for df in at.dataframe)
 
 
 def test_rul_bundle_shows_interval_and_per_machine_errors(app_env, monkeypatch, rul_models_dir):
     monkeypatch.setenv("MFGTX_MODELS_DIR", str(rul_models_dir))
-    at = _app("pages/quality.py")
+    at = _app("views/quality.py")
     _clean(at)
     metric = at.metric[0]
     assert metric.label == "Predicted rul_cycles" and "interval" in metric.value
@@ -243,7 +245,7 @@ def test_rul_bundle_shows_interval_and_per_machine_errors(app_env, monkeypatch, 
     slider.set_value(slider.options[0]).run()
     _clean(at)
     assert at.metric[0].value != first  # predicting earlier in the machine's life
-    at.switch_page("pages/evaluation.py").run()
+    at.switch_page("views/evaluation.py").run()
     _clean(at)
     titles = [s["layout"]["title"]["text"] for s in _specs(at)]
     assert titles == [
@@ -259,7 +261,7 @@ def test_a_history_bundle_predicts_from_the_machines_first_rows(
     """A bundle trained with ``windows.min_rows`` is windowed the same way on the page: the
     first prediction is as of the machine's 5th cycle, before a full 20-cycle window."""
     monkeypatch.setenv("MFGTX_MODELS_DIR", str(rul_history_models_dir))
-    at = _app("pages/quality.py")
+    at = _app("views/quality.py")
     _clean(at)
     slider = at.select_slider(key="quality_as_of")
     assert slider.options[0] == "5.0"  # cycle 5 (the plain bundle's first is cycle 20)
@@ -273,7 +275,7 @@ def test_streamlit_config_has_the_plant_network_settings():
 
     from .conftest import ROOT
 
-    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    config = tomllib.loads((ROOT / "app" / ".streamlit" / "config.toml").read_text())
     assert config["browser"]["gatherUsageStats"] is False
     assert config["client"]["showErrorDetails"] == "none"
     server = config["server"]
@@ -302,7 +304,7 @@ def test_good_csv_upload_replaces_the_sample_data(app_env):
 
     sensors = pd.read_csv(SAMPLE / "sensors.csv")
     one_lot = sensors[sensors["lot"] == "L3-0004"].to_csv(index=False).encode()
-    at = _app("pages/quality.py")
+    at = _app("views/quality.py")
     at.file_uploader[0].set_value(("line3.csv", one_lot, "text/csv")).run()
     _clean(at)
     assert not at.error
@@ -315,9 +317,9 @@ def test_data_without_labels_gives_a_clear_message_on_evaluation(app_env, monkey
 
     shutil.copy(SAMPLE / "sensors.csv", tmp_path / "sensors.csv")  # no quality.csv: no labels
     monkeypatch.setenv("MFGTX_DATA_DIR", str(tmp_path))
-    at = _app("pages/evaluation.py")
+    at = _app("views/evaluation.py")
     _clean(at)
     assert any("has the bundle's columns" in t for t in _texts(at.error)), _texts(at.error)
-    at.switch_page("pages/quality.py").run()  # predicting needs no labels
+    at.switch_page("views/quality.py").run()  # predicting needs no labels
     _clean(at)
     assert not at.error and at.metric

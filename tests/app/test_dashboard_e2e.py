@@ -7,12 +7,14 @@ skips with the reason when either is missing. Screenshots and the server log go 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -99,34 +101,42 @@ def _save_defect_bundle(path: Path) -> None:
     save_bundle(path, DefectViT(config), calibration=cal, extra={"job": job})
 
 
-@pytest.fixture
-def server(request):
+def _need_browser() -> None:
+    """Skip without a browser, except under CI, where the browser tests must run."""
+    missing = None
     if CHROMIUM is None:
-        pytest.skip("no system chromium on PATH (apt-get install chromium)")
-    pytest.importorskip("playwright", reason="playwright missing (pip install -e '.[e2e]')")
-    trained = request.getfixturevalue("models_dir")  # trained only when the test can run
-    models_dir = request.getfixturevalue("tmp_path") / "models"
-    shutil.copytree(trained, models_dir)
-    _save_defect_bundle(models_dir / "defects")
-    out = ROOT / "test-output" / "e2e"
-    out.mkdir(parents=True, exist_ok=True)
+        missing = "no system chromium on PATH (apt-get install chromium)"
+    else:
+        try:
+            import playwright  # noqa: F401
+        except ImportError:
+            missing = "playwright missing (pip install -e '.[e2e]')"
+    if missing and os.environ.get("CI"):
+        pytest.fail(f"{missing}: .ci/run must install it")
+    if missing:
+        pytest.skip(missing)
+
+
+@contextlib.contextmanager
+def _streamlit(models_dir: Path, log: Path, *flags: str, env: dict[str, str] | None = None):
+    """``streamlit run app/main.py`` on a free port with ``flags``; yields its URL."""
     port = _free_port()
-    log = out / "streamlit.log"
-    env = {
+    full_env = {
         **os.environ,
         "MFGTX_MODELS_DIR": str(models_dir),
         "MFGTX_DATA_DIR": str(SAMPLE),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+        **(env or {}),
     }
+    full_env.pop("MFGTX_APP_NO_AUTH", None)
     cmd = [sys.executable, "-m", "streamlit", "run", "app/main.py",
-           "--server.port", str(port), "--server.address", "127.0.0.1",
-           "--server.headless", "true"]  # fmt: skip
+           "--server.port", str(port), "--server.headless", "true", *flags]  # fmt: skip
     with log.open("w") as sink:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, proc, log)
-        yield url, out, log
+        yield url
     finally:
         proc.terminate()
         try:
@@ -134,6 +144,22 @@ def server(request):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+OUT = ROOT / "test-output" / "e2e"
+
+
+@pytest.fixture
+def server(request):
+    _need_browser()
+    trained = request.getfixturevalue("models_dir")  # trained only when the test can run
+    models_dir = request.getfixturevalue("tmp_path") / "models"
+    shutil.copytree(trained, models_dir)
+    _save_defect_bundle(models_dir / "defects")
+    OUT.mkdir(parents=True, exist_ok=True)
+    log = OUT / "streamlit.log"
+    with _streamlit(models_dir, log, "--server.address", "127.0.0.1") as url:
+        yield url, OUT, log
 
 
 def test_every_page_in_a_real_browser(server):
@@ -144,7 +170,7 @@ def test_every_page_in_a_real_browser(server):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 2400})
-            for path, heading in PAGES:
+            for path, heading in PAGES:  # bound to localhost: open without sign-in
                 page.goto(f"{url}/{path}")
                 _wait_ready(page, heading)
                 text = page.inner_text("body")
@@ -169,3 +195,81 @@ def test_every_page_in_a_real_browser(server):
         finally:
             browser.close()
     assert "Traceback" not in log.read_text(), "a page failed; see the server log"
+
+
+def _assert_signed_out_everywhere(url: str, expect: str, shots: str) -> None:
+    """Every page URL shows only the sign-in page (``expect`` in its text), no content."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1200})
+            for path, _heading in PAGES:
+                page.goto(f"{url}/{path}")
+                _wait_ready(page, "mfgtx dashboard")
+                page.get_by_text(expect).first.wait_for(timeout=TIMEOUT_MS)
+                text = page.inner_text("body")
+                for _, other in PAGES:  # no page's own heading, no chart, no table
+                    assert not page.get_by_role("heading", name=other).count(), (path, text)
+                assert not page.locator("[data-testid='stPlotlyChart']").count(), path
+                assert not page.locator("[data-testid='stDataFrame']").count(), path
+                assert "sample_quality" not in text and "L1-0001" not in text, path
+                page.screenshot(path=str(OUT / f"{shots}-{path or 'overview'}.png"))
+        finally:
+            browser.close()
+
+
+def test_every_page_refuses_without_sign_in_when_bound_beyond_localhost(request, tmp_path):
+    _need_browser()
+    models = request.getfixturevalue("models_dir")
+    OUT.mkdir(parents=True, exist_ok=True)
+    log = OUT / "streamlit-open.log"
+    with _streamlit(models, log, "--server.address", "0.0.0.0") as url:
+        _assert_signed_out_everywhere(url, "no sign-in is configured", "refused")
+    assert "refused to serve" in log.read_text()
+
+
+def test_every_page_asks_for_the_password_when_one_is_set(request, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from mfgtx.passwords import hash_password
+
+    _need_browser()
+    models = request.getfixturevalue("models_dir")
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text(f'app_password_hash = "{hash_password("line 3 nights", iterations=1000)}"\n')
+    OUT.mkdir(parents=True, exist_ok=True)
+    log = OUT / "streamlit-password.log"
+    flags = ("--server.address", "0.0.0.0", "--secrets.files", str(secrets))
+    with _streamlit(models, log, *flags) as url:
+        _assert_signed_out_everywhere(url, "Password", "password")
+        with sync_playwright() as pw:  # and the right password opens the page asked for
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1200})
+                page.goto(f"{url}/")
+                _wait_ready(page, "mfgtx dashboard")
+                page.get_by_label("Password").first.fill("line 3 nights")
+                page.get_by_role("button", name="Sign in").click()
+                _wait_ready(page, "Overview")
+                assert "sample_quality" in page.inner_text("body")
+            finally:
+                browser.close()
+
+
+def test_every_response_carries_the_security_headers(request) -> None:
+    _need_browser()
+    models = request.getfixturevalue("models_dir")
+    OUT.mkdir(parents=True, exist_ok=True)
+    with _streamlit(models, OUT / "streamlit-headers.log", "--server.address", "127.0.0.1") as url:
+        for path in ["", "quality", "_stcore/health", "favicon.png"]:
+            try:
+                with urllib.request.urlopen(f"{url}/{path}", timeout=10) as r:
+                    headers = {k.lower(): v for k, v in r.headers.items()}
+            except urllib.error.HTTPError as e:  # a 404 must carry them too
+                headers = {k.lower(): v for k, v in e.headers.items()}
+            assert headers.get("x-frame-options") == "DENY", (path, headers)
+            assert headers.get("x-content-type-options") == "nosniff", path
+            assert "frame-ancestors 'none'" in headers.get("content-security-policy", ""), path
+            assert headers.get("referrer-policy") == "no-referrer", path

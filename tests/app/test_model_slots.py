@@ -67,7 +67,7 @@ def forecaster_dir(tmp_path, monkeypatch):
 
 
 def test_forecast_page_draws_the_forecast_and_its_band(app_env, forecaster_dir):
-    at = _app("pages/forecast.py")
+    at = _app("views/forecast.py")
     _clean(at)
     assert at.selectbox(key="forecast_bundle").value == "forecaster"
     assert not any("No forecaster model bundle" in t for t in _texts(at.info))
@@ -99,7 +99,7 @@ def test_forecast_page_with_covariates_forecasts_only_its_targets(app_env, tmp_p
     cols = ColumnMap(lot="lot", time="timestamp", keys="line", sensors=sensors)
     save_bundle(tmp_path / "cov", model, data_schema=cols, extra={"job": job})
     monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
-    at = _app("pages/forecast.py")
+    at = _app("views/forecast.py")
     _clean(at)
     assert not at.warning, [w.value for w in at.warning]
     assert [t.get("name") for t in _specs(at)[0]["data"]][-1] == "forecast"
@@ -131,7 +131,7 @@ def defect_dir(tmp_path, monkeypatch):
 
 
 def test_defect_page_classifies_with_the_map_notice_and_deletion_test(app_env, defect_dir):
-    at = _app("pages/defects.py")
+    at = _app("views/defects.py")
     _clean(at)
     assert at.selectbox(key="defect_bundle").value == "defects"
     at.file_uploader(key="defect_uploads").set_value([("a.png", _png(), "image/png")]).run()
