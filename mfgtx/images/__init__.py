@@ -12,9 +12,12 @@
 * Full-size photos: :class:`TileSpec`, :func:`cut_tiles`, :func:`iter_tiles` and
   :func:`tile_index` cut them into tiles (lot = the photo unless the manifest says);
   :func:`mask_path`, :func:`read_mask` (PNG or labelme, :func:`read_labelme`,
-  :func:`rasterise`) and :func:`label_tiles` say which tiles are defects.
+  :func:`rasterise`) and :func:`label_tiles` say which tiles are defects;
+  :func:`image_scores` turns tile scores into one score per photo (its worst tile);
+  :func:`plan_balancing` rebalances training when a class is under 5 % of the tiles.
 """
 
+from mfgtx.images.balance import RARE_SHARE, Balancing, plan_balancing
 from mfgtx.images.dataset import ImageDataset, SurfaceAugment, class_weights, load_images
 from mfgtx.images.io import (
     DEFAULT_MAX_PIXELS,
@@ -45,6 +48,7 @@ from mfgtx.images.masks import (
     read_mask,
 )
 from mfgtx.images.records import IMAGE_SUFFIXES, ImageRecords
+from mfgtx.images.scores import ImageScores, image_scores
 from mfgtx.images.split import DuplicateWarning, ImageSplit, duplicate_groups, split_images
 from mfgtx.images.tiles import TileBatch, TileSpec, cut_tiles, iter_tiles, tile_index
 
@@ -55,11 +59,14 @@ __all__ = [
     "MAX_LABELME_BYTES",
     "MAX_POINTS",
     "MAX_SHAPES",
+    "RARE_SHARE",
+    "Balancing",
     "DuplicateWarning",
     "ImageBatch",
     "ImageDataset",
     "ImageError",
     "ImageRecords",
+    "ImageScores",
     "ImageSource",
     "ImageSplit",
     "LabelmeFile",
@@ -75,10 +82,12 @@ __all__ = [
     "cut_tiles",
     "defect_classes",
     "duplicate_groups",
+    "image_scores",
     "iter_tiles",
     "label_tiles",
     "load_images",
     "mask_path",
+    "plan_balancing",
     "rasterise",
     "read_image",
     "read_images",
