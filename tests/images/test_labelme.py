@@ -67,6 +67,13 @@ def test_polygon_partly_outside_the_photo_is_clipped() -> None:
     }
 
 
+def test_vertices_go_to_the_pixel_that_holds_them_also_left_of_the_photo() -> None:
+    # floor, not truncation toward zero: x = -1.5 lies in pixel column -2
+    fractional = drawn([(-1.5, 0.2), (3.7, 0.0), (-1.5, 4.5)], h=5, w=5)
+    assert fractional == drawn([(-2, 0), (3, 0), (-2, 4)], h=5, w=5)
+    assert fractional != drawn([(-1, 0), (3, 0), (-1, 4)], h=5, w=5)
+
+
 def test_circle_is_a_round_symmetric_disc_in_its_pixel_box() -> None:
     pixels = drawn([(5.5, 5.5), (5.5, 8.5)], "circle", h=12, w=12)  # radius 3
     rows = [r for r, _ in pixels]
