@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
+from numbers import Real
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -479,9 +480,7 @@ def detection_metrics(
     (0.75, 0.5, 0.5)
     """
     _check_reasons(reasons)
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise ValueError(f"threshold must be a number in [0, 1], found {threshold!r}")
-    if not 0.0 <= threshold <= 1.0:
+    if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
         raise ValueError(f"threshold must be a number in [0, 1], found {threshold!r}")
     t, p = _labels_proba(y_true, proba, "detection_metrics")
     _binary(p, "detection_metrics")
