@@ -102,9 +102,10 @@ def read_cmapss_rul(path: str | Path) -> np.ndarray:
 
     Example:
         >>> import tempfile
-        >>> p = Path(tempfile.mkdtemp()) / "RUL_FD001.txt"
-        >>> _ = p.write_text("112 \\n98 \\n")
-        >>> read_cmapss_rul(p).tolist()
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     p = Path(folder) / "RUL_FD001.txt"
+        ...     _ = p.write_text("112 \\n98 \\n")
+        ...     read_cmapss_rul(p).tolist()
         [112, 98]
     """
     path = Path(path)

@@ -174,11 +174,13 @@ def read_mask(
 
     Example:
         >>> import tempfile
-        >>> root = Path(tempfile.mkdtemp())
-        >>> (root / "masks").mkdir()
-        >>> Image.fromarray(np.array([[0, 255, 0], [0, 0, 0]], np.uint8)).save(root / "masks/a.png")
-        >>> read_mask(root / "images/a.png", (2, 3), format="png", images_root=root / "images",
-        ...           masks_root=root / "masks")
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     root = Path(folder)
+        ...     (root / "masks").mkdir()
+        ...     painted = np.array([[0, 255, 0], [0, 0, 0]], np.uint8)
+        ...     Image.fromarray(painted).save(root / "masks/a.png")
+        ...     read_mask(root / "images/a.png", (2, 3), format="png",
+        ...               images_root=root / "images", masks_root=root / "masks")
         array([[0, 1, 0],
                [0, 0, 0]], dtype=uint8)
     """
