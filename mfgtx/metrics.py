@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
+from numbers import Real
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -32,9 +33,11 @@ __all__ = [
     "MetricWarning",
     "PairedDifference",
     "accuracy",
+    "average_precision",
     "balanced_accuracy",
     "brier",
     "classification_metrics",
+    "detection_metrics",
     "expected_calibration_error",
     "f1",
     "forecast_metrics",
@@ -64,6 +67,9 @@ HIGHER_IS_BETTER: Mapping[str, bool] = MappingProxyType(
         "balanced_accuracy": True,
         "f1": True,
         "roc_auc": True,
+        "average_precision": True,
+        "recall": True,
+        "false_alarm_rate": False,
         "log_loss": False,
         "brier": False,
         "ece": False,
@@ -408,6 +414,92 @@ def roc_auc(y_true: object, proba: object) -> float:
     """
     t, p = _labels_proba(y_true, proba, "roc_auc")
     return _roc_auc(t, p, None)
+
+
+def _binary(p: np.ndarray, metric: str) -> None:
+    if p.shape[1] != 2:
+        raise ValueError(
+            f"{metric} is for binary problems; the probabilities have {p.shape[1]} classes"
+        )
+
+
+def _average_precision(t: np.ndarray, p: np.ndarray, reasons: list[str] | None) -> float:
+    _binary(p, "average_precision")
+    positive = t == 1
+    n_pos = int(positive.sum())
+    if n_pos == 0:
+        return _undefined("average_precision", "the samples hold no class 1 (defect)", reasons)
+    order = np.argsort(-p[:, 1], kind="stable")
+    score = p[order, 1]
+    tp = np.cumsum(positive[order])  # (N,) defects among the i+1 highest scores
+    ends = np.r_[np.flatnonzero(np.diff(score)), score.size - 1]  # last row of each tie
+    precision = tp[ends] / (ends + 1)
+    recall = tp[ends] / n_pos
+    return float(np.sum(np.diff(recall, prepend=0.0) * precision))
+
+
+def average_precision(y_true: object, proba: object) -> float:
+    """Average precision of P(class 1), binary only (higher is better).
+
+    ``sum_k (R_k - R_{k-1}) P_k`` over the distinct scores taken as thresholds, highest
+    first (``P_k``, ``R_k``: precision and recall when flagging every sample scoring at least
+    the k-th), as scikit-learn's ``average_precision_score``. Unlike ROC AUC it ignores the
+    many easy good samples, so it tells models apart when defects are 1 % of the samples;
+    a model that ranks at random scores about the defect share. ``nan`` with a
+    :class:`MetricWarning` when ``y_true`` holds no class 1.
+
+    >>> average_precision([0, 1, 0, 1], [0.1, 0.9, 0.8, 0.3])  # (1/2) * 1 + (1/2) * 2/3
+    0.8333333333333333
+    """
+    t, p = _labels_proba(y_true, proba, "average_precision")
+    return _average_precision(t, p, None)
+
+
+def detection_metrics(
+    y_true: object, proba: object, threshold: float, *, reasons: list[str] | None = None
+) -> dict[str, float]:
+    """How well defects are found: ranking and the decision at an operating threshold.
+
+    For tiles or whole photos alike (a photo's P(defect) being its worst tile's, see
+    :func:`mfgtx.images.image_scores`). A sample is flagged when ``P(defect) > threshold``,
+    as :func:`mfgtx.calibration.apply_threshold`.
+
+    Args:
+        y_true: ``(N,)`` 0 good / 1 defect.
+        proba: ``(N,)`` P(defect) or ``(N, 2)`` probabilities.
+        threshold: the operating threshold in ``[0, 1]`` (e.g. the cost threshold).
+        reasons: if a list, why a metric is ``nan`` is appended to it instead of warning.
+
+    Returns:
+        ``{"roc_auc", "average_precision", "recall"`` (defects flagged / defects),
+        ``"false_alarm_rate"`` (good flagged / good)``}``; ``recall`` is ``nan`` without a
+        defect, ``false_alarm_rate`` without a good sample.
+
+    >>> m = detection_metrics([0, 0, 1, 1], [0.1, 0.6, 0.4, 0.9], 0.5)
+    >>> m["roc_auc"], m["recall"], m["false_alarm_rate"]
+    (0.75, 0.5, 0.5)
+    """
+    _check_reasons(reasons)
+    if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
+        raise ValueError(f"threshold must be a number in [0, 1], found {threshold!r}")
+    t, p = _labels_proba(y_true, proba, "detection_metrics")
+    _binary(p, "detection_metrics")
+    flagged = p[:, 1] > threshold
+    defect = t == 1
+    if defect.any():
+        recall = float(flagged[defect].mean())
+    else:
+        recall = _undefined("recall", "the samples hold no defect", reasons)
+    if (~defect).any():
+        false_alarms = float(flagged[~defect].mean())
+    else:
+        false_alarms = _undefined("false_alarm_rate", "the samples hold no good part", reasons)
+    return {
+        "roc_auc": _roc_auc(t, p, reasons),
+        "average_precision": _average_precision(t, p, reasons),
+        "recall": recall,
+        "false_alarm_rate": false_alarms,
+    }
 
 
 def log_loss(y_true: object, proba: object) -> float:

@@ -7,19 +7,30 @@ Writes four CSV files (see ``sample_data/README.md`` for every column and the st
 * ``faults.csv``       ground truth of the sensor faults injected into ``sensors.csv``;
 * ``degradation.csv``  run-to-failure cycles of 14 machines, with the true RUL (target only);
 
-and (``generate_defects``) the folder ``defects/``: 200 grey 64x64 PNG surface patches with
-scratches, pits, inclusions, cracks or no defect, a defect mask each, and ``manifest.csv``
-(label, lot, timestamp, defect size and contrast per patch).
+and, each from its own random stream so that the others do not change:
+
+* ``generate_defects``: the folder ``defects/``: 200 grey 64x64 PNG surface patches with
+  scratches, pits, inclusions, cracks or no defect, a defect mask each, and ``manifest.csv``
+  (label, lot, timestamp, defect size and contrast per patch);
+* ``generate_regimes``: the folder ``regimes/``: a fleet run under six operating conditions
+  (``train.csv`` run to failure, ``test.csv`` cut off before failure, ``test_rul.csv`` the
+  truth of the test machines);
+* ``generate_inspection``: the folder ``inspection/``: 16 full-size 900x360 photos of steel
+  strip, some with pitting, each with a PNG mask and a labelme file of the pit outlines, and
+  ``manifest.csv`` (path, lot, timestamp).
 
 Usage::
 
     python sample_data/generate.py [--out DIR] [--seed N]
 
-The same seed gives byte-identical files. Only numpy and pandas are needed.
+The same seed gives byte-identical files. numpy and pandas are needed, and Pillow to fill the
+pit outlines the way ``mfgtx.images.rasterise`` does.
 """
 
 import argparse
+import heapq
 import itertools
+import json
 import struct
 import zlib
 from collections.abc import Sequence
@@ -28,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from PIL import Image, ImageDraw
 
 DEFAULT_SEED = 20260302
 DEFAULT_OUT = Path(__file__).resolve().parent
@@ -609,6 +621,382 @@ def generate_defects(out_dir: Path, seed: int = DEFAULT_SEED) -> dict[str, Path]
     return out
 
 
+# --------------------------------------------------------------------------- multi-regime fleet
+
+REGIME_START = pd.Timestamp("2026-02-02T00:00:00Z")
+N_REGIME_TRAIN = 24  # run-to-failure machines C01..C24
+N_REGIME_TEST = 20  # machines C25..C44, cut off before failure
+REGIME_SHORT = 2  # test machines with fewer than 30 cycles (shorter than a 30-cycle window)
+REGIME_LIFE = (130, 260)  # inclusive range of cycles to failure
+REGIME_CYCLE_MINUTES = (200, 280)  # inclusive range of minutes between two cycles
+
+# The six operating conditions (as in C-MAPSS FD002): altitude (kft), Mach number, throttle
+# angle (TRA). Each cycle runs in one of them, drawn at random, so consecutive cycles jump.
+CONDITIONS = (
+    (0.0, 0.00, 100.0),
+    (10.0, 0.25, 100.0),
+    (20.0, 0.70, 100.0),
+    (25.0, 0.62, 60.0),
+    (35.0, 0.84, 100.0),
+    (42.0, 0.84, 100.0),
+)
+REGIME_SENSORS = ("t24", "t30", "t50", "p30", "nc", "phi")
+# Sensor level in each condition (rows: CONDITIONS, columns: REGIME_SENSORS).
+REGIME_LEVELS = np.array(
+    [
+        [642.5, 1589.0, 1407.0, 553.5, 9060.0, 521.5],
+        [604.9, 1497.0, 1304.0, 394.2, 8995.0, 371.1],
+        [537.3, 1262.0, 1051.0, 175.4, 8340.0, 164.6],
+        [555.4, 1354.0, 1127.0, 194.6, 8007.0, 183.2],
+        [549.7, 1348.0, 1121.0, 138.1, 8068.0, 129.9],
+        [536.0, 1255.0, 1045.0, 132.0, 8060.0, 122.0],
+    ]
+)
+REGIME_NOISE = np.array([0.45, 4.5, 7.0, 0.55, 5.5, 0.5])  # within-condition noise (std)
+# Shift at failure in noise stds (sign: direction of wear); scaled by the condition's level.
+REGIME_WEAR = np.array([3.5, 3.5, 4.0, -3.5, 2.5, -3.5])
+REGIME_DECIMALS = (2, 2, 2, 2, 1, 2)
+
+
+def _regime_machine(
+    rng: np.random.Generator, name: str, life: int, start: pd.Timestamp
+) -> pd.DataFrame:
+    """All ``life`` cycles of one machine, run to failure (the caller may cut it short)."""
+    cycle = np.arange(1, life + 1)
+    d0 = rng.uniform(0.0, 0.15)  # initial wear, unknown to the model
+    k = rng.uniform(3.0, 6.0)
+    damage = d0 + (1.0 - d0) * np.expm1(k * cycle / life) / np.expm1(k)
+    cond = rng.integers(0, len(CONDITIONS), life)
+    settings = np.array(CONDITIONS)[cond]  # (life, 3)
+    settings[:, 0] += rng.normal(0.0, 0.002, life)
+    settings[:, 1] += rng.normal(0.0, 0.0003, life)
+    offset = rng.normal(0.0, 0.4, len(REGIME_SENSORS)) * REGIME_NOISE  # build tolerance
+    level = REGIME_LEVELS[cond]  # (life, sensors)
+    wear = REGIME_WEAR * REGIME_NOISE * level / REGIME_LEVELS[0]  # bigger where levels are
+    noise = rng.normal(0.0, 1.0, (life, len(REGIME_SENSORS))) * REGIME_NOISE
+    values = level + offset + wear * damage[:, None] + noise
+    gaps = rng.integers(REGIME_CYCLE_MINUTES[0], REGIME_CYCLE_MINUTES[1] + 1, life)
+    stamps = start + pd.to_timedelta(np.cumsum(gaps) - gaps[0], unit="min")
+    frame = pd.DataFrame(
+        {
+            "machine": name,
+            "cycle": cycle,
+            "timestamp": stamps,
+            "setting_1": settings[:, 0].round(4),
+            "setting_2": settings[:, 1].round(4),
+            "setting_3": settings[:, 2].round(1),
+        }
+    )
+    for j, col in enumerate(REGIME_SENSORS):
+        frame[col] = values[:, j].round(REGIME_DECIMALS[j])
+    frame["rul_cycles"] = life - cycle
+    return frame
+
+
+def make_regime_fleet(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(train, test, test_rul): run-to-failure machines, and others cut off before failure."""
+    train, test, truth = [], [], []
+    start = REGIME_START
+    short = set(rng.choice(N_REGIME_TEST, REGIME_SHORT, replace=False).tolist())
+    for m in range(N_REGIME_TRAIN + N_REGIME_TEST):
+        name = f"C{m + 1:02d}"
+        life = int(rng.integers(REGIME_LIFE[0], REGIME_LIFE[1] + 1))
+        frame = _regime_machine(rng, name, life, start)
+        if m < N_REGIME_TRAIN:
+            train.append(frame)
+        else:
+            # observed cycles: 12-25 for the short machines, else 31 up to 10 before failure
+            low, high = (12, 25) if m - N_REGIME_TRAIN in short else (31, life - 10)
+            seen = int(rng.integers(low, high + 1))
+            test.append(frame.iloc[:seen].drop(columns="rul_cycles"))
+            truth.append({"machine": name, "rul_cycles": life - seen})
+        start = start + pd.Timedelta(
+            days=int(rng.integers(1, 4)), minutes=int(rng.integers(0, 600))
+        )
+    return (
+        pd.concat(train, ignore_index=True),
+        pd.concat(test, ignore_index=True),
+        pd.DataFrame(truth),
+    )
+
+
+def generate_regimes(out_dir: Path, seed: int = DEFAULT_SEED) -> dict[str, Path]:
+    """Write ``out_dir/regimes/`` (train.csv, test.csv, test_rul.csv); return name -> path.
+
+    Uses its own random stream (``SeedSequence(seed)``'s sixth child), so no other file
+    changes with it.
+    """
+    folder = Path(out_dir) / "regimes"
+    folder.mkdir(parents=True, exist_ok=True)
+    ss = np.random.SeedSequence(seed).spawn(7)[5]
+    train, test, truth = make_regime_fleet(np.random.default_rng(ss))
+    return {
+        "train": write_csv(train, folder / "train.csv"),
+        "test": write_csv(test, folder / "test.csv"),
+        "test_rul": write_csv(truth, folder / "test_rul.csv"),
+    }
+
+
+# --------------------------------------------------------------------------- compressed PNG
+
+# Order in which deflate sends the code lengths of the code-length alphabet (RFC 1951 3.2.7).
+_CL_ORDER = (16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15)
+
+
+def _code_lengths(counts: np.ndarray, limit: int) -> np.ndarray:
+    """Huffman code length of every symbol with a nonzero count, at most ``limit`` bits.
+
+    Ties are broken by symbol order, so the code depends on the counts alone. When the tree is
+    too deep the counts are halved (never below 1) and it is built again.
+    """
+    counts = counts.astype(np.int64).copy()
+    used = [int(s) for s in np.flatnonzero(counts)]
+    if len(used) == 1:  # a code needs two symbols: add a never-used partner
+        used.append(1 if used[0] == 0 else 0)
+        counts[used[1]] = 1
+    while True:
+        heap = [(int(counts[s]), i, (s,)) for i, s in enumerate(used)]
+        heapq.heapify(heap)
+        lengths = np.zeros(counts.size, dtype=np.int64)
+        tie = len(heap)
+        while len(heap) > 1:
+            w1, _, a = heapq.heappop(heap)
+            w2, _, b = heapq.heappop(heap)
+            lengths[list(a + b)] += 1
+            heapq.heappush(heap, (w1 + w2, tie, a + b))
+            tie += 1
+        if lengths.max() <= limit:
+            return lengths
+        counts[used] = (counts[used] + 1) // 2
+
+
+def _reversed_codes(lengths: np.ndarray) -> np.ndarray:
+    """Canonical Huffman codes (RFC 1951 3.2.2), bit-reversed for the LSB-first stream."""
+    bl_count = np.bincount(lengths, minlength=16)
+    bl_count[0] = 0
+    next_code, code = [0] * 16, 0
+    for bits in range(1, 16):
+        code = (code + int(bl_count[bits - 1])) << 1
+        next_code[bits] = code
+    out = np.zeros(lengths.size, dtype=np.int64)
+    for sym, n in enumerate(lengths.tolist()):
+        if n:
+            out[sym] = int(f"{next_code[n]:0{n}b}"[::-1], 2)
+            next_code[n] += 1
+    return out
+
+
+def _pack_bits(values: np.ndarray, widths: np.ndarray) -> bytes:
+    """Write each value in its width of bits, least significant bit first (deflate order)."""
+    ends = np.cumsum(widths)
+    starts = ends - widths
+    bits = np.zeros(int(ends[-1]) + (-int(ends[-1]) % 8), dtype=np.uint8)
+    for j in range(int(widths.max())):
+        has = widths > j
+        bits[starts[has] + j] = (values[has] >> j) & 1
+    return np.packbits(bits, bitorder="little").tobytes()
+
+
+def deflate_huffman(raw: bytes) -> bytes:
+    """zlib stream of ``raw`` in one dynamic-Huffman deflate block of literals (no matches).
+
+    Our own few lines instead of ``zlib.compress``: zlib builds (zlib, zlib-ng) may emit
+    different bytes for the same input, these bytes are the same everywhere. Smooth surfaces
+    after PNG's Sub filter shrink to about a third.
+    """
+    data = np.frombuffer(raw, dtype=np.uint8)
+    lit_counts = np.bincount(data, minlength=257)
+    lit_counts[256] = 1  # end of block
+    lit_len = _code_lengths(lit_counts, 15)
+    lit_code = _reversed_codes(lit_len)
+    lengths = np.r_[lit_len, 1]  # 257 literal/length codes, then one unused distance code
+    cl_len = _code_lengths(np.bincount(lengths, minlength=19), 7)
+    cl_code = _reversed_codes(cl_len)
+    head_v = [1, 2, 0, 0, 15] + [int(cl_len[i]) for i in _CL_ORDER]
+    head_w = [1, 2, 5, 5, 4] + [3] * 19  # BFINAL, BTYPE=2, HLIT, HDIST, HCLEN, code lengths
+    symbols = np.r_[data.astype(np.int64), 256]
+    values = np.r_[head_v, cl_code[lengths], lit_code[symbols]]
+    widths = np.r_[head_w, cl_len[lengths], lit_len[symbols]]
+    body = _pack_bits(values.astype(np.int64), widths.astype(np.int64))
+    return b"\x78\x01" + body + struct.pack(">I", zlib.adler32(raw))
+
+
+def write_png_compressed(arr: np.ndarray, path: Path, *, bits: int = 8) -> Path:
+    """Write a grey uint8 image (Sub filter) or a 0/1 mask (``bits=1``) as a compressed PNG."""
+    h, w = arr.shape
+    if bits == 1:
+        rows = np.packbits(arr.astype(bool), axis=1)  # (h, ceil(w/8)), filter None
+        raw = np.hstack([np.zeros((h, 1), np.uint8), rows])
+    else:
+        x = arr.astype(np.int16)
+        sub = (x - np.pad(x, ((0, 0), (1, 0)))[:, :-1]) % 256  # PNG filter 1: minus the left
+        raw = np.hstack([np.ones((h, 1), np.int16), sub]).astype(np.uint8)
+    data = deflate_huffman(raw.tobytes())
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body)
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", w, h, bits, 0, 0, 0, 0)  # grey, no interlace
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data)
+    path.write_bytes(png + chunk(b"IEND", b""))
+    return path
+
+
+# --------------------------------------------------------------------------- inspection photos
+
+PHOTO_SIZE = (360, 900)  # height, width in pixels
+PHOTO_COILS = 4  # lots: coils K1..K4, photos taken one after another along each coil
+PHOTOS_PER_COIL = 4
+PHOTO_PIT_PHOTOS = 5  # photos with pitting: one in every coil and one more
+PHOTO_START = pd.Timestamp("2026-03-09T07:00:00Z")
+
+
+def _blur(x: np.ndarray, k: int, axis: int) -> np.ndarray:
+    """Box blur of width ``k`` along ``axis`` with wrap-around (running sums)."""
+    if k <= 1:
+        return x
+    pad = [(0, 0), (0, 0)]
+    pad[axis] = (k // 2 + 1, k - k // 2 - 1)
+    c = np.cumsum(np.pad(x, pad, mode="wrap"), axis=axis)
+    n = x.shape[axis]
+    hi = np.take(c, np.arange(k, k + n), axis=axis)
+    lo = np.take(c, np.arange(0, n), axis=axis)
+    return (hi - lo) / k
+
+
+def photo_surface(rng: np.random.Generator, level: float) -> np.ndarray:
+    """A full-size photo of rolled steel: streaks along the rolling direction (x), fine grain,
+    a few faint stains (harmless, not defects), uneven lighting and a little sensor noise."""
+    h, w = PHOTO_SIZE
+    streaks = _blur(rng.normal(0.0, 1.0, (h, w)), 81, 1)
+    streaks = streaks / streaks.std() * rng.uniform(2.5, 4.5)
+    grain = _blur(_blur(rng.normal(0.0, 1.0, (h, w)), 2, 0), 7, 1)  # elongated along x
+    grain = grain / grain.std() * 1.2
+    yy, xx = np.mgrid[0:h, 0:w] / np.array([h, w])[:, None, None]
+    gx, gy = rng.uniform(-10, 10, 2)
+    light = gx * (xx - 0.5) + gy * (yy - 0.5) - 12.0 * ((xx - 0.5) ** 2 + (yy - 0.5) ** 2)
+    stains = np.zeros((h, w))
+    for _ in range(int(rng.integers(1, 4))):
+        cy, cx, r = rng.uniform(0, h), rng.uniform(0, w), rng.uniform(20, 70)
+        blob = np.exp(-((yy * h - cy) ** 2 + (xx * w - cx) ** 2) / (2 * r * r))
+        stains += rng.choice([-1.0, 1.0]) * rng.uniform(3.0, 7.0) * blob
+    return level + streaks + grain + light + stains
+
+
+def pit_outline(rng: np.random.Generator) -> np.ndarray:
+    """A pit as an irregular 10-gon, ``(10, 2)`` ``(x, y)`` rounded to 0.1 px (what an
+    annotator's labelme polygon would hold)."""
+    h, w = PHOTO_SIZE
+    cx, cy = rng.uniform(10, w - 10), rng.uniform(10, h - 10)
+    r = rng.uniform(2.5, 5.5)
+    angles = np.arange(10) * 2 * np.pi / 10 + rng.uniform(-0.2, 0.2, 10)
+    radii = r * rng.uniform(0.8, 1.15, 10)
+    pts = np.stack([cx + radii * np.cos(angles), cy + radii * np.sin(angles)], axis=1)
+    return pts.round(1)
+
+
+def rasterise_outline(points: np.ndarray, mask: Image.Image) -> None:
+    """Fill a polygon into ``mask`` as :func:`mfgtx.images.rasterise` does: every vertex
+    floored to the pixel that holds it, then polygon and outline filled by Pillow."""
+    xy = [(int(np.floor(x)), int(np.floor(y))) for x, y in points]
+    ImageDraw.Draw(mask).polygon(xy, fill=1, outline=1)
+
+
+def make_inspection_photos(
+    rng: np.random.Generator,
+) -> tuple[list[np.ndarray], list[np.ndarray], list[list[np.ndarray]], pd.DataFrame]:
+    """Photos, masks, pit outlines per photo, and the manifest rows."""
+    h, w = PHOTO_SIZE
+    n = PHOTO_COILS * PHOTOS_PER_COIL
+    pitted = {
+        c * PHOTOS_PER_COIL + int(rng.integers(0, PHOTOS_PER_COIL)) for c in range(PHOTO_COILS)
+    }
+    while len(pitted) < PHOTO_PIT_PHOTOS:
+        pitted.add(int(rng.integers(0, n)))
+    photos, masks, outlines, rows = [], [], [], []
+    for coil in range(PHOTO_COILS):
+        level = rng.uniform(95, 150)
+        start = PHOTO_START + pd.Timedelta(hours=6 * coil, minutes=int(rng.integers(0, 90)))
+        for j in range(PHOTOS_PER_COIL):
+            i = coil * PHOTOS_PER_COIL + j
+            img = photo_surface(rng, level)
+            mask_img = Image.new("L", (w, h), 0)
+            pits = []
+            if i in pitted:
+                for _ in range(int(rng.integers(1, 4))):
+                    pts = pit_outline(rng)
+                    rasterise_outline(pts, mask_img)
+                    pits.append(pts)
+            mask = np.asarray(mask_img, dtype=bool)
+            if pits:
+                soft = _blur(_blur(mask.astype(float), 3, 0), 3, 1)
+                img = img - rng.uniform(18, 60) * (0.5 * mask + 0.5 * soft)
+            img = img + rng.normal(0.0, 0.6, img.shape)  # sensor noise
+            photos.append(np.clip(np.rint(img), 0, 255).astype(np.uint8))
+            masks.append(mask)
+            outlines.append(pits)
+            rows.append(
+                {
+                    "path": f"images/P{i + 1:02d}.png",
+                    "lot": f"K{coil + 1}",
+                    "timestamp": start + pd.Timedelta(minutes=4 * j),
+                    "pits": len(pits),
+                    "mask_pixels": int(mask.sum()),
+                }
+            )
+    return photos, masks, outlines, pd.DataFrame(rows)
+
+
+def labelme_json(outlines: list[np.ndarray], image_name: str) -> str:
+    """The labelme file of one photo: one ``pit`` polygon per outline."""
+    h, w = PHOTO_SIZE
+    shapes = [
+        {
+            "label": "pit",
+            "points": [[float(x), float(y)] for x, y in pts],
+            "group_id": None,
+            "description": "",
+            "shape_type": "polygon",
+            "flags": {},
+        }
+        for pts in outlines
+    ]
+    doc = {
+        "version": "5.5.0",
+        "flags": {},
+        "shapes": shapes,
+        "imagePath": image_name,
+        "imageData": None,
+        "imageHeight": h,
+        "imageWidth": w,
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def generate_inspection(out_dir: Path, seed: int = DEFAULT_SEED) -> dict[str, Path]:
+    """Write ``out_dir/inspection/`` (photos, PNG masks, labelme files, manifest.csv).
+
+    Uses its own random stream (``SeedSequence(seed)``'s seventh child), so no other file
+    changes with it.
+    """
+    folder = Path(out_dir) / "inspection"
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    (folder / "masks").mkdir(parents=True, exist_ok=True)
+    ss = np.random.SeedSequence(seed).spawn(7)[6]
+    photos, masks, outlines, manifest = make_inspection_photos(np.random.default_rng(ss))
+    out = {}
+    for i, (img, mask, pits) in enumerate(zip(photos, masks, outlines, strict=True)):
+        name = Path(manifest.path[i]).name
+        out[f"photo{i:02d}"] = write_png_compressed(img, folder / manifest.path[i])
+        out[f"mask{i:02d}"] = write_png_compressed(mask, folder / "masks" / name, bits=1)
+        labelme = folder / "images" / Path(name).with_suffix(".json")
+        labelme.write_text(labelme_json(pits, name), encoding="utf-8", newline="\n")
+        out[f"labelme{i:02d}"] = labelme
+    out["manifest"] = write_csv(manifest, folder / "manifest.csv")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
@@ -620,6 +1008,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     size = sum(p.stat().st_size for p in defects.values())
     folder = defects["manifest"].parent
     print(f"{'defects':12s} {folder} ({len(defects)} files, {size / 1024:.0f} KiB)")
+    for name, files in (
+        ("regimes", generate_regimes(args.out, args.seed)),
+        ("inspection", generate_inspection(args.out, args.seed)),
+    ):
+        size = sum(p.stat().st_size for p in files.values())
+        print(f"{name:12s} {args.out / name} ({len(files)} files, {size / 1024:.0f} KiB)")
     return 0
 
 

@@ -30,7 +30,6 @@ from mfgtx.baselines.suite import fit_baselines
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.windows import Windows
 from mfgtx.metrics import (
-    HIGHER_IS_BETTER,
     classification_metrics,
     forecast_metrics,
     regression_metrics,
@@ -149,7 +148,10 @@ _METRIC_FUNCTIONS: dict[str, Callable[[object, object], float]] = {
     "brier": M.brier,
     "ece": M.expected_calibration_error,
 }
-"""Each metric of :data:`~mfgtx.metrics.HIGHER_IS_BETTER` as a function of (truth, prediction)."""
+"""Each metric a comparison can rank by (``primary``), as a function of (truth, prediction).
+
+Recall and false-alarm rate of :data:`~mfgtx.metrics.HIGHER_IS_BETTER` are not here: they
+need an operating threshold (:func:`mfgtx.metrics.detection_metrics`)."""
 
 
 def _bootstrap_inputs(
@@ -315,8 +317,8 @@ def compare(
             shaped[b.name] = b.predict(windows, test)
 
     primary = PRIMARY_METRIC[task] if primary is None else primary
-    if primary not in HIGHER_IS_BETTER:
-        raise ValueError(f"primary must be one of {sorted(HIGHER_IS_BETTER)}, found {primary!r}")
+    if primary not in _METRIC_FUNCTIONS:  # recall at a threshold is no (truth, pred) function
+        raise ValueError(f"primary must be one of {sorted(_METRIC_FUNCTIONS)}, found {primary!r}")
     rows, notes = _score(task, truth, shaped, set(preds), rul)
     differences, why = bootstrap_differences(
         rows, truth, shaped, windows.lot[test], primary, n_resamples

@@ -34,6 +34,8 @@ __all__ = [
     "ImageBatch",
     "ImageError",
     "ImageSource",
+    "MaskError",
+    "MaskWarning",
     "read_image",
     "read_image_file",
     "read_images",
@@ -78,6 +80,26 @@ class ImageError(ValueError):
         super().__init__(f"{source}: {reason}")
         self.source = source
         self.reason = reason
+
+
+class MaskError(ImageError):
+    """A mask or labelme file that cannot be used with its photo.
+
+    Attributes:
+        source: the mask or labelme file.
+        photo: the photo it belongs to (``""`` when not known).
+        reason: what is wrong, in words.
+    """
+
+    def __init__(self, source: str, reason: str, photo: str = "") -> None:
+        super().__init__(source, reason)
+        self.photo = photo
+        if photo:
+            self.args = (f"{source} (for photo {photo}): {reason}",)
+
+
+class MaskWarning(UserWarning):
+    """A mask or labelme file that is used but looks doubtful (the message says why)."""
 
 
 @dataclass(frozen=True)

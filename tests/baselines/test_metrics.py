@@ -131,11 +131,15 @@ def test_higher_is_better_covers_every_metric_with_the_right_direction() -> None
         set(M.regression_metrics([1.0, 2.0], [1.0, 2.5], rul=True))
         | set(M.classification_metrics([0, 1], [0.2, 0.6]))
         | set(M.forecast_metrics(np.zeros((1, 1, 1)), np.zeros((1, 1, 1))))
+        | set(M.detection_metrics([0, 1], [0.2, 0.6], 0.5))
     )
     assert names == set(M.HIGHER_IS_BETTER)
     good, bad = [0.1, 0.9, 0.8], [0.6, 0.4, 0.45]  # P(class 1) for y = 0, 1, 1
     worse = M.classification_metrics([0, 1, 1], bad)
     for name, value in M.classification_metrics([0, 1, 1], good).items():
+        assert (value > worse[name]) == M.HIGHER_IS_BETTER[name], name
+    worse = M.detection_metrics([0, 1, 1], bad, 0.5)
+    for name, value in M.detection_metrics([0, 1, 1], good, 0.5).items():
         assert (value > worse[name]) == M.HIGHER_IS_BETTER[name], name
     for name, value in M.regression_metrics([1.0, 2.0], [1.1, 2.0], rul=True).items():
         other = M.regression_metrics([1.0, 2.0], [3.0, 0.0], rul=True)[name]

@@ -151,6 +151,11 @@ def test_forecast_and_classification_comparisons(
     report = compare("classification", c, ctest, perfect, train_idx=ctrain, primary="roc_auc")
     assert report.row("model").metrics["roc_auc"] == 1.0
     assert report.verdict.startswith("The model beats every baseline on roc_auc")
+    for threshold_metric in ("recall", "false_alarm_rate"):  # known, but need a threshold
+        with pytest.raises(
+            ValueError, match=f"primary must be one of .* found '{threshold_metric}'"
+        ):
+            compare("classification", c, ctest, perfect, train_idx=ctrain, primary=threshold_metric)
 
 
 def test_nothing_is_dropped_and_the_split_is_checked(fitted, make_periodic_windows) -> None:

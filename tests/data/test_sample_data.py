@@ -164,3 +164,177 @@ def test_defect_patches_read_as_records_with_masks_lots_and_times() -> None:
     s = split_images(records, test_size=0.2, val_size=0.1)
     lots = manifest["lot"].to_numpy()
     assert set(lots[s.test]) == {"D09", "D10"} and set(lots[s.val]) == {"D08"}
+
+
+# ---------------------------------------------------------------------- multi-regime fleet
+
+REGIMES = SAMPLE / "regimes"
+REGIME_SENSORS = ["t24", "t30", "t50", "p30", "nc", "phi"]
+
+
+def _same_bytes(written: dict[str, Path], out: Path, committed: Path, what: str) -> None:
+    ours = sorted(p.relative_to(out).as_posix() for p in written.values())
+    theirs = sorted(
+        p.relative_to(committed).as_posix() for p in committed.rglob("*") if p.is_file()
+    )
+    assert ours == theirs, f"sample_data/{what} differs from generate.py: regenerate it"
+    for rel in theirs:
+        a = hashlib.sha256((out / rel).read_bytes()).hexdigest()
+        b = hashlib.sha256((committed / rel).read_bytes()).hexdigest()
+        assert a == b, f"{what}/{rel} differs from generate.py output: regenerate it"
+
+
+def test_regime_fleet_is_exactly_what_the_generator_writes(tmp_path: Path) -> None:
+    gen = _generator()
+    _same_bytes(gen.generate_regimes(tmp_path), tmp_path / "regimes", REGIMES, "regimes")
+    gen.generate_regimes(tmp_path / "seven", seed=7)
+    assert (tmp_path / "seven/regimes/train.csv").read_bytes() != (
+        REGIMES / "train.csv"
+    ).read_bytes()
+    assert not (tmp_path / "sensors.csv").exists()  # the plant files are written separately
+
+
+def _by_condition(frame: pd.DataFrame) -> pd.Series:
+    return frame["setting_1"].round().astype(int)  # altitude 0, 10, 20, 25, 35, 42 kft
+
+
+def _per_regime_z(frame: pd.DataFrame, fit: pd.DataFrame) -> pd.DataFrame:
+    """Sensors scaled per operating condition with means and stds of ``fit`` (training rows)."""
+    stats = fit.groupby(_by_condition(fit))[REGIME_SENSORS]
+    mean, std = stats.mean(), stats.std()
+    cond = _by_condition(frame)
+    return (frame[REGIME_SENSORS] - mean.loc[cond].to_numpy()) / std.loc[cond].to_numpy()
+
+
+def test_regime_fleet_runs_under_six_conditions_drawn_per_cycle() -> None:
+    train = pd.read_csv(REGIMES / "train.csv")
+    assert train.columns.tolist() == [
+        "machine", "cycle", "timestamp", "setting_1", "setting_2", "setting_3",
+        *REGIME_SENSORS, "rul_cycles",
+    ]  # fmt: skip
+    assert train["machine"].nunique() == 24
+    settings = train[["setting_1", "setting_2", "setting_3"]].round(
+        {"setting_1": 0, "setting_2": 2}
+    )
+    assert len(settings.drop_duplicates()) == 6  # a little noise around six set points
+    cond = _by_condition(train)
+    changed = cond.groupby(train["machine"]).diff().fillna(0).ne(0)
+    assert 0.75 < changed.mean() < 0.9  # a new draw every cycle: 5/6 of cycles change
+    for machine, rows in train.groupby("machine"):
+        assert rows["cycle"].tolist() == list(range(1, len(rows) + 1)), machine
+        assert (rows["rul_cycles"].to_numpy() == np.arange(len(rows))[::-1]).all(), machine
+    # sensor levels jump with the condition: far more than the noise within one condition
+    means = train.groupby(cond)[REGIME_SENSORS].mean()
+    within = train.groupby(cond)[REGIME_SENSORS].std().mean()
+    assert ((means.max() - means.min()) / within > 10).all()
+
+
+def test_regime_wear_shows_only_after_per_condition_scaling() -> None:
+    train = pd.read_csv(REGIMES / "train.csv")
+    rul = train["rul_cycles"].clip(upper=125)
+    z = _per_regime_z(train, train)
+    for s in ("t24", "t30", "t50", "nc"):
+        raw = np.corrcoef(train[s], rul)[0, 1]
+        scaled = np.corrcoef(z[s], rul)[0, 1]
+        assert abs(raw) < 0.1 and scaled < -0.35, (s, raw, scaled)
+
+
+def test_regime_test_machines_are_cut_before_failure_with_a_truth_file() -> None:
+    train = pd.read_csv(REGIMES / "train.csv")
+    test = pd.read_csv(REGIMES / "test.csv")
+    truth = pd.read_csv(REGIMES / "test_rul.csv")
+    assert "rul_cycles" not in test.columns and truth.columns.tolist() == ["machine", "rul_cycles"]
+    machines = test["machine"].drop_duplicates().tolist()
+    assert machines == truth["machine"].tolist() and len(machines) == 20  # truth in lot order
+    assert not set(machines) & set(train["machine"])
+    lengths = test.groupby("machine", sort=False).size()
+    assert (lengths < 30).sum() == 2  # shorter than a 30-cycle window: must still be scored
+    assert (truth["rul_cycles"] >= 10).all()
+    for machine, rows in test.groupby("machine"):
+        assert rows["cycle"].tolist() == list(range(1, len(rows) + 1)), machine
+    # the truth is what the sensors say: scaled near the cut, worn machines have little left
+    z = _per_regime_z(test, train).assign(machine=test["machine"])
+    last = z.groupby("machine").tail(10).groupby("machine")["t30"].mean().loc[machines]
+    assert np.corrcoef(last, truth["rul_cycles"].clip(upper=125))[0, 1] < -0.6
+
+
+def test_regime_fleet_reads_as_a_sensor_table() -> None:
+    train = pd.read_csv(REGIMES / "train.csv")
+    cols = ColumnMap(
+        lot="machine",
+        time="timestamp",
+        targets="rul_cycles",
+        sensors=("setting_1", "setting_2", "setting_3", *REGIME_SENSORS),
+    )
+    table = read_table(train, cols)
+    assert table.notes == () and len(table.lots) == 24
+
+
+# ---------------------------------------------------------------------- inspection photos
+
+INSPECTION = SAMPLE / "inspection"
+
+
+def test_inspection_photos_are_exactly_what_the_generator_writes(tmp_path: Path) -> None:
+    gen = _generator()
+    written = gen.generate_inspection(tmp_path)
+    _same_bytes(written, tmp_path / "inspection", INSPECTION, "inspection")
+    gen.generate_inspection(tmp_path / "seven", seed=7)
+    photo = "inspection/images/P01.png"
+    assert (tmp_path / "seven" / photo).read_bytes() != (SAMPLE / photo).read_bytes()
+
+
+def test_inspection_png_writer_round_trips_through_zlib() -> None:
+    import zlib
+
+    deflate = _generator().deflate_huffman
+    rng = np.random.default_rng(0)
+    for raw in (
+        b"a",
+        b"\x00" * 5000,
+        bytes(range(256)) * 4,
+        rng.integers(0, 256, 20_000, dtype=np.uint8).tobytes(),
+        (rng.geometric(0.05, 50_000) % 256).astype(np.uint8).tobytes(),  # deep Huffman tree
+    ):
+        assert zlib.decompress(deflate(raw)) == raw
+
+
+def test_inspection_masks_and_labelme_outlines_agree_pixel_for_pixel() -> None:
+    from mfgtx.images import TileSpec, label_tiles, read_image, read_labelme, read_mask
+
+    manifest = pd.read_csv(INSPECTION / "manifest.csv")
+    assert manifest.columns.tolist()[:3] == ["path", "lot", "timestamp"]
+    assert len(manifest) == 16 and manifest["lot"].nunique() == 4
+    stamps = pd.to_datetime(manifest["timestamp"], utc=True)
+    assert stamps.is_monotonic_increasing
+    spec, n_tiles, n_defect, pitted = TileSpec(64), 0, 0, []
+    images = INSPECTION / "images"
+    for row in manifest.itertuples(index=False):
+        photo = INSPECTION / row.path
+        img = read_image(photo)
+        assert img.shape == (360, 900)
+        with Image.open(INSPECTION / "masks" / photo.name) as im:
+            assert im.mode == "1"  # a 1-bit mask, nonzero = pit
+        png = read_mask(
+            photo, img.shape, format="png", images_root=images, masks_root=INSPECTION / "masks"
+        )
+        drawn = read_mask(photo, img.shape, format="labelme", images_root=images)
+        assert np.array_equal(png, drawn), row.path
+        assert int(png.sum()) == row.mask_pixels
+        doc = read_labelme(photo.with_suffix(".json"), photo=str(photo))
+        assert len(doc.shapes) == row.pits and set(doc.labels) <= {"pit"}
+        if row.pits:
+            pitted.append(row.lot)
+            assert img[png == 1].mean() < img[png == 0].mean() - 10  # a pit is visible
+        tiles = label_tiles(png, spec, min_defect_px=8)
+        n_tiles += len(tiles.labels)
+        n_defect += tiles.n_defect
+    assert len(pitted) == 5 and set(pitted) == set(manifest["lot"])  # some in every coil
+    assert 0.005 < n_defect / n_tiles < 0.015  # pitting is about 1 % of the 64-px tiles
+
+
+def test_sample_data_stays_small() -> None:
+    total = sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file())
+    assert total < 5_000_000
+    for photo in (INSPECTION / "images").glob("*.png"):
+        assert photo.stat().st_size < 150_000, photo.name
