@@ -232,7 +232,11 @@ def test_learns_a_noisy_sine_in_seconds_with_honest_intervals(head: str) -> None
         mse = float(((model(test["x"]) - test["clean"]) ** 2).mean())
     naive = float(((test["x"][:, -1:] - test["clean"]) ** 2).mean())
     assert naive > 1.0  # the last value is a poor forecast of a sine
-    assert mse < 0.06 * naive, (mse, naive)  # about 0.12 (direct) and 0.2 (autoregressive)
+    # about 0.12 (direct) and 0.34 (autoregressive, seed 0; 0.34-0.48 over seeds 0-5). The
+    # autoregressive figure was 0.2 while teacher forcing normalised every context position
+    # with the whole context's statistics, which hold the steps it predicts (a leak)
+    bound = 0.06 if head == "direct" else 0.12
+    assert mse < bound * naive, (mse, naive)
     if quantiles:  # coverage of the 80 % interval on the test windows
         with torch.no_grad():
             cov = interval_coverage(test["y"], model.predict_quantiles(test["x"]), quantiles)
