@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mfgtx.data.windows import Windows
 from mfgtx.split._times import WindowTimes, iso, parse_gap, window_times
 
 __all__ = ["LotTimeSplit", "PurgeWarning", "SplitSets"]
@@ -117,8 +118,9 @@ class LotTimeSplit:
     :meth:`split` follows the scikit-learn splitter protocol and yields ``(train, test)``;
     validation windows are in neither (get them from :meth:`split_sets`). With scikit-learn,
     ``X`` can be a plain feature matrix (one row per window) when the window times travel
-    in ``groups`` (a DataFrame with ``lot``, ``start``, ``end`` and optionally
-    ``label_time``: ``cross_val_score(est, X, y, groups=times, cv=LotTimeSplit(...))``) or
+    in ``groups`` (the :class:`mfgtx.data.Windows`, or a DataFrame with ``lot``, ``start``,
+    ``end`` and optionally ``label_time``: ``cross_val_score(est, X, y, groups=times,
+    cv=LotTimeSplit(...))``) or
     in the splitter itself (``LotTimeSplit(..., windows=times)``, for ``GridSearchCV(cv=...)``
     and anything that passes no groups); or pass ``cv=list(LotTimeSplit(...).split(times))``.
 
@@ -218,9 +220,10 @@ class LotTimeSplit:
                 the times come from ``groups`` or ``windows``, anything with one row per
                 window (a feature matrix).
             y: ignored.
-            groups: the window times as such a DataFrame (scikit-learn passes them on
-                untouched); or the lot of each window, which must equal the lots, and
-                supplies them when the DataFrame has no ``lot`` column.
+            groups: the window times, as a :class:`mfgtx.data.Windows` or such a DataFrame
+                (scikit-learn passes them on untouched); or the lot of each window, which
+                must equal the lots, and supplies them when the DataFrame has no ``lot``
+                column.
         """
         return iter([(sets.train, sets.test) for sets in self.split_sets(X, groups)])
 
@@ -242,6 +245,8 @@ class LotTimeSplit:
     def _times(self, X: Any, groups: Any) -> WindowTimes:
         """The window times: from ``groups`` (a window table), the bound ``windows``, or
         ``X``; a feature matrix ``X`` must then have one row per window."""
+        if isinstance(groups, Windows):  # scikit-learn hands it on untouched, as a table
+            return _one_row_per_window(X, window_times(groups), "groups")
         if isinstance(groups, pd.DataFrame):
             missing = [c for c in ("lot", "start", "end") if c not in groups.columns]
             if missing:

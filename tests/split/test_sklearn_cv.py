@@ -53,6 +53,18 @@ def test_cross_val_score_takes_the_window_times_in_groups(plant, to_frame, featu
     assert WidthRecorder.widths == [4, 4, 4]  # the features only, never the times
 
 
+def test_cross_val_score_takes_the_windows_themselves_in_groups(plant, features) -> None:
+    """The Windows a user already holds, passed as groups, are the times too."""
+    X, y = features
+    cv = LotTimeSplit(3, test_size=1, gap="1h")
+    out = cross_validate(Ridge(), X, y, groups=plant, cv=cv, return_indices=True)
+    for (train, test), got_train, got_test in zip(
+        cv.split(plant), out["indices"]["train"], out["indices"]["test"], strict=True
+    ):
+        np.testing.assert_array_equal(got_train, train)
+        np.testing.assert_array_equal(got_test, test)
+
+
 def test_grid_search_with_a_splitter_bound_to_the_windows(plant, features) -> None:
     X, y = features
     bound = LotTimeSplit(3, test_size=1, gap="1h", windows=plant)
