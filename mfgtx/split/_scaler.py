@@ -15,7 +15,9 @@ centre and scale per sensor, from the training rows and compares them:
   normal when ``unit_variance`` is set.
 
 Training rows count once each, or once per training window that reads them (a scaler fitted
-on stacked window features); a sensor without spread may hold scale 1. A ``SensorScaler``
+on stacked window features); a standard deviation may be the population one (``ddof=0``, as
+both libraries hold) or the sample one (``ddof=1``, pandas' default, for hand-made scalers);
+a sensor without spread may hold scale 1. A ``SensorScaler``
 whose record (``fit_rows``) lists training rows only also passes when its statistics equal
 those of the recorded rows (a scaler fitted on part of the training set). Anything else fails,
 and the detail says which other rows (all rows, training + test, ...) the statistics match.
@@ -159,10 +161,15 @@ def _weighted_percentiles(x: np.ndarray, w: np.ndarray, qs: tuple[float, ...]) -
 
 
 def _statistics(
-    held: ScalerStatistics, windows: Windows, rows: np.ndarray, weights: np.ndarray | None
+    held: ScalerStatistics,
+    windows: Windows,
+    rows: np.ndarray,
+    weights: np.ndarray | None,
+    ddof: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Centre, spread and magnitude (largest absolute value) per scaler column of ``rows``,
-    each ``(k,)``; NaN where a sensor has no observed value there."""
+    each ``(k,)``; NaN where a sensor has no observed value there (or, with ``ddof=1``, a
+    single one)."""
     values = windows.values[rows][:, held.columns].astype(np.float64)  # (r, k)
     k = held.columns.size
     center, spread, size = np.full(k, np.nan), np.full(k, np.nan), np.full(k, np.nan)
@@ -178,7 +185,9 @@ def _statistics(
             center[j], spread[j] = med, (hi - lo) / held.divisor
         else:
             center[j] = np.average(x, weights=w)
-            spread[j] = np.sqrt(np.average((x - center[j]) ** 2, weights=w))
+            n = w.sum() - ddof
+            if n > 0:
+                spread[j] = np.sqrt(np.sum(w * (x - center[j]) ** 2) / n)
     return center, spread, size
 
 
@@ -260,26 +269,26 @@ def scaler_check(
             return False, detail, examples
 
     unique = _compare(held, _statistics(held, windows, train_rows, None))
-    if unique.matches:
-        return (
-            True,
-            (
-                f"{what} holds the statistics of the {train_rows.size} training rows, recomputed "
-                "from them"
-            ),
-            (),
-        )
     read_rows, counts = _window_weights(windows, train_idx)
-    weighted = _compare(held, _statistics(held, windows, read_rows, counts))
-    if weighted.matches:
-        return (
-            True,
-            (
-                f"{what} holds the statistics of the training rows as the {train_idx.size} "
-                "training windows read them (each row once per window), recomputed from them"
-            ),
-            (),
-        )
+    readings = (
+        (f"the {train_rows.size} training rows", train_rows, None),
+        (
+            f"the training rows as the {train_idx.size} training windows read them (each row "
+            "once per window)",
+            read_rows,
+            counts,
+        ),
+    )
+    # a hand-made scaler may hold the sample standard deviation (pandas' default, ddof=1)
+    for ddof in (0,) if held.robust else (0, 1):
+        for label, rows, weights in readings:
+            if ddof == 0 and weights is None:
+                fit = unique
+            else:
+                fit = _compare(held, _statistics(held, windows, rows, weights, ddof))
+            if fit.matches:
+                kind = " (sample standard deviation, ddof=1)" if ddof else ""
+                return True, f"{what} holds the statistics{kind} of {label}, recomputed", ()
     if held.record is not None and held.record.size:
         own = _compare(held, _statistics(held, windows, held.record, None))
         if own.matches:

@@ -67,6 +67,14 @@ class Moments:
         self.scale_ = np.nanstd(x, 0)
 
 
+class FrameMoments:
+    """A hand-made scaler from pandas: ``DataFrame.std`` is the sample one (ddof=1)."""
+
+    def __init__(self, x: np.ndarray) -> None:
+        frame = pd.DataFrame(x, columns=["s0", "s1"])
+        self.mean_, self.scale_ = frame.mean().to_numpy(), frame.std().to_numpy()
+
+
 def everything(w: Windows) -> np.ndarray:
     return np.arange(len(w))
 
@@ -110,6 +118,13 @@ SCALER_CASES: list[Case] = [
     ("StandardScaler fitted on the training and test rows",
      with_scaler(lambda w, s: StandardScaler().fit(
          rows_frame(w, rows_of(w, np.r_[s.train, s.test])))), ("fail", ("scaler_train_only",))),
+    ("StandardScaler fitted on the training and validation rows",
+     with_scaler(lambda w, s: StandardScaler().fit(
+         rows_frame(w, rows_of(w, np.r_[s.train, s.val])))), ("fail", ("scaler_train_only",))),
+    ("StandardScaler fitted on the training rows plus one test row",
+     with_scaler(lambda w, s: StandardScaler().fit(
+         rows_frame(w, np.r_[rows_of(w, s.train), rows_of(w, s.test)[:1]]))),
+     ("fail", ("scaler_train_only",))),
     ("StandardScaler fitted on the stacked training windows (rows repeated)",
      with_scaler(lambda w, s: StandardScaler().fit(stacked(w, s.train))), ("pass", ())),
     ("StandardScaler(with_mean=False) on the training rows",
@@ -139,6 +154,13 @@ SCALER_CASES: list[Case] = [
      with_scaler(lambda w, s: Moments(w.values[rows_of(w, s.train)])), ("pass", ())),
     ("an object with mean_ and scale_ of all rows",
      with_scaler(lambda w, s: Moments(w.values)), ("fail", ("scaler_train_only",))),
+    ("pandas mean and sample std (ddof=1) of the training rows",
+     with_scaler(lambda w, s: FrameMoments(w.values[rows_of(w, s.train)])), ("pass", ())),
+    ("pandas mean and sample std (ddof=1) of all rows",
+     with_scaler(lambda w, s: FrameMoments(w.values)), ("fail", ("scaler_train_only",))),
+    ("SensorScaler fitted on the training windows, audited against a DataFrame",
+     lambda w, s: (frame_of(w, True), s, {"scaler": sensor(w, s.train)}),
+     ("error", "the scaler check needs X to be a mfgtx.data.Windows")),
     ("MinMaxScaler: not a kind the audit can recompute",
      with_scaler(lambda w, s: MinMaxScaler().fit(w.values)),
      ("error", "cannot audit a scaler of type MinMaxScaler")),
