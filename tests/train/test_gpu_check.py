@@ -48,3 +48,14 @@ def test_the_kernel_proof_fails_when_sdpa_runs_the_math_kernel(gpu_check, monkey
     assert gpu_check.main(["--device", "cpu", "--skip-timing"]) == 1
     out = capsys.readouterr().out
     assert "kernel proof: FAIL" in out and out.count("| FAIL |") == len(gpu_check.CASES) - 1
+
+
+def test_the_kernel_proof_fails_on_a_nan_loss(gpu_check, monkeypatch, capsys) -> None:
+    """A kernel that returns NaN for fully masked rows must not pass for serving the call."""
+    from mfgtx.models import SensorEncoder
+
+    real = SensorEncoder.loss
+    monkeypatch.setattr(SensorEncoder, "loss", lambda self, b: real(self, b) * float("nan"))
+    assert gpu_check.main(["--device", "cpu", "--skip-timing"]) == 1
+    rows = [r for r in capsys.readouterr().out.splitlines() if r.endswith("| FAIL |")]
+    assert len(rows) == 3 and all(r.startswith("| SensorEncoder") for r in rows), rows
