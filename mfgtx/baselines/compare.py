@@ -241,8 +241,9 @@ def compare(
         test_idx: the test windows (each once); all must be labelled.
         model_predictions: one model's predictions, or ``{name: predictions}`` for several
             (shapes in the module docstring).
-        baselines: fitted baselines (:func:`fit_baselines`). ``None``: fit the default ones
-            on ``train_idx`` here (``scaler`` and ``period`` as in :func:`fit_baselines`).
+        baselines: fitted baselines (:func:`fit_baselines`), at least one. ``None``: fit the
+            default ones on ``train_idx`` here (``scaler`` and ``period`` as in
+            :func:`fit_baselines`).
         model_name: the name of a single model's row.
         train_idx: the training windows, needed when ``baselines`` is ``None``.
         rul: regression targets are remaining useful life: add the ``nasa_score``.
@@ -289,11 +290,18 @@ def compare(
         if train_idx is None:
             raise ValueError("pass fitted baselines, or train_idx to fit the default ones")
         baselines = fit_baselines(windows, train_idx, task, scaler=scaler, period=period)
+    baselines = list(baselines)
+    if not baselines:
+        raise ValueError(
+            "baselines is empty: a model is judged against at least one baseline; pass "
+            "fitted baselines (fit_baselines) or baselines=None with train_idx to fit the "
+            "default ones"
+        )
     names = [*shaped, *(b.name for b in baselines)]
     if len(set(names)) != len(names):
         raise ValueError(f"predictor names must be unique, found {names}")
     n_train = _check_baselines(baselines, task, windows, test)
-    if train_idx is not None and baselines:
+    if train_idx is not None:
         expected = np.unique(as_indices(train_idx, len(windows), "train_idx"))
         if not np.array_equal(np.unique(baselines[0].train_idx_), expected):
             raise ValueError(

@@ -16,6 +16,15 @@ Leakage by construction: past-observed covariates are accepted for the context o
 L, ·)``) and read as unavailable for every later step; the target's future reaches the model
 only as teacher-forcing input behind the causal mask; the normalisation never sees it.
 Known-future covariates are a separate input, so a target column cannot pass as one.
+
+Causal RevIN (autoregressive head): every position of the decoder predicts the ``s`` steps
+after its patch, so a context position is trained to predict context steps. Normalising it
+with the whole context's statistics would show it the level and spread of the very steps it
+predicts. So each context token is normalised, and its prediction mapped back, with the
+statistics of the context up to the end of its patch (:func:`~mfgtx.models.revin.prefix_stats`);
+the last context token and every token after the context use those of the whole context,
+which is what generation sees. The direct head forecasts only the horizon, from the whole
+context: it keeps one set of statistics per window.
 """
 
 from __future__ import annotations
@@ -29,10 +38,25 @@ from torch import Tensor, nn
 from mfgtx.artifacts import register_model
 from mfgtx.models.forecaster_config import ForecasterConfig
 from mfgtx.models.forecaster_inputs import checked_covariates, observed_mask
-from mfgtx.models.revin import InstanceStats, denormalize, instance_stats, normalize
+from mfgtx.models.revin import (
+    InstanceStats,
+    denormalize,
+    instance_stats,
+    normalize,
+    prefix_stats,
+)
 from mfgtx.nn import Decoder, Dropout, KVCache, init_weights
 
 __all__ = ["CausalForecaster", "ForecasterConfig"]
+
+
+class _Context(NamedTuple):
+    """Causal RevIN of the context's ``N`` tokens (autoregressive head): token ``j`` in the
+    units of the context up to the end of its patch."""
+
+    patches: Tensor  # (B', N, P, k) patch values in each token's units, 0 where missing
+    mean: Tensor  # (B', N, 1, k) the statistics that undo them
+    std: Tensor  # (B', N, 1, k)
 
 
 class _Series(NamedTuple):
@@ -43,6 +67,7 @@ class _Series(NamedTuple):
     past_cov: Tensor | None  # (B', L, Cp)
     future_cov: Tensor | None  # (B', L + future, F)
     stats: InstanceStats  # (B, 1, C)
+    context: _Context | None  # causal RevIN of the context tokens, autoregressive head only
 
 
 @register_model(name="mfgtx.CausalForecaster")
@@ -108,7 +133,43 @@ class CausalForecaster(nn.Module):
         )
         if self._ci:  # every channel's sequence gets the sample's covariates
             pc, fc = (None if t is None else t.repeat_interleave(c.n_channels, 0) for t in (pc, fc))
-        return _Series(self._to_series(values), self._to_series(seen.to(past.dtype)), pc, fc, stats)
+        context = self._causal_context(past, seen, stats)
+        observed = self._to_series(seen.to(past.dtype))
+        return _Series(self._to_series(values), observed, pc, fc, stats, context)
+
+    def _causal_context(self, past: Tensor, seen: Tensor, stats: InstanceStats) -> _Context | None:
+        """Causal RevIN of the context tokens (autoregressive head with ``revin``), else None.
+
+        Token ``j`` covers steps ``[e_j - P, e_j)``; its values are normalised with the
+        statistics of the observed context steps ``[0, e_j)``. The last token ends at ``L``
+        and takes the whole context's ``stats``, exactly as generation does.
+        """
+        c = self.config
+        if c.head != "autoregressive" or not c.revin:
+            return None
+        L, P, s, N = c.context_length, c.patch_len, c.patch_stride, c.n_patches
+        start = (L - P) % s
+        mean, std = stats  # (B, 1, C): the last token sees the whole context
+        if N > 1:  # the earlier tokens: statistics of the context up to their patch's end
+            ends = start + P + s * torch.arange(N - 1, device=past.device)  # (N-1,)
+            early = prefix_stats(past, seen, ends)  # (B, N-1, C) each
+            mean, std = torch.cat([early.mean, mean], dim=1), torch.cat([early.std, std], dim=1)
+        raw = torch.where(seen, past, past.new_zeros(()))[:, start:]  # (B, L', C)
+        patches = raw.unfold(1, P, s).transpose(-1, -2)  # (B, N, P, C)
+        ok = seen[:, start:].unfold(1, P, s).transpose(-1, -2)  # (B, N, P, C)
+        patches = torch.where(ok, (patches - mean[:, :, None]) / std[:, :, None], 0.0)
+        return _Context(
+            self._tokens_to_series(patches),
+            self._tokens_to_series(mean[:, :, None]),  # (B', N, 1, k)
+            self._tokens_to_series(std[:, :, None]),
+        )
+
+    def _tokens_to_series(self, x: Tensor) -> Tensor:
+        """``(B, N, P, C)`` -> ``(B', N, P, k)``."""
+        if not self._ci:
+            return x
+        B, N, P, C = x.shape
+        return x.permute(0, 3, 1, 2).reshape(B * C, N, P, 1)  # (B*C, N, P, 1)
 
     def _normalised(
         self, past: Tensor, observed: Tensor | None
@@ -209,16 +270,23 @@ class CausalForecaster(nn.Module):
         return y.squeeze(3).movedim(1, 2)  # (B, T, C, ...)
 
     def _embed(
-        self, values: Tensor, observed: Tensor, past_cov: Tensor | None, future_cov: Tensor | None
+        self,
+        values: Tensor,
+        observed: Tensor,
+        past_cov: Tensor | None,
+        future_cov: Tensor | None,
+        context: _Context | None = None,
     ) -> Tensor:
         """Tokens ``(B', N, D)`` of the patches of a ``(B', T, k)`` sequence, aligned to its end.
 
         ``past_cov (B', T_c, Cp)`` covers the first ``T_c <= T`` steps (the context); later
-        steps read as unavailable. ``future_cov`` covers at least ``T + s`` steps.
+        steps read as unavailable. ``future_cov`` covers at least ``T + s`` steps. With a
+        ``context`` (the sequence starts with the whole context), the context's tokens take
+        its causally normalised patch values instead of ``values``.
         """
         c = self.config
         P, s = c.patch_len, c.patch_stride
-        Bp, T, _ = values.shape
+        Bp, T, k = values.shape
         start = (T - P) % s
         parts = [values, observed]
         if past_cov is not None:
@@ -228,11 +296,30 @@ class CausalForecaster(nn.Module):
             cov = F.pad(past_cov[:, :T], (0, 0, 0, max(T - known, 0)))  # (B', T, Cp)
             parts += [cov, avail]
         steps = torch.cat(parts, dim=-1)[:, start:]  # (B', T', f)
-        feats = [steps.unfold(1, P, s).transpose(-1, -2).flatten(2)]  # (B', N, P*f)
+        patches = steps.unfold(1, P, s).transpose(-1, -2)  # (B', N, P, f)
+        if context is not None:
+            n = context.patches.shape[1]
+            vals = torch.cat([context.patches, patches[:, n:, :, :k]], dim=1)  # (B', N, P, k)
+            patches = torch.cat([vals, patches[..., k:]], dim=-1)
+        feats = [patches.flatten(2)]  # (B', N, P*f)
         if future_cov is not None:
             fut = future_cov[:, start : T + s].unfold(1, P + s, s)  # (B', N, F, P+s)
             feats.append(fut.transpose(-1, -2).flatten(2))  # (B', N, (P+s)*F)
         return self.embed(torch.cat(feats, dim=-1))  # (B', N, D)
+
+    def _position_stats(self, x: _Series, n: int) -> tuple[Tensor, Tensor]:
+        """Centre and spread ``(B', n, 1, k)`` that map position ``j``'s outputs back: the
+        context token's own (causal RevIN), the whole context's for every later position."""
+        mean = self._to_series(x.stats.mean)[:, :, None]  # (B', 1, 1, k)
+        std = self._to_series(x.stats.std)[:, :, None]
+        mean, std = mean.expand(-1, n, -1, -1), std.expand(-1, n, -1, -1)
+        if x.context is None:
+            return mean, std
+        m = min(n, x.context.mean.shape[1])
+        return (
+            torch.cat([x.context.mean[:, :m], mean[:, m:]], dim=1),
+            torch.cat([x.context.std[:, :m], std[:, m:]], dim=1),
+        )
 
     def _next(self, h: Tensor) -> tuple[Tensor, Tensor | None]:
         """Next-patch head: ``h (B', N, D)`` -> mean and scale ``(B', N, s, k)``."""
@@ -333,7 +420,7 @@ class CausalForecaster(nn.Module):
         weights: list[Tensor] = []
         if c.head == "direct":
             return self._direct(x, weights)[..., 0], tuple(weights)
-        tokens = self._embed(x.values, x.observed, x.past_cov, x.future_cov)
+        tokens = self._embed(x.values, x.observed, x.past_cov, x.future_cov, x.context)
         context = self.decoder(tokens, need_weights=True).weights or ()
         return self(past, observed, past_covariates, future_covariates), tuple(context)
 
@@ -405,7 +492,9 @@ class CausalForecaster(nn.Module):
         C)`` (``H'`` a multiple of ``s``, default none); position ``i`` sees patches ``0..i``
         only (causal mask). Returns mean and scale (``None`` without quantiles), each
         ``(B, N', s, C)`` in the units of ``past``; the targets are the ``s`` steps that follow
-        each patch.
+        each patch. With RevIN, a context position is normalised and mapped back with the
+        statistics of the context up to the end of its patch (causal RevIN), later positions
+        with the whole context's, as in :meth:`generate`.
         """
         c = self.config
         if c.head != "autoregressive":
@@ -426,14 +515,15 @@ class CausalForecaster(nn.Module):
             fut = torch.nan_to_num(normalize(future[:, : extra - s], x.stats))
             values = torch.cat([values, self._to_series(fut)], dim=1)
             seen = torch.cat([seen, torch.ones_like(self._to_series(fut))], dim=1)
-        h = self.decoder(self._embed(values, seen, x.past_cov, x.future_cov)).output
-        mean, scale = self._next(h)  # (B', N', s, k)
+        h = self.decoder(self._embed(values, seen, x.past_cov, x.future_cov, x.context)).output
+        mean, scale = self._next(h)  # (B', N', s, k) in each position's units
+        loc, spread = self._position_stats(x, h.shape[1])  # (B', N', 1, k)
         flat = (h.shape[0], -1, mean.shape[-1])  # (B', N'*s, k) to map back per step
-        out_mean = self._from_series(mean.reshape(flat), B)  # (B, N'*s, C)
-        out_mean = denormalize(out_mean, x.stats).reshape(B, -1, s, c.n_channels)
+        out_mean = self._from_series((mean * spread + loc).reshape(flat), B)  # (B, N'*s, C)
+        out_mean = out_mean.reshape(B, -1, s, c.n_channels)
         if scale is None:
             return out_mean, None
-        out_scale = self._from_series(scale.reshape(flat), B) * x.stats.std
+        out_scale = self._from_series((scale * spread).reshape(flat), B)
         return out_mean, out_scale.reshape(B, -1, s, c.n_channels)
 
     @torch.no_grad()
@@ -479,13 +569,21 @@ class CausalForecaster(nn.Module):
         self.eval()
         try:
             x = self._series(past, observed, past_covariates, future_covariates, steps * s)
-            values, seen, pc, fc = x.values, x.observed, x.past_cov, x.future_cov
+            values, seen, pc, fc, context = (
+                x.values,
+                x.observed,
+                x.past_cov,
+                x.future_cov,
+                x.context,
+            )
             if num_samples:
                 values, seen = (t.repeat_interleave(num_samples, 0) for t in (values, seen))
                 pc, fc = (None if t is None else t.repeat_interleave(num_samples, 0)
                           for t in (pc, fc))  # fmt: skip
+                if context is not None:
+                    context = _Context(*(t.repeat_interleave(num_samples, 0) for t in context))
             cache: KVCache | None = self.decoder.new_cache() if use_cache else None
-            emb = self._embed(values, seen, pc, fc)  # (B'', N, D)
+            emb = self._embed(values, seen, pc, fc, context)  # (B'', N, D)
             for i in range(steps):
                 h = self.decoder(emb, cache=cache).output[:, -1:]  # (B'', 1, D)
                 mean, scale = self._next(h)  # (B'', 1, s, k)
@@ -504,7 +602,7 @@ class CausalForecaster(nn.Module):
                     cov = None if pc is None else pc[:, T - P :]
                     emb = self._embed(values[:, -P:], seen[:, -P:], cov, fut)
                 else:
-                    emb = self._embed(values, seen, pc, fc)
+                    emb = self._embed(values, seen, pc, fc, context)
         finally:
             self.train(was_training)
         out = values[:, c.context_length :]  # (B'', steps*s, k)
@@ -554,13 +652,17 @@ class CausalForecaster(nn.Module):
         mean, scale = self.next_patches(
             past, y, observed=args[0], past_covariates=args[1], future_covariates=args[2]
         )
-        full = torch.cat([torch.where(self._seen(batch), past, torch.nan), y], dim=1)
+        seen = self._seen(batch)
+        full = torch.cat([torch.where(seen, past, torch.nan), y], dim=1)
         start = (c.context_length - c.patch_len) % c.patch_stride
         target = full[:, start + c.patch_len :].reshape(mean.shape)  # (B, N', s, C)
-        std = (
-            instance_stats(past, self._seen(batch)).std if c.revin else torch.ones_like(past[:, :1])
-        )
+        std = instance_stats(past, seen).std if c.revin else torch.ones_like(past[:, :1])
         w = (~torch.isnan(target)).float()
+        if c.revin:  # a position that saw no value of a series cannot be asked for its level
+            N = c.n_patches
+            ends = start + c.patch_len + c.patch_stride * torch.arange(N, device=past.device)
+            saw = (prefix_stats(past, seen, ends).count > 0).float()  # (B, N, C)
+            w[:, :N] = w[:, :N] * saw[:, :, None]
         target = torch.nan_to_num(target)
         # scored in the context's units, so every sample weighs the same
         z = (mean.float() - target.float()) / std.unsqueeze(1)  # (B, N', s, C)

@@ -258,7 +258,10 @@ class SensorEncoder(nn.Module):
             emb = torch.cat([cls, emb], dim=1)  # (B', 1+N, D)
             ones = torch.ones(key_mask.shape[0], 1, dtype=torch.bool, device=key_mask.device)
             key_mask = torch.cat([ones, key_mask], dim=1)
-        out = self.encoder(emb, key_mask=key_mask, need_weights=need_weights)
+        # every token observed: pass no mask at all, so that CUDA can run FlashAttention (any
+        # explicit mask sends it to the memory-efficient kernel); the CPU flash kernel takes both
+        attend = None if bool(key_mask.all()) else key_mask
+        out = self.encoder(emb, key_mask=attend, need_weights=need_weights)
         if self.cls is not None:
             return out.output[:, 0], out
         w = key_mask.unsqueeze(-1).to(out.output.dtype)  # (B', N, 1)

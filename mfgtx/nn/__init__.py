@@ -5,7 +5,7 @@ Masks everywhere are boolean with ``True`` = may attend (the convention of
 else from mfgtx.
 """
 
-from mfgtx.nn.attention import AttentionOutput, attention, causal_mask
+from mfgtx.nn.attention import AttentionOutput, KernelWarning, attention, causal_mask
 from mfgtx.nn.blocks import BlockOutput, DecoderBlock, EncoderBlock
 from mfgtx.nn.cache import KVCache, LayerKV
 from mfgtx.nn.config import TransformerConfig
@@ -15,15 +15,18 @@ from mfgtx.nn.generate import CausalLM, generate
 from mfgtx.nn.init import init_weights
 from mfgtx.nn.mha import MultiHeadAttention
 from mfgtx.nn.positional import (
+    ALiBiBias,
     LearnedPositionalEmbedding,
     RelativePositionBias,
     RotaryEmbedding,
     SinusoidalPositionalEncoding,
+    alibi_slopes,
     sinusoidal_table,
 )
 from mfgtx.nn.stacks import Decoder, Encoder, EncoderDecoder, StackOutput
 
 __all__ = [
+    "ALiBiBias",
     "AttentionOutput",
     "BlockOutput",
     "CausalLM",
@@ -35,6 +38,7 @@ __all__ = [
     "EncoderDecoder",
     "FeedForward",
     "KVCache",
+    "KernelWarning",
     "LayerKV",
     "LearnedPositionalEmbedding",
     "MultiHeadAttention",
@@ -43,6 +47,7 @@ __all__ = [
     "SinusoidalPositionalEncoding",
     "StackOutput",
     "TransformerConfig",
+    "alibi_slopes",
     "attention",
     "causal_mask",
     "generate",

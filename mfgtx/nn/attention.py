@@ -9,21 +9,38 @@ T5 relative position biases) travel separately as ``attn_bias`` so that a float 
 never be mistaken for a mask.
 
 The default path is the fused kernel behind ``scaled_dot_product_attention`` (FlashAttention on
-CUDA and on CPU). The explicit ``softmax(q k^T / sqrt(Dh) + bias) v`` path runs only when the
-attention weights are asked for (``need_weights=True``): the fused kernels never materialise
-them.
+CPU; on CUDA FlashAttention when there is no explicit mask or bias, else the memory-efficient
+kernel). The explicit ``softmax(q k^T / sqrt(Dh) + bias) v`` path runs only when the attention
+weights are asked for (``need_weights=True``): the fused kernels never materialise them.
+
+No silent fallback: a call that records gradients (a training call) and will not run on a
+fused kernel raises a :class:`KernelWarning` saying why: weights asked for, or PyTorch's own
+dispatcher choosing its math kernel (on CPU: attention dropout, a bias that needs a gradient
+such as the learned T5 relative bias, query and value head dims that differ).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.nn.attention import SDPBackend
 
-__all__ = ["AttentionOutput", "attention", "causal_mask"]
+__all__ = ["AttentionOutput", "KernelWarning", "attention", "causal_mask"]
+
+
+class KernelWarning(UserWarning):
+    """A training call of :func:`attention` runs outside PyTorch's fused attention kernels.
+
+    Raised (as a warning) when a call that records gradients takes the explicit softmax path
+    (``need_weights=True``) or when PyTorch's dispatcher picks its math kernel for it. The
+    message names the reason. Turn it into an error with
+    ``warnings.simplefilter("error", KernelWarning)`` to make a training run refuse it.
+    """
 
 
 class AttentionOutput(NamedTuple):
@@ -106,6 +123,59 @@ def _check_inputs(
         _check_broadcast("attn_bias", attn_bias, target)
 
 
+def _records_gradients(*tensors: Tensor | None) -> bool:
+    """A training call: autograd is on and some input needs a gradient."""
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _math_reasons(q: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> list[str]:
+    """The known reasons PyTorch sends a call to its math kernel (for the warning text)."""
+    reasons = []
+    if dropout_p > 0.0 and q.device.type == "cpu":
+        reasons.append(f"attention dropout {dropout_p} (the CPU flash kernel has none)")
+    if mask is not None and mask.requires_grad:
+        reasons.append(
+            "an additive bias that needs a gradient (a learned bias such as the T5 relative "
+            "position bias; positional='alibi' or 'rotary' keep the fused kernel)"
+        )
+    if q.shape[-1] != v.shape[-1]:
+        reasons.append(f"query head dim {q.shape[-1]} differs from value head dim {v.shape[-1]}")
+    if any(t.stride(-1) != 1 for t in (q, v)):
+        reasons.append("a last dimension that is not contiguous")
+    return reasons
+
+
+def _warn_if_math_kernel(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float | None,
+) -> None:
+    """Ask PyTorch's dispatcher which kernel this call gets; warn if it is the math one."""
+    choose = getattr(torch, "_fused_sdp_choice", None)
+    if choose is None or torch.compiler.is_compiling():
+        return
+    try:
+        backend = int(choose(q, k, v, mask, dropout_p, is_causal, scale=scale))
+    except (RuntimeError, TypeError):  # an older signature: the check cannot be made
+        return
+    if backend != int(SDPBackend.MATH):
+        return
+    why = _math_reasons(q, v, mask, dropout_p) or [
+        f"dtype {q.dtype}, head dim {q.shape[-1]} (run it under "
+        "torch.nn.attention.sdpa_kernel(SDPBackend.FLASH_ATTENTION) to see PyTorch's reason)"
+    ]
+    warnings.warn(
+        f"attention that records gradients (training) runs on PyTorch's math kernel on "
+        f"{q.device.type}, not a fused kernel: " + "; ".join(why),
+        KernelWarning,
+        stacklevel=3,
+    )
+
+
 def attention(
     q: Tensor,
     k: Tensor,
@@ -130,7 +200,8 @@ def attention(
             sits at position ``i + S - T``). Combined with ``attn_mask`` by logical AND.
         dropout_p: dropout on the attention weights (training only). Any value above zero
             sends the CPU kernel to the unfused path.
-        need_weights: also return the ``(B, H, T, S)`` weights; uses the explicit path.
+        need_weights: also return the ``(B, H, T, S)`` weights; uses the explicit path
+            (and warns, :class:`KernelWarning`, when the call records gradients).
         scale: score scale, default ``1 / sqrt(Dh)``.
 
     Returns:
@@ -164,10 +235,21 @@ def attention(
         if attn_bias is not None:
             bias = attn_bias.to(q.dtype)
             sdpa_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+        if _records_gradients(q, k, v, sdpa_mask):
+            _warn_if_math_kernel(q, k, v, sdpa_mask, dropout_p, sdpa_causal, scale)
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=sdpa_mask, dropout_p=dropout_p, is_causal=sdpa_causal, scale=scale
         )
         return AttentionOutput(out, None)
+
+    if _records_gradients(q, k, v, attn_bias):
+        warnings.warn(
+            "attention weights were asked for (need_weights=True) in a call that records "
+            "gradients: the explicit softmax path runs, not a fused kernel. Ask for weights "
+            "under torch.no_grad(), as mfgtx.explain does",
+            KernelWarning,
+            stacklevel=2,
+        )
 
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     # Softmax in fp32. In-place steps are safe for autograd: mul, add and masked_fill do not

@@ -7,8 +7,8 @@ from typing import Literal
 
 __all__ = ["Positional", "TransformerConfig"]
 
-Positional = Literal["sinusoidal", "learned", "rotary", "relative", "none"]
-_POSITIONAL = ("sinusoidal", "learned", "rotary", "relative", "none")
+Positional = Literal["sinusoidal", "learned", "rotary", "relative", "alibi", "none"]
+_POSITIONAL = ("sinusoidal", "learned", "rotary", "relative", "alibi", "none")
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,9 @@ class TransformerConfig:
             sends the CPU kernel off the fused FlashAttention path.
         activation: ``"relu"`` or ``"gelu"``.
         norm_first: Pre-LN (``True``, with a final norm) or Post-LN (``False``).
-        positional: ``"sinusoidal"``, ``"learned"``, ``"rotary"``, ``"relative"`` (T5 bias)
-            or ``"none"``.
+        positional: ``"sinusoidal"``, ``"learned"``, ``"rotary"``, ``"relative"`` (learned
+            T5 bias: trains on the math kernel on CPU), ``"alibi"`` (fixed linear bias: keeps
+            the CPU flash kernel) or ``"none"``.
         max_len: longest sequence for learned positions (and the precomputed sinusoid table).
         layer_norm_eps: LayerNorm epsilon.
         bias: biases in linear layers and LayerNorms.

@@ -1,4 +1,4 @@
-"""Positional information: sinusoidal, learned, rotary (RoFormer) and T5 relative bias.
+"""Positional information: sinusoidal, learned, rotary (RoFormer), T5 relative bias, ALiBi.
 
 Shape legend: ``B`` batch, ``T`` query length, ``S`` key length, ``H`` heads,
 ``D`` model width (``d_model``), ``Dh`` head dim.
@@ -6,8 +6,15 @@ Shape legend: ``B`` batch, ``T`` query length, ``S`` key length, ``H`` heads,
 Additive encodings (:class:`SinusoidalPositionalEncoding`, :class:`LearnedPositionalEmbedding`)
 take ``x (B, T, D)`` and an ``offset`` (the number of positions already seen, for decoding with
 a KV cache) and return ``x`` plus the encoding. :class:`RotaryEmbedding` rotates queries and
-keys inside attention. :class:`RelativePositionBias` returns an additive ``(1, H, T, S)`` bias
-for the attention scores.
+keys inside attention. :class:`RelativePositionBias` (learned) and :class:`ALiBiBias` (fixed)
+return an additive ``(1, H, T, S)`` bias for the attention scores.
+
+Which kernel each trains on: the learned T5 bias needs a gradient, which PyTorch's CPU flash
+kernel does not compute, so on CPU it trains on the math kernel (a
+:class:`~mfgtx.nn.KernelWarning` says so); on CUDA the memory-efficient kernel takes a bias
+with a gradient. ALiBi's bias is fixed (no gradient), so it keeps the CPU flash kernel; on
+CUDA any explicit bias rules flash out and the memory-efficient kernel runs. Rotary
+positions pass no bias at all and keep flash everywhere.
 """
 
 from __future__ import annotations
@@ -18,10 +25,12 @@ import torch
 from torch import Tensor, nn
 
 __all__ = [
+    "ALiBiBias",
     "LearnedPositionalEmbedding",
     "RelativePositionBias",
     "RotaryEmbedding",
     "SinusoidalPositionalEncoding",
+    "alibi_slopes",
     "sinusoidal_table",
 ]
 
@@ -224,3 +233,57 @@ class RelativePositionBias(nn.Module):
         rel = k_pos[None, :] - q_pos[:, None]  # (T, S)
         bias = self.embedding(self.bucket(rel))  # (T, S, H)
         return bias.permute(2, 0, 1).unsqueeze(0)  # (1, H, T, S)
+
+
+def alibi_slopes(n_heads: int) -> Tensor:
+    """Per-head slopes of ALiBi (Press et al., ICLR 2022), ``(H,)``.
+
+    For ``H`` a power of two the geometric sequence ``2^(-8/H), 2^(-16/H), ..., 2^(-8)``;
+    otherwise the slopes of the largest power of two below ``H`` followed by every other slope
+    of twice that (the paper's rule).
+
+    >>> alibi_slopes(4).tolist()
+    [0.25, 0.0625, 0.015625, 0.00390625]
+    >>> len(alibi_slopes(6)), alibi_slopes(6)[4:].tolist()  # 4 slopes, then 2 of the 8-head set
+    (6, [0.5, 0.125])
+    """
+    _check_positive(n_heads=n_heads)
+
+    def geometric(n: int) -> list[float]:
+        return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
+
+    low = 2 ** math.floor(math.log2(n_heads))
+    slopes = geometric(low) + geometric(2 * low)[0::2][: n_heads - low]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+class ALiBiBias(nn.Module):
+    """Attention with linear biases (ALiBi, Press et al., 2022): ``-slope_h * |key - query|``.
+
+    A fixed bias, no parameters: it needs no gradient, so training keeps PyTorch's CPU flash
+    kernel (which takes a float bias but computes no gradient for it). Causal stacks mask the
+    future anyway, so one symmetric form serves encoders and decoders. Queries are aligned to
+    the last keys, as with a KV cache.
+
+    Args:
+        n_heads: number of heads ``H``.
+
+    Example:
+        >>> bias = ALiBiBias(2)(3, 3)
+        >>> bias.shape, bias[0, 0, 2].tolist()  # head 0 (slope 1/16): last query vs each key
+        (torch.Size([1, 2, 3, 3]), [-0.125, -0.0625, -0.0])
+    """
+
+    def __init__(self, n_heads: int) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
+
+    def forward(self, query_len: int, key_len: int) -> Tensor:
+        """Bias ``(1, H, T, S)``; query ``i`` sits at key position ``i + S - T``."""
+        _check_positive(query_len=query_len, key_len=key_len)
+        device = self.slopes.device
+        q_pos = torch.arange(key_len - query_len, key_len, device=device)
+        k_pos = torch.arange(key_len, device=device)
+        dist = (k_pos[None, :] - q_pos[:, None]).abs().float()  # (T, S)
+        return (-self.slopes[:, None, None] * dist).unsqueeze(0)  # (1, H, T, S)

@@ -21,6 +21,7 @@ from mfgtx.nn.config import TransformerConfig
 from mfgtx.nn.dropout import Dropout
 from mfgtx.nn.init import init_weights
 from mfgtx.nn.positional import (
+    ALiBiBias,
     LearnedPositionalEmbedding,
     RelativePositionBias,
     RotaryEmbedding,
@@ -39,7 +40,7 @@ class StackOutput(NamedTuple):
 
 
 class _Positions(nn.Module):
-    """The positional scheme of a stack: additive, rotary, relative bias or none."""
+    """The positional scheme of a stack: additive, rotary, a score bias (T5 or ALiBi) or none."""
 
     def __init__(self, config: TransformerConfig, *, bidirectional: bool) -> None:
         super().__init__()
@@ -47,6 +48,7 @@ class _Positions(nn.Module):
         self.additive: nn.Module | None = None
         self.rotary: RotaryEmbedding | None = None
         self.relative: RelativePositionBias | None = None
+        self.alibi: ALiBiBias | None = None
         if c.positional == "sinusoidal":
             self.additive = SinusoidalPositionalEncoding(c.d_model, c.max_len)
         elif c.positional == "learned":
@@ -60,12 +62,16 @@ class _Positions(nn.Module):
                 max_distance=c.relative_max_distance,
                 bidirectional=bidirectional,
             )
+        elif c.positional == "alibi":
+            self.alibi = ALiBiBias(c.n_heads)
 
     def add(self, x: Tensor, offset: int) -> Tensor:
         return x if self.additive is None else self.additive(x, offset)
 
     def bias(self, query_len: int, key_len: int) -> Tensor | None:
-        return None if self.relative is None else self.relative(query_len, key_len)
+        if self.relative is not None:
+            return self.relative(query_len, key_len)
+        return None if self.alibi is None else self.alibi(query_len, key_len)
 
 
 def _check_input(name: str, x: Tensor, d_model: int) -> None:

@@ -2,11 +2,11 @@
 
 :class:`LotTimeSplit` splits (scikit-learn splitter protocol), :func:`audit` proves a split —
 ours or one made by hand — free of the usual leaks and returns an :class:`AuditReport` to save
-next to the model.
+next to the model; checks it could not make are listed as not checked, never as passed.
 """
 
 from mfgtx.split.audit import audit
-from mfgtx.split.report import AuditReport, Check, LeakageError
+from mfgtx.split.report import AuditReport, Check, LeakageError, NotChecked
 from mfgtx.split.splitter import LotTimeSplit, PurgeWarning, SplitSets
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "Check",
     "LeakageError",
     "LotTimeSplit",
+    "NotChecked",
     "PurgeWarning",
     "SplitSets",
     "audit",

@@ -107,8 +107,9 @@ def window_times(x: Any, groups: Any = None) -> WindowTimes:
     else:
         raise ValueError(
             f"cannot split {type(x).__name__}: it has no window times; {_WHAT_TO_PASS}. "
-            "With scikit-learn, pass cv=list(LotTimeSplit(...).split(windows)) and your feature "
-            "matrix as X"
+            "With scikit-learn and a feature matrix as X, give the window times as groups "
+            "(cross_val_score(..., groups=times)), bind them (LotTimeSplit(..., "
+            "windows=times)), or pass cv=list(LotTimeSplit(...).split(windows))"
         )
 
     n = len(columns["start"])

@@ -1,9 +1,11 @@
 """Prove a split free of the usual plant leaks: :func:`audit` and its :class:`AuditReport`.
 
-Shape legend: ``N`` windows, ``R`` table rows.
+Shape legend: ``N`` windows, ``R`` table rows, ``K`` folds.
 
-The audit works on any split, ours (:class:`~mfgtx.split.SplitSets`) or one made by hand (a
-mapping of ``"train"``, ``"test"`` and optional ``"val"`` window positions), and checks:
+The audit works on any split, ours or one made by hand: a :class:`~mfgtx.split.SplitSets`, a
+mapping of ``"train"``, ``"test"`` and optional ``"val"`` window positions, a scikit-learn
+style ``(train, test)`` or ``(train, val, test)`` tuple, or the folds of a cross-validation
+(``list(cv.split(X))``, any iterable of such splits). It checks:
 
 1. ``index_disjoint``: no window is in two sets.
 2. ``lot_disjoint``: no lot is in two sets.
@@ -12,25 +14,32 @@ mapping of ``"train"``, ``"test"`` and optional ``"val"`` window positions), and
 4. ``time_order_gap``: validation windows start ``>= max(train end) + gap``; test windows
    start ``>= max(train end) + gap`` and ``>= max(val end) + gap``.
 5. ``label_availability``: training labels are known by the next set's first start,
-   validation labels by the first test start.
-6. ``scaler_train_only`` (with ``scaler``): the scaler saw training rows only.
+   validation labels by the first test start. Without label times it fails only where a
+   window ends after that start (its label cannot be known before it ends), and is otherwise
+   reported as not checked.
+6. ``scaler_train_only``: the scaler's centre and scale are recomputed from the training rows
+   and must match (see :mod:`mfgtx.split._scaler`; its own record of rows is not trusted).
+   Not checked without a scaler.
 7. ``coverage`` (for :class:`~mfgtx.split.SplitSets`): every window is in exactly one of
    train, val, test, purged, unused.
+
+A check that cannot be made is listed in :attr:`AuditReport.not_checked`, never as passed.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from mfgtx.split._scaler import scaler_check
 from mfgtx.split._times import WindowTimes, iso, parse_gap, window_times
-from mfgtx.split.report import AuditReport, Check, LeakageError
+from mfgtx.split.report import AuditReport, Check, LeakageError, NotChecked
 from mfgtx.split.splitter import SplitSets
 
 __all__ = ["audit"]
@@ -39,10 +48,10 @@ logger = logging.getLogger(__name__)
 
 _SETS = ("train", "val", "test")
 _MAX_EXAMPLES = 5
-
-
-class _FittedOnRows(Protocol):
-    def fitted_rows(self) -> np.ndarray: ...
+_NO_SCALER = (
+    "no scaler was given (audit(..., scaler=)): whether the scaling saw training rows only "
+    "was not checked"
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,32 +69,37 @@ class _Split:
 
 def audit(
     X: Any,
-    sets: SplitSets | Mapping[str, Any],
+    sets: Any,
     *,
     gap: Any = None,
-    scaler: _FittedOnRows | None = None,
+    scaler: Any = None,
     strict: bool = True,
 ) -> AuditReport:
     """Check a split for leakage between its sets.
 
     Args:
         X: the windows that were split: a :class:`mfgtx.data.Windows` or a DataFrame with
-            columns ``lot``, ``start``, ``end`` and optionally ``label_time`` (taken as
-            ``end`` when absent).
-        sets: a :class:`~mfgtx.split.SplitSets`, or a mapping with ``"train"``, ``"test"`` and
-            optionally ``"val"`` window positions.
+            columns ``lot``, ``start``, ``end`` and optionally ``label_time`` (without it the
+            label check can only fail, see the module docstring).
+        sets: a :class:`~mfgtx.split.SplitSets`; a mapping with ``"train"``, ``"test"`` and
+            optionally ``"val"`` window positions; a ``(train, test)`` or ``(train, val,
+            test)`` tuple of positions; or an iterable of any of these, one per fold (a
+            scikit-learn cross-validation, ``list(cv.split(X))``).
         gap: the embargo to check (see :class:`~mfgtx.split.LotTimeSplit`); defaults to
             ``sets.gap`` for a :class:`~mfgtx.split.SplitSets`, required otherwise.
-        scaler: a fitted scaler with ``fitted_rows()`` (e.g.
-            :class:`mfgtx.data.SensorScaler`); needs ``X`` to be a ``Windows``.
+        scaler: the fitted scaler (:class:`mfgtx.data.SensorScaler`, scikit-learn
+            ``StandardScaler`` or ``RobustScaler``, or any object with ``mean_``/``scale_``
+            or ``center_``/``scale_``), or one per fold; needs ``X`` to be a ``Windows``.
         strict: raise :class:`LeakageError` if any check fails.
 
     Returns:
-        The :class:`AuditReport`.
+        The :class:`AuditReport`; for several folds, one whose checks pass only if they pass
+        in every fold, with each fold's report in ``folds``.
 
     Raises:
         LeakageError: a check failed and ``strict`` is true.
-        ValueError: bad input (unknown set name, index out of range, no gap, ...).
+        ValueError: bad input (unknown set name, index out of range, no gap, a scaler of an
+            unknown type, ...).
 
     Example:
         >>> import pandas as pd
@@ -100,23 +114,25 @@ def audit(
         ...               strict=False)
         >>> leaky.failed
         ('lot_disjoint', 'time_order_gap', 'label_availability')
+        >>> audit(windows, ([0, 1, 2, 3], [4, 5]), gap="1h").unchecked  # a (train, test) tuple
+        ('label_availability', 'scaler_train_only')
     """
     times = window_times(X)
-    split = _as_split(times, sets, gap)
-    checks = [
-        _index_disjoint(split),
-        _lot_disjoint(split),
-        _no_overlap(split),
-        _time_order_gap(split),
-        _label_availability(split),
-    ]
-    if scaler is not None:
-        checks.append(_scaler_train_only(split, scaler))
-    if isinstance(sets, SplitSets):
-        checks.append(_coverage(split))
-    report = AuditReport(checks=tuple(checks), summary=_summary(split, sets))
+    folds = _folds(sets)
+    if folds is None:
+        report = _audit_split(times, sets, gap, scaler)
+    else:
+        scalers = _scaler_per_fold(scaler, len(folds))
+        report = _combined(
+            [_audit_split(times, f, gap, sc) for f, sc in zip(folds, scalers, strict=True)]
+        )
     if report.passed:
-        logger.info("split audit passed %d checks", len(checks))
+        logger.info(
+            "split audit passed %d checks (%d not checked: %s)",
+            len(report.checks),
+            len(report.not_checked),
+            ", ".join(report.unchecked) or "none",
+        )
     else:
         logger.warning("split audit failed: %s", ", ".join(report.failed))
         if strict:
@@ -124,12 +140,101 @@ def audit(
     return report
 
 
-def _as_split(times: WindowTimes, sets: SplitSets | Mapping[str, Any], gap: Any) -> _Split:
+def _audit_split(times: WindowTimes, sets: Any, gap: Any, scaler: Any) -> AuditReport:
+    split = _as_split(times, sets, gap)
+    checks = [_index_disjoint(split), _lot_disjoint(split), _no_overlap(split)]
+    checks.append(_time_order_gap(split))
+    not_checked = []
+    for result in (
+        _label_availability(split),
+        NotChecked("scaler_train_only", _NO_SCALER)
+        if scaler is None
+        else _scaler_train_only(split, scaler),
+    ):
+        (checks if isinstance(result, Check) else not_checked).append(result)
+    if isinstance(sets, SplitSets):
+        checks.append(_coverage(split))
+    return AuditReport(tuple(checks), _summary(split, sets), not_checked=tuple(not_checked))
+
+
+def _is_positions(value: Any) -> bool:
+    """Whether ``value`` reads as one 1-D array of window positions (or a boolean mask)."""
+    if isinstance(value, SplitSets | Mapping | str | bytes):
+        return False
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # ragged: a (train, test) pair of different lengths
+        return False
+    return arr.ndim == 1 and (arr.size == 0 or arr.dtype.kind in "iubf")
+
+
+def _folds(sets: Any) -> list[Any] | None:
+    """``None`` for one split, else the list of folds (each one split)."""
+    if isinstance(sets, SplitSets | Mapping):
+        return None
+    if isinstance(sets, str | bytes) or not isinstance(sets, Iterable):
+        raise ValueError(
+            "sets must be a SplitSets, a mapping of 'train'/'val'/'test' window positions, a "
+            "(train, test) or (train, val, test) tuple, or an iterable of those (one per fold), "
+            f"found {type(sets).__name__}"
+        )
+    items = list(sets)
+    if items and all(_is_positions(v) for v in items):
+        return None  # one split given as a tuple of position arrays
+    if not items:
+        raise ValueError("sets holds no fold: there is nothing to audit")
+    return items
+
+
+def _scaler_per_fold(scaler: Any, n_folds: int) -> list[Any]:
+    if not isinstance(scaler, Sequence) or isinstance(scaler, str):
+        return [scaler] * n_folds
+    if len(scaler) != n_folds:
+        raise ValueError(f"{len(scaler)} scalers given for {n_folds} folds: give one per fold")
+    return list(scaler)
+
+
+def _combined(reports: list[AuditReport]) -> AuditReport:
+    """One report over ``K`` folds: a check passes only if it passes in every fold."""
+    names = list(dict.fromkeys(c.name for r in reports for c in r.checks))
+    checks = []
+    for name in names:
+        found = [(k, c) for k, r in enumerate(reports) for c in r.checks if c.name == name]
+        bad = [(k, c) for k, c in found if not c.passed]
+        if not bad:
+            detail = f"passed in all {len(found)} folds (fold {found[0][0]}: {found[0][1].detail})"
+            checks.append(Check(name, True, detail))
+            continue
+        detail = f"failed in fold(s) {', '.join(str(k) for k, _ in bad)}: " + "; ".join(
+            f"fold {k}: {c.detail}" for k, c in bad
+        )
+        examples = tuple({"fold": k, **e} for k, c in bad for e in c.examples)
+        checks.append(Check(name, False, detail, examples[:_MAX_EXAMPLES]))
+    not_checked = {}
+    for r in reports:
+        for c in r.not_checked:
+            not_checked.setdefault(c.name, c)
+    first = reports[0].summary
+    summary = {
+        "n_windows": first["n_windows"],
+        "n_folds": len(reports),
+        "gap": first["gap"],
+        "gap_seconds": first["gap_seconds"],
+        "label_time_given": first["label_time_given"],
+    }
+    return AuditReport(
+        tuple(checks), summary, not_checked=tuple(not_checked.values()), folds=tuple(reports)
+    )
+
+
+def _as_split(times: WindowTimes, sets: Any, gap: Any) -> _Split:
     n = len(times)
+    if not isinstance(sets, SplitSets | Mapping):
+        sets = _named(sets)
     if isinstance(sets, SplitSets):
         given = {name: getattr(sets, name) for name in (*_SETS, "purged", "unused")}
         gap_value = sets.gap if gap is None else parse_gap(gap)
-    elif isinstance(sets, Mapping):
+    else:
         unknown = sorted(set(sets) - set(_SETS))
         if unknown or not {"train", "test"} <= set(sets):
             raise ValueError(
@@ -139,11 +244,6 @@ def _as_split(times: WindowTimes, sets: SplitSets | Mapping[str, Any], gap: Any)
             raise ValueError("gap is required to audit a hand-made split, e.g. gap='2h'")
         given = {name: sets.get(name, []) for name in _SETS}
         gap_value = parse_gap(gap)
-    else:
-        raise ValueError(
-            f"sets must be a SplitSets or a mapping of 'train'/'val'/'test' window positions, "
-            f"found {type(sets).__name__}"
-        )
     idx = {name: _positions(name, values, n) for name, values in given.items()}
     for name in ("train", "test"):
         if idx[name].size == 0:
@@ -155,6 +255,22 @@ def _as_split(times: WindowTimes, sets: SplitSets | Mapping[str, Any], gap: Any)
             assigned[idx[name]] = True
         others = {"unassigned": np.flatnonzero(~assigned)}
     return _Split(times, {k: idx[k] for k in _SETS}, others, gap_value)
+
+
+def _named(sets: Any) -> dict[str, Any]:
+    """A ``(train, test)`` or ``(train, val, test)`` tuple as a mapping."""
+    if isinstance(sets, str | bytes) or not isinstance(sets, Iterable):
+        raise ValueError(
+            f"a fold must be a SplitSets, a mapping or a (train, test) tuple, found "
+            f"{type(sets).__name__}"
+        )
+    parts = list(sets)
+    if not all(_is_positions(v) for v in parts) or len(parts) not in (2, 3):
+        raise ValueError(
+            f"a tuple of sets must be (train, test) or (train, val, test) window positions, "
+            f"found {len(parts)} items"
+        )
+    return dict(zip(("train", "test") if len(parts) == 2 else _SETS, parts, strict=True))
 
 
 def _positions(name: str, values: Any, n: int) -> np.ndarray:
@@ -282,64 +398,48 @@ def _time_order_gap(s: _Split) -> Check:
     )
 
 
-def _label_availability(s: _Split) -> Check:
+def _label_availability(s: _Split) -> Check | NotChecked:
+    """With label times: each label known by the next set's start. Without them a label is
+    known at its window's end at the earliest, so only a window ending after that start is
+    certain to fail; nothing can be shown to pass."""
     t, clashes, examples = s.times, [], []
+    known = t.label_time if t.has_label_time else t.end  # without times: the earliest possible
     names = [n for n in _SETS if s.sets[n].size]
     for a, b in itertools.pairwise(names):  # each set against the next one
         first_use = int(t.start[s.sets[b]].min())
-        late = s.sets[a][t.label_time[s.sets[a]] > first_use]
+        late = s.sets[a][known[s.sets[a]] > first_use]
         if late.size:
+            when = (
+                f"with label at {iso(t.label_time[late[0]])}"
+                if t.has_label_time
+                else "which ends after it, so its label cannot be known by then"
+            )
             clashes.append(
                 f"{_windows(late.size)} of {a} with the label known only after the {b} set "
-                f"starts at {iso(first_use)}, e.g. {t.describe(late[0])} with label at "
-                f"{iso(t.label_time[late[0]])}"
+                f"starts at {iso(first_use)}, e.g. {t.describe(late[0])} {when}"
             )
             examples += [
                 t.example(i, set=a, label_needed_by=iso(first_use)) for i in late[:_MAX_EXAMPLES]
             ]
-    source = "" if t.has_label_time else " (no label_time given: labels taken as known at end)"
     if clashes:
+        source = "" if t.has_label_time else " (no label_time given)"
         detail = "; ".join(clashes) + source
         return Check("label_availability", False, detail, tuple(examples[:_MAX_EXAMPLES]))
-    return Check(
-        "label_availability", True, f"every label is known before the next set starts{source}"
-    )
-
-
-def _scaler_train_only(s: _Split, scaler: _FittedOnRows) -> Check:
-    windows = s.times.windows
-    if windows is None:
-        raise ValueError("the scaler check needs X to be a mfgtx.data.Windows (it has rows)")
-    fitted = np.unique(np.asarray(scaler.fitted_rows(), dtype=np.int64))
-    extra = np.setdiff1d(fitted, windows.rows(s.sets["train"]))
-    if not extra.size:
-        detail = f"the scaler was fitted on {fitted.size} rows, all of them training rows"
-        return Check("scaler_train_only", True, detail)
-    parts, examples = [], []
-    covered = np.zeros(extra.size, dtype=bool)
-    for name, idx in {**s.sets, **s.others}.items():
-        if name == "train" or not idx.size:
-            continue
-        starts = windows.row_start[idx]
-        ends = starts + windows.lengths[idx]
-        hits = np.searchsorted(extra, ends) - np.searchsorted(extra, starts)
-        users = idx[hits > 0]
-        if users.size:
-            rows = np.isin(extra, windows.rows(users))
-            covered |= rows
-            lots = list(pd.unique(s.times.lot[users]))
-            parts.append(f"{rows.sum()} covered by {name} windows of lots {_preview(lots)}")
-            examples += [s.times.example(i, set=name) for i in users[:2]]
-    if (~covered).any():
-        parts.append(
-            f"{int((~covered).sum())} covered by no window (e.g. row {extra[~covered][0]})"
+    if not t.has_label_time:
+        return NotChecked(
+            "label_availability",
+            "the windows carry no label times (no 'label_time' column), so when each label "
+            "became known is unknown: no window ends after the next set starts, but that does "
+            "not show the labels were known in time; add label_time to check it",
         )
-    detail = (
-        f"the scaler was fitted on {fitted.size} rows, {extra.size} of them not training rows: "
-        + "; ".join(parts)
-        + ". Refit it with SensorScaler.fit(windows, train)"
-    )
-    return Check("scaler_train_only", False, detail, tuple(examples[:_MAX_EXAMPLES]))
+    return Check("label_availability", True, "every label is known before the next set starts")
+
+
+def _scaler_train_only(s: _Split, scaler: Any) -> Check:
+    if s.times.windows is None:
+        raise ValueError("the scaler check needs X to be a mfgtx.data.Windows (it has rows)")
+    passed, detail, examples = scaler_check(scaler, s.times, {**s.sets, **s.others})
+    return Check("scaler_train_only", passed, detail, examples)
 
 
 def _coverage(s: _Split) -> Check:

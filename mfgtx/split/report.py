@@ -1,8 +1,10 @@
-"""What an audit found: :class:`Check`, :class:`AuditReport` and :class:`LeakageError`.
+"""What an audit found: :class:`Check`, :class:`NotChecked`, :class:`AuditReport`, and
+:class:`LeakageError`.
 
 An :class:`AuditReport` is saved next to every model as JSON (:meth:`AuditReport.to_json`),
 so that anyone can see which lots and times the model was trained, validated and tested on,
-and that the split passed every check of :func:`mfgtx.split.audit`.
+which checks of :func:`mfgtx.split.audit` the split passed, and which could not be made
+(no label times, no scaler): those are listed as not checked, never counted as passed.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AuditReport", "Check", "LeakageError"]
+__all__ = ["AuditReport", "Check", "LeakageError", "NotChecked"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,23 @@ class Check:
 
 
 @dataclass(frozen=True)
+class NotChecked:
+    """A check the audit could not make, and why (never counted as passed).
+
+    Attributes:
+        name: e.g. ``"label_availability"``.
+        reason: what was missing and what to give so that it can be checked.
+    """
+
+    name: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible form."""
+        return {"name": self.name, "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class AuditReport:
     """Result of :func:`audit`, saved next to the model.
 
@@ -48,15 +67,26 @@ class AuditReport:
         checks: every check that ran, in the order of the module docstring.
         summary: per set the number of windows and lots, the lot ids, first start and last
             end (ISO 8601); the gap; the number of purged windows (``None`` for a hand-made
-            split). JSON-compatible.
+            split). With folds: the number of folds and the gap. JSON-compatible.
+        not_checked: the checks that could not be made, each with its reason.
+        folds: for a cross-validation (several folds), each fold's own report; ``checks``
+            then holds each check over all folds (passed only if it passed in every fold).
+
+    Example:
+        >>> report = AuditReport((Check("lot_disjoint", True, "each lot in one set"),), {},
+        ...                      not_checked=(NotChecked("label_availability", "no times"),))
+        >>> report.passed, report.failed, report.unchecked
+        (True, (), ('label_availability',))
     """
 
     checks: tuple[Check, ...]
     summary: dict[str, Any]
+    not_checked: tuple[NotChecked, ...] = ()
+    folds: tuple[AuditReport, ...] = ()
 
     @property
     def passed(self) -> bool:
-        """Whether every check passed."""
+        """Whether every check that was made passed (see :attr:`unchecked` for the rest)."""
         return all(c.passed for c in self.checks)
 
     @property
@@ -64,12 +94,19 @@ class AuditReport:
         """Names of the failed checks."""
         return tuple(c.name for c in self.checks if not c.passed)
 
+    @property
+    def unchecked(self) -> tuple[str, ...]:
+        """Names of the checks that could not be made."""
+        return tuple(c.name for c in self.not_checked)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible form (``json.dumps`` works on it)."""
         return {
             "passed": self.passed,
             "checks": [c.to_dict() for c in self.checks],
+            "not_checked": [c.to_dict() for c in self.not_checked],
             "summary": json.loads(json.dumps(self.summary)),
+            "folds": [f.to_dict() for f in self.folds],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -84,6 +121,7 @@ class LeakageError(ValueError):
         self.report = report
         failed = [c for c in report.checks if not c.passed]
         lines = [f"- {c.name}: {c.detail}" for c in failed]
+        lines += [f"- {c.name}: not checked, {c.reason}" for c in report.not_checked]
         super().__init__(
             f"the split leaks: {len(failed)} of {len(report.checks)} audit checks failed\n"
             + "\n".join(lines)

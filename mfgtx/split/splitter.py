@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mfgtx.data.windows import Windows
 from mfgtx.split._times import WindowTimes, iso, parse_gap, window_times
 
 __all__ = ["LotTimeSplit", "PurgeWarning", "SplitSets"]
@@ -115,9 +116,13 @@ class LotTimeSplit:
     purged: that is intended.
 
     :meth:`split` follows the scikit-learn splitter protocol and yields ``(train, test)``;
-    validation windows are in neither (get them from :meth:`split_sets`). A scikit-learn
-    estimator can use it as ``cv=list(LotTimeSplit(...).split(windows))`` with the window
-    features as ``X``.
+    validation windows are in neither (get them from :meth:`split_sets`). With scikit-learn,
+    ``X`` can be a plain feature matrix (one row per window) when the window times travel
+    in ``groups`` (the :class:`mfgtx.data.Windows`, or a DataFrame with ``lot``, ``start``,
+    ``end`` and optionally ``label_time``: ``cross_val_score(est, X, y, groups=times,
+    cv=LotTimeSplit(...))``) or
+    in the splitter itself (``LotTimeSplit(..., windows=times)``, for ``GridSearchCV(cv=...)``
+    and anything that passes no groups); or pass ``cv=list(LotTimeSplit(...).split(times))``.
 
     Args:
         n_splits: number of folds ``K`` (rolling origin), ``>= 1``.
@@ -127,6 +132,9 @@ class LotTimeSplit:
         gap: embargo between a window's end and the next set's start: anything
             :class:`pandas.Timedelta` accepts (``"2h"``, ``datetime.timedelta``,
             ``numpy.timedelta64``), ``>= 0``; bare numbers other than 0 are refused.
+        windows: the windows to split, bound to the splitter (a :class:`mfgtx.data.Windows`
+            or a DataFrame of window times as below); ``X`` then only has to have one row
+            per window.
 
     Parameters are stored as given and checked when splitting, as in scikit-learn.
 
@@ -156,6 +164,22 @@ class LotTimeSplit:
         >>> sets = next(LotTimeSplit(test_size=1, val_size=1, gap="2h").split_sets(windows))
         >>> print(sets.train, sets.val, sets.test, sets.purged)
         [0 1 2] [4] [6 7] [3 5]
+
+        With scikit-learn, the features are a plain matrix and the times travel in ``groups``
+        or in the splitter:
+
+        >>> import numpy as np
+        >>> from sklearn.linear_model import Ridge
+        >>> from sklearn.model_selection import GridSearchCV, cross_val_score
+        >>> X = np.random.default_rng(0).normal(size=(8, 3))  # one row per window
+        >>> y = X @ np.array([1.0, -2.0, 0.5])
+        >>> scores = cross_val_score(Ridge(), X, y, groups=windows, cv=cv)
+        >>> scores.shape
+        (2,)
+        >>> bound = LotTimeSplit(2, test_size=1, gap="1h", windows=windows)
+        >>> search = GridSearchCV(Ridge(), {"alpha": [0.1, 10.0]}, cv=bound).fit(X, y)
+        >>> search.best_params_
+        {'alpha': 0.1}
     """
 
     def __init__(
@@ -165,15 +189,20 @@ class LotTimeSplit:
         test_size: float | int = 0.2,
         val_size: float | int = 0.0,
         gap: Any = "0s",
+        windows: Any = None,
     ) -> None:
         self.n_splits = n_splits
         self.test_size = test_size
         self.val_size = val_size
         self.gap = gap
+        self.windows = windows
 
     def __repr__(self) -> str:
         names = sorted(("n_splits", "test_size", "val_size", "gap"))  # scikit-learn's order
-        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
+        shown = [f"{n}={getattr(self, n)!r}" for n in names]
+        if self.windows is not None:  # not the whole table: its kind and size
+            shown.append(f"windows=<{type(self.windows).__name__} of {len(self.windows)} windows>")
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     def get_n_splits(self, X: Any = None, y: Any = None, groups: Any = None) -> int:
         """Number of folds. ``X``, ``y`` and ``groups`` are ignored (scikit-learn protocol)."""
@@ -187,10 +216,14 @@ class LotTimeSplit:
 
         Args:
             X: a :class:`mfgtx.data.Windows` or a DataFrame with one row per window and
-                columns ``lot``, ``start``, ``end`` and optionally ``label_time``.
+                columns ``lot``, ``start``, ``end`` and optionally ``label_time``; or, when
+                the times come from ``groups`` or ``windows``, anything with one row per
+                window (a feature matrix).
             y: ignored.
-            groups: lot of each window; if given it must equal ``X``'s lots, and it supplies
-                them when the DataFrame has no ``lot`` column.
+            groups: the window times, as a :class:`mfgtx.data.Windows` or such a DataFrame
+                (scikit-learn passes them on untouched); or the lot of each window, which
+                must equal the lots, and supplies them when the DataFrame has no ``lot``
+                column.
         """
         return iter([(sets.train, sets.test) for sets in self.split_sets(X, groups)])
 
@@ -201,13 +234,32 @@ class LotTimeSplit:
         emptied set raises here, not halfway through a cross-validation.
         """
         n_splits, gap = self._checked_params()
-        times = window_times(X, groups)
+        times = self._times(X, groups)
         rank, lots = _lot_ranks(times)
         n_test, n_val = self._block_sizes(len(lots))
         folds = [_fold(times, rank, lots, k, n_splits, n_test, n_val, gap) for k in range(n_splits)]
         for sets in folds:
             _warn_whole_lots_purged(times, sets)
         return iter(folds)
+
+    def _times(self, X: Any, groups: Any) -> WindowTimes:
+        """The window times: from ``groups`` (a window table), the bound ``windows``, or
+        ``X``; a feature matrix ``X`` must then have one row per window."""
+        if isinstance(groups, Windows):  # scikit-learn hands it on untouched, as a table
+            return _one_row_per_window(X, window_times(groups), "groups")
+        if isinstance(groups, pd.DataFrame):
+            missing = [c for c in ("lot", "start", "end") if c not in groups.columns]
+            if missing:
+                raise ValueError(
+                    f"groups is a DataFrame without column(s) {missing} (found "
+                    f"{list(groups.columns)}): give the window times as groups, one row per "
+                    "window with lot, start, end and optionally label_time"
+                )
+            return _one_row_per_window(X, window_times(groups), "groups")
+        if self.windows is not None:
+            times = window_times(self.windows, groups)
+            return _one_row_per_window(X, times, "the windows bound to the splitter")
+        return window_times(X, groups)
 
     def _checked_params(self) -> tuple[int, pd.Timedelta]:
         n = self.n_splits
@@ -236,6 +288,20 @@ class LotTimeSplit:
                 f"{n_lots}; use fewer folds, smaller test_size/val_size or more lots"
             )
         return n_test, n_val
+
+
+def _one_row_per_window(X: Any, times: WindowTimes, source: str) -> WindowTimes:
+    if X is not None:
+        try:
+            n = X.shape[0] if hasattr(X, "shape") else len(X)
+        except TypeError:
+            n = None
+        if n is not None and n != len(times):
+            raise ValueError(
+                f"X has {n} rows but {source} describe {len(times)} windows: X must hold one "
+                "row per window, in the same order"
+            )
+    return times
 
 
 def _check_size(name: str, size: Any, *, allow_zero: bool) -> None:

@@ -224,6 +224,7 @@ def test_learns_a_noisy_sine_in_seconds_with_honest_intervals(head: str) -> None
     quantiles = (0.1, 0.9) if head == "direct" else ()
     c = cfg(n_channels=1, context_length=48, horizon=12, patch_len=6, stride=6, head=head,
             quantiles=quantiles)  # fmt: skip
+    torch.manual_seed(0)  # the initial weights, whatever ran before in this process
     model = CausalForecaster(c)
     tc = TrainConfig(epochs=20, batch_size=32, lr=5e-3, patience=None, precision="fp32",
                      device="cpu", progress="off")  # fmt: skip
@@ -232,7 +233,12 @@ def test_learns_a_noisy_sine_in_seconds_with_honest_intervals(head: str) -> None
         mse = float(((model(test["x"]) - test["clean"]) ** 2).mean())
     naive = float(((test["x"][:, -1:] - test["clean"]) ** 2).mean())
     assert naive > 1.0  # the last value is a poor forecast of a sine
-    assert mse < 0.06 * naive, (mse, naive)  # about 0.12 (direct) and 0.2 (autoregressive)
+    # mse about 0.12 (direct, 0.03 naive) and 0.33 (autoregressive, 0.08 naive) with these
+    # initial weights; the autoregressive one spans 0.33-0.48 (0.08-0.114 naive) over
+    # initial-weight seeds 0-3. It was 0.2 while teacher forcing normalised every context
+    # position with the whole context's statistics, which hold the steps it predicts (a leak)
+    bound = 0.06 if head == "direct" else 0.12
+    assert mse < bound * naive, (mse, naive, mse / naive)
     if quantiles:  # coverage of the 80 % interval on the test windows
         with torch.no_grad():
             cov = interval_coverage(test["y"], model.predict_quantiles(test["x"]), quantiles)

@@ -175,7 +175,7 @@ def test_cache_is_for_inference_and_checks_layers() -> None:
         ({"d_model": 10, "n_heads": 3}, "d_model=10 is not divisible by n_heads=3"),
         ({"n_layers": 0}, "n_layers must be a positive integer, found 0"),
         ({"dropout": 1.0}, "dropout must be in"),
-        ({"positional": "alibi"}, "positional must be one of"),
+        ({"positional": "xpos"}, "positional must be one of"),
         ({"activation": "swish"}, "activation must be"),
         ({"d_model": 12, "n_heads": 4, "positional": "rotary"}, "even head dim"),
     ],

@@ -88,10 +88,14 @@ def test_gap_defaults_to_the_split_gap_and_can_be_overridden(plant) -> None:
     assert failed_checks(err) == ("time_order_gap",)
 
 
-def test_dataframe_without_label_time_is_audited_with_labels_at_end(plant, to_frame) -> None:
+def test_dataframe_without_label_time_leaves_label_availability_not_checked(
+    plant, to_frame
+) -> None:
     frame = to_frame(plant).drop(columns="label_time")
     report = audit(frame, next(LotTimeSplit(test_size=2).split_sets(frame)))
-    assert report.passed and "no label_time given" in report.checks[4].detail
+    assert report.passed and "label_availability" not in [c.name for c in report.checks]
+    assert report.unchecked == ("label_availability", "scaler_train_only")
+    assert "no label times" in report.not_checked[0].reason
     assert report.summary["label_time_given"] is False
 
 
@@ -169,7 +173,8 @@ def test_scaler_fitted_on_all_rows_vs_on_train_rows(plant) -> None:
     sets = next(LotTimeSplit(test_size=2, val_size=1).split_sets(plant))
     on_all = SensorScaler.fit(plant, np.arange(len(plant)))
     with pytest.raises(
-        LeakageError, match="scaler_train_only: the scaler was fitted on 72 rows, 27 "
+        LeakageError,
+        match=r"scaler_train_only: the SensorScaler \(standard\) records fitting on 72 rows, 27 ",
     ):
         audit(plant, sets, scaler=on_all)
     detail = audit(plant, sets, scaler=on_all, strict=False).checks[5].detail
@@ -230,7 +235,8 @@ def test_leakage_error_lists_every_failure_and_pickles(plant) -> None:
         ({"train": [0.0], "test": [8]}, {"gap": 0}, "integer window positions, found dtype float"),
         ({"train": np.ones(32, bool), "test": [8]}, {"gap": 0}, "boolean mask"),
         ({"train": [0], "test": [8]}, {"gap": "-2h"}, "gap must be a duration >= 0"),
-        ([[0], [8]], {"gap": 0}, "sets must be a SplitSets or a mapping"),
+        ("train", {"gap": 0}, "sets must be a SplitSets, a mapping"),
+        (([0], [4], [6], [8]), {"gap": 0}, r"\(train, test\) or \(train, val, test\).*found 4"),
     ],
 )
 def test_bad_audit_input(plant, sets, kwargs, match) -> None:
