@@ -19,7 +19,7 @@ problem, or ``(N, M)`` rows that sum to 1 (``M == 2`` is binary too).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from numbers import Real
 from types import MappingProxyType
 from typing import NamedTuple
@@ -41,6 +41,7 @@ __all__ = [
     "expected_calibration_error",
     "f1",
     "forecast_metrics",
+    "interval_coverage",
     "log_loss",
     "mae",
     "mse",
@@ -585,3 +586,39 @@ def classification_metrics(
         "ece": expected_calibration_error(t, p),
     }
     return out
+
+
+def interval_coverage(
+    y_true: np.ndarray, bands: np.ndarray, quantiles: Sequence[float]
+) -> dict[str, float]:
+    """How often ``y_true`` falls between the lowest and highest predicted quantile.
+
+    Args:
+        y_true: ``(N, H, C)`` actual values (NaN entries are left out).
+        bands: ``(N, H, C, Q)`` predicted quantiles at ``quantiles`` (ascending).
+        quantiles: the ``Q`` levels; the interval is ``[first, last]``.
+
+    Returns:
+        ``coverage`` (share inside), ``nominal`` (``last - first`` level), ``width`` (mean
+        interval width) and ``n`` (values counted).
+
+    Example:
+        >>> y = np.array([[[0.0], [5.0]]])
+        >>> q = np.array([[[[-1.0, 1.0]], [[-1.0, 1.0]]]])
+        >>> interval_coverage(y, q, (0.1, 0.9))["coverage"]
+        0.5
+    """
+    y, q = np.asarray(y_true, dtype=np.float64), np.asarray(bands, dtype=np.float64)
+    if q.ndim != 4 or q.shape[:3] != y.shape or q.shape[3] != len(quantiles) or len(quantiles) < 2:
+        raise ValueError(
+            f"bands must have shape y_true + (Q={len(quantiles)},) with Q >= 2, found "
+            f"{q.shape} for y_true {y.shape}"
+        )
+    seen = ~np.isnan(y)
+    inside = (y >= q[..., 0]) & (y <= q[..., -1])
+    return {
+        "coverage": float(inside[seen].mean()),
+        "nominal": float(quantiles[-1] - quantiles[0]),
+        "width": float((q[..., -1] - q[..., 0])[seen].mean()),
+        "n": float(seen.sum()),
+    }

@@ -23,6 +23,7 @@ where class 1 is predicted when ``P(class 1) > 0.5``.
 """
 
 from mfgtx.calibration._common import CalibrationWarning
+from mfgtx.calibration.fit import fit_calibration
 from mfgtx.calibration.record import Calibration, class_probabilities
 from mfgtx.calibration.reliability import reliability_curve
 from mfgtx.calibration.temperature import TEMPERATURE_RANGE, TemperatureScaler
@@ -43,5 +44,6 @@ __all__ = [
     "bayes_threshold",
     "choose_threshold",
     "class_probabilities",
+    "fit_calibration",
     "reliability_curve",
 ]

@@ -10,18 +10,23 @@ from mfgtx.data.batches import evaluation_batches, evaluation_loader
 from mfgtx.data.columns import ColumnMap
 from mfgtx.data.dataset import WindowDataset
 from mfgtx.data.errors import DataError, DataWarning
+from mfgtx.data.forecast_dataset import ForecastWindows
+from mfgtx.data.plan import Windowing
 from mfgtx.data.scaling import SensorScaler
-from mfgtx.data.table import SensorTable, read_table
+from mfgtx.data.table import TIME_KIND_WORDS, SensorTable, read_table
 from mfgtx.data.windowing import make_windows
 from mfgtx.data.windows import Windows
 
 __all__ = [
+    "TIME_KIND_WORDS",
     "ColumnMap",
     "DataError",
     "DataWarning",
+    "ForecastWindows",
     "SensorScaler",
     "SensorTable",
     "WindowDataset",
+    "Windowing",
     "Windows",
     "evaluation_batches",
     "evaluation_loader",

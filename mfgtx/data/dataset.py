@@ -30,7 +30,7 @@ class WindowDataset(Dataset):
         scaler: the scaler fitted on the training windows (applied to ``x`` only; ``y`` stays
             in the data's units). Forecast windows whose targets are sensors warn, since the
             model would read scaled values and predict raw ones: use
-            :class:`mfgtx.models.ForecastWindows`, which scales both.
+            :class:`mfgtx.data.ForecastWindows`, which scales both.
         target: ``"float"`` (``y`` as float32 ``(K,)`` or ``(H, K)``), ``"class"`` (``y`` as an
             int64 class id from the first target column) or ``"none"`` (no ``y``).
 
@@ -69,7 +69,7 @@ class WindowDataset(Dataset):
             warnings.warn(
                 "WindowDataset scales x but not y: these forecast windows would have the model "
                 "read scaled sensors and predict them in raw units; use "
-                "mfgtx.models.ForecastWindows, which scales both with the same scaler",
+                "mfgtx.data.ForecastWindows, which scales both with the same scaler",
                 DataWarning,
                 stacklevel=2,
             )

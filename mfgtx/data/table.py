@@ -24,7 +24,14 @@ import pandas as pd
 from mfgtx.data.columns import ColumnMap
 from mfgtx.data.errors import DataError, DataWarning
 
-__all__ = ["SensorTable", "read_table"]
+__all__ = ["TIME_KIND_WORDS", "SensorTable", "read_table"]
+
+#: :attr:`SensorTable.time_kind` in words, for messages.
+TIME_KIND_WORDS = {
+    "utc": "timestamps with a zone offset (e.g. +00:00)",
+    "naive": "timestamps without a zone offset",
+    "number": "numbers as times (cycles or seconds)",
+}
 
 log = logging.getLogger(__name__)
 

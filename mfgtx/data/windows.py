@@ -188,6 +188,19 @@ class Windows:
         limit = self.time_value(t)
         return np.flatnonzero((self.end <= limit) & (self.label_time <= limit))
 
+    def last_per_lot(self, indices: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+        """The last window of each lot among ``indices`` (all windows if ``None``), in lot
+        order: the prediction made as each lot ends (windows of a lot are in time order)."""
+        idx = np.arange(len(self)) if indices is None else np.asarray(indices, dtype=np.int64)
+        lots = self.lot[idx]
+        if len(idx) == 0:
+            return idx
+        last = np.r_[lots[1:] != lots[:-1], True]  # a lot's windows come together
+        out = idx[last]
+        if len(set(lots[last].tolist())) != len(out):  # interleaved: fall back to a lookup
+            out = np.array([idx[np.flatnonzero(lots == lot)[-1]] for lot in pd.unique(lots)])
+        return out.astype(np.int64)
+
     def labelled(self) -> np.ndarray:
         """Indices of the windows with every target value present (not NaN)."""
         if self.y is None:

@@ -6,6 +6,7 @@ next to the model; checks it could not make are listed as not checked, never as 
 """
 
 from mfgtx.split.audit import audit
+from mfgtx.split.plan import SplitPlan
 from mfgtx.split.report import AuditReport, Check, LeakageError, NotChecked
 from mfgtx.split.splitter import LotTimeSplit, PurgeWarning, SplitSets
 
@@ -16,6 +17,7 @@ __all__ = [
     "LotTimeSplit",
     "NotChecked",
     "PurgeWarning",
+    "SplitPlan",
     "SplitSets",
     "audit",
 ]

@@ -41,6 +41,16 @@ class Check:
             "examples": [dict(e) for e in self.examples],
         }
 
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> Check:
+        """Rebuild from :meth:`to_dict`."""
+        return cls(
+            name=str(state["name"]),
+            passed=bool(state["passed"]),
+            detail=str(state.get("detail", "")),
+            examples=tuple(dict(e) for e in state.get("examples", ())),
+        )
+
 
 @dataclass(frozen=True)
 class NotChecked:
@@ -112,6 +122,18 @@ class AuditReport:
     def to_json(self, indent: int | None = 2) -> str:
         """The report as JSON text."""
         return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> AuditReport:
+        """Rebuild from :meth:`to_dict` (``passed`` is recomputed from the checks)."""
+        return cls(
+            checks=tuple(Check.from_dict(c) for c in state.get("checks", ())),
+            summary=dict(state.get("summary") or {}),
+            not_checked=tuple(
+                NotChecked(str(c["name"]), str(c["reason"])) for c in state.get("not_checked", ())
+            ),
+            folds=tuple(cls.from_dict(f) for f in state.get("folds", ())),
+        )
 
 
 class LeakageError(ValueError):

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from mfgtx.artifacts import load_bundle, save_bundle
-from mfgtx.models import CausalForecaster, ForecasterConfig, interval_coverage
+from mfgtx.metrics import interval_coverage
+from mfgtx.models import CausalForecaster, ForecasterConfig
 from mfgtx.models.revin import denormalize, instance_stats, normalize
 from mfgtx.train import TrainConfig, fit
+from tests.bundles import load as load_bundle
+from tests.bundles import save as save_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -442,8 +444,8 @@ def _lot_windows(n_lots: int = 6, rows: int = 60):
 
 
 def test_rolling_backtest_scores_every_test_window_with_a_train_only_scaler() -> None:
+    from mfgtx.backtest import rolling_backtest
     from mfgtx.baselines import Naive
-    from mfgtx.models import rolling_backtest
     from mfgtx.split import LotTimeSplit
 
     w = _lot_windows()
