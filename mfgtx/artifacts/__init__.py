@@ -20,19 +20,24 @@ configures a signing key (``MFGTX_BUNDLE_KEY_FILE`` or ``MFGTX_BUNDLE_KEY``): bu
 then signed when written (``signature.hmac``) and refused everywhere unless signed with it
 (:func:`sign_bundle` signs a released one).
 
-``manifest.json`` keys: ``format`` (``"mfgtx.bundle"``), ``format_version`` (2),
+``manifest.json`` keys: ``format`` (``"mfgtx.bundle"``), ``format_version`` (3),
 ``created_utc``, ``versions`` (mfgtx, torch, safetensors, python), ``model`` (registered
 ``class`` name, ``config_class``, ``config``, tied-tensor ``aliases``, ``parameters``),
 ``precision``, ``files``, and the optional objects (or null) ``data_schema``, ``scaler``,
 ``split``, ``audit``, ``metrics``, ``baseline_metrics``, ``train_config``, ``calibration``
 (temperature and operating threshold, see :class:`~mfgtx.calibration.Calibration`),
-``extra``. Version 1 bundles (the same without ``calibration``) still load. A bundle with
+``extra``, ``kind`` (the model kind of :mod:`mfgtx.kinds` that wrote it, or null) and
+``input_spec`` (that kind's versioned input specification, or null). Versions 1 and 2 (the
+same without ``calibration``, and without ``kind`` and ``input_spec``) still load. A bundle with
 another format version, with another top-level key set, or written by a newer major mfgtx is
 refused. ``bundle_id`` is the sha256 of ``manifest.json``.
 
-Models are rebuilt only from classes registered with :func:`register_model`: a bundleable
-model is an ``nn.Module`` built as ``cls(config)``, the argument annotated with its frozen
-config dataclass, which is stored as JSON and rebuilt field by field.
+Models are rebuilt only from classes the program names: those given to
+:func:`load_bundle` in ``classes`` (:func:`mfgtx.load` gives mfgtx's own models) or
+registered with :func:`register_model` (a program's own models). This package names no
+model. A bundleable model is an ``nn.Module`` built as ``cls(config)``, the argument
+annotated with its frozen config dataclass, which is stored as JSON and rebuilt field by
+field.
 
 Typical use::
 

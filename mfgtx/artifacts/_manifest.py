@@ -17,7 +17,7 @@ from typing import Any
 import safetensors
 import torch
 
-import mfgtx
+from mfgtx._version import __version__
 from mfgtx.artifacts.errors import BundleError
 
 __all__ = [
@@ -34,8 +34,9 @@ __all__ = [
 ]
 
 FORMAT = "mfgtx.bundle"
-FORMAT_VERSION = 2
-# what each readable version holds: version 2 added the "calibration" section
+FORMAT_VERSION = 3
+# what each readable version holds: version 2 added the "calibration" section, version 3
+# the model "kind" (its name in mfgtx.kinds, or null) and its versioned "input_spec"
 MANIFEST_FILE = "manifest.json"
 CHECKSUM_FILE = "checksum.sha256"
 WEIGHTS_FILE = "weights.safetensors"
@@ -56,7 +57,7 @@ _KEYS = frozenset(
     {"format", "format_version", "created_utc", "versions", "model", "precision", "files"}
     | set(SECTIONS)
 )
-_KEYS_BY_VERSION = {1: _KEYS - {"calibration"}, 2: _KEYS}
+_KEYS_BY_VERSION = {1: _KEYS - {"calibration"}, 2: _KEYS, 3: _KEYS | {"kind", "input_spec"}}
 _MODEL_KEYS = frozenset({"class", "config_class", "config", "aliases", "parameters"})
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -64,7 +65,7 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 def versions() -> dict[str, str]:
     """Versions of the software writing a bundle."""
     return {
-        "mfgtx": mfgtx.__version__,
+        "mfgtx": __version__,
         "torch": str(torch.__version__),
         "safetensors": safetensors.__version__,
         "python": platform.python_version(),
@@ -105,7 +106,7 @@ def check_manifest(manifest: Any, file: Path) -> None:
         raise _fail(
             file,
             f"bundle format version {version!r} is not supported (this mfgtx "
-            f"{mfgtx.__version__} reads versions {sorted(_KEYS_BY_VERSION)}){hint}",
+            f"{__version__} reads versions {sorted(_KEYS_BY_VERSION)}){hint}",
         )
     keys = _KEYS_BY_VERSION[version]
     missing, unknown = sorted(keys - set(manifest)), sorted(set(manifest) - keys)
@@ -114,13 +115,14 @@ def check_manifest(manifest: Any, file: Path) -> None:
             file,
             f"manifest keys do not match format {version}: missing {missing}, unknown {unknown}",
         )
-    manifest.setdefault("calibration", None)  # version 1 bundles have none
+    for key in ("calibration", "kind", "input_spec"):  # not in bundles of earlier versions
+        manifest.setdefault(key, None)
     written = manifest["versions"].get("mfgtx") if isinstance(manifest["versions"], dict) else None
-    if _major(written, file) > _major(mfgtx.__version__, file):
+    if _major(written, file) > _major(__version__, file):
         raise _fail(
             file,
             f"written by mfgtx {written}, a newer major version than this mfgtx "
-            f"{mfgtx.__version__}; upgrade mfgtx to load it",
+            f"{__version__}; upgrade mfgtx to load it",
         )
     model = manifest["model"]
     if not isinstance(model, dict) or set(model) != _MODEL_KEYS:
@@ -128,9 +130,11 @@ def check_manifest(manifest: Any, file: Path) -> None:
         raise _fail(file, f"'model' must have keys {sorted(_MODEL_KEYS)}, found {found}")
     if not isinstance(model["class"], str) or not isinstance(model["config"], dict):
         raise _fail(file, "'model' needs a class name (text) and a config (object)")
-    for key in SECTIONS:
+    for key in (*SECTIONS, "input_spec"):
         if manifest.get(key) is not None and not isinstance(manifest[key], dict):
             raise _fail(file, f"{key!r} must be an object or null, found {manifest[key]!r}")
+    if manifest["kind"] is not None and not isinstance(manifest["kind"], str):
+        raise _fail(file, f"'kind' must be text or null, found {manifest['kind']!r}")
     if manifest["precision"] is not None and not isinstance(manifest["precision"], str):
         raise _fail(file, f"'precision' must be text or null, found {manifest['precision']!r}")
     _check_files(manifest["files"], file)

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import logging
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -72,11 +73,21 @@ class Bundle:
     calibration: Calibration | None
     bundle_id: str
 
+    @property
+    def kind(self) -> str | None:
+        """The model kind (:mod:`mfgtx.kinds`) that wrote the bundle, or ``None``."""
+        return self.manifest.get("kind")
 
-def _model_name_and_config(model: nn.Module) -> tuple[str, Any, dict[str, Any]]:
-    """Registered name, config and config JSON of ``model``; refuses what cannot reload."""
+    @property
+    def input_spec(self) -> dict[str, Any] | None:
+        """The raw input specification the kind saved (read by :mod:`mfgtx.kinds`)."""
+        return self.manifest.get("input_spec")
+
+
+def _model_name_and_config(model: nn.Module, name: str | None) -> tuple[str, Any, dict[str, Any]]:
+    """Name, config and config JSON of ``model``; refuses what cannot reload."""
     cls = type(model)
-    name = _name_of(cls)
+    name = name or _name_of(cls)
     if name is None:
         raise TypeError(
             f"{cls.__module__}.{cls.__qualname__} is not a registered model class; decorate it "
@@ -131,14 +142,18 @@ def save_bundle(
     calibration: Calibration | None = None,
     precision: str | torch.dtype | None = None,
     extra: Any = None,
+    kind: str | None = None,
+    input_spec: Any = None,
+    model_name: str | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Write ``model`` and what is needed to use and trust it as a bundle directory.
 
     Args:
         path: the bundle directory to create (its parent is created if needed).
-        model: an instance of a class registered with :func:`register_model`, built as
-            ``cls(config)`` from the frozen dataclass in ``model.config``.
+        model: an instance of a class registered with :func:`register_model` (or named by
+            ``model_name``), built as ``cls(config)`` from the frozen dataclass in
+            ``model.config``.
         data_schema: the column mapping (e.g. a :class:`~mfgtx.data.ColumnMap`) or any dict.
         scaler: a :class:`~mfgtx.data.SensorScaler` (or anything whose ``to_dict()`` gives its
             state).
@@ -148,6 +163,10 @@ def save_bundle(
             calibration: a classifier's :class:`~mfgtx.calibration.Calibration`;
             extra: anything else. Each is a dict, a dataclass or has ``to_dict()``, and must
             be strict JSON (no NaN: store ``None``).
+        kind, input_spec: the model kind of :mod:`mfgtx.kinds` that wrote the bundle and its
+            versioned input specification (what the model reads, and how).
+        model_name: the name the manifest gives the model class (default: the name it was
+            registered under with :func:`register_model`).
         precision: the training precision, e.g. ``"bf16-autocast"`` or ``torch.float32``.
         overwrite: replace an existing bundle at ``path`` (never anything else).
 
@@ -212,8 +231,10 @@ def save_bundle(
         raise TypeError(f"precision must be text or a torch.dtype, found {precision!r}")
     key = _signing.signing_key()  # a plant's signing key: every bundle written is signed
     with _atomic.staged_directory(target, overwrite=overwrite, marker=MANIFEST_FILE) as staging:
-        name, config, config_data = _model_name_and_config(model)
+        name, config, config_data = _model_name_and_config(model, model_name)
         manifest: dict[str, Any] = {key: _section(key, value) for key, value in sections.items()}
+        manifest["kind"] = kind
+        manifest["input_spec"] = _section("input_spec", input_spec)
         weights, aliases = _weights.to_safetensors(model)
         manifest |= {
             "format": FORMAT,
@@ -358,15 +379,22 @@ def verify_bundle(path: str | PathLike[str]) -> dict[str, Any]:
     }
 
 
-def load_bundle(path: str | PathLike[str], *, map_location: str | torch.device = "cpu") -> Bundle:
+def load_bundle(
+    path: str | PathLike[str],
+    *,
+    classes: Mapping[str, type[nn.Module]] | None = None,
+    map_location: str | torch.device = "cpu",
+) -> Bundle:
     """Verify a bundle, then rebuild its model from its registered class and config.
 
     Nothing is deserialised before its checksum is verified, and nothing named in the
-    manifest is imported: the model class must be registered (:func:`register_model`) by the
-    running program.
+    manifest is imported: the model class must be given in ``classes`` or registered
+    (:func:`register_model`) by the running program. (:func:`mfgtx.load` gives mfgtx's own
+    model classes.)
 
     Args:
         path: the bundle directory.
+        classes: model classes by the name a manifest gives them (looked up first).
         map_location: the device to put the model on.
 
     Returns:
@@ -381,14 +409,17 @@ def load_bundle(path: str | PathLike[str], *, map_location: str | torch.device =
     root, manifest = Path(path), verified.manifest
     manifest_file = root / MANIFEST_FILE
     name = manifest["model"]["class"]
-    if name.startswith("mfgtx.") and _lookup(name) is None:
-        import mfgtx.models  # noqa: F401  (registers mfgtx's own models in a fresh process)
-    cls = _lookup(name)
+    cls = (classes or {}).get(name) or _lookup(name)
     if cls is None:
+        hint = (
+            "load it with mfgtx.load()"
+            if name.startswith("mfgtx.")
+            else "import the module that defines it (with @register_model) before loading"
+        )
+        known = sorted({*(classes or {}), *registered_models()})
         raise BundleError(
-            f"{manifest_file}: model class {name!r} is not registered in this program; import "
-            "the module that defines it (with @register_model) before loading. Registered: "
-            f"{sorted(registered_models())}",
+            f"{manifest_file}: model class {name!r} is not known to this program; {hint}. "
+            f"Known: {known}",
             file=manifest_file,
         )
     try:

@@ -14,12 +14,15 @@ Typical use::
     check.sentence()   # "masking the 10% most-attended ... moved ... by X; random ... Y +/- Z"
 """
 
-from mfgtx.explain import forecast as _forecast  # noqa: F401  (registers CausalForecaster)
-from mfgtx.explain import sensor as _sensor  # noqa: F401  (registers SensorEncoder)
-from mfgtx.explain import vit as _vit  # noqa: F401  (registers DefectViT)
-from mfgtx.explain.deletion import DeletionResult, deletion_test, run_deletion
+from mfgtx.explain.deletion import DeletionResult, run_deletion
+from mfgtx.explain.dispatch import (
+    attention_maps,
+    deletion_test,
+    register_deleter,
+    register_explainer,
+)
 from mfgtx.explain.figures import attention_figure, deletion_figure, query_key_figure
-from mfgtx.explain.maps import AttentionMaps, attention_maps, register_explainer
+from mfgtx.explain.maps import AttentionMaps
 from mfgtx.explain.notice import KIND, NOTICE, SHORT_NOTICE
 from mfgtx.explain.overlap import OverlapScore, overlap_score
 from mfgtx.explain.rollout import attention_rollout
@@ -38,6 +41,7 @@ __all__ = [
     "deletion_test",
     "overlap_score",
     "query_key_figure",
+    "register_deleter",
     "register_explainer",
     "run_deletion",
 ]

@@ -19,9 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from mfgtx.explain._registry import Registry
-
-__all__ = ["DeletionResult", "deletion_test", "register_deleter", "run_deletion"]
+__all__ = ["DeletionResult", "run_deletion"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,39 +146,3 @@ def run_deletion(
     return DeletionResult(
         fraction, unit, score_name, k, attended.float(), torch.stack(draws).float()
     )
-
-
-_DELETERS = Registry("deletion test")
-
-#: Register ``fn(model, inputs, importance, valid, **kwargs) -> DeletionResult``.
-register_deleter = _DELETERS.register
-
-
-@torch.no_grad()
-def deletion_test(
-    model: torch.nn.Module,
-    inputs: Tensor,
-    maps: Any,
-    *,
-    which: str = "rollout",
-    layer: int = -1,
-    **kwargs: Any,
-) -> DeletionResult:
-    """Deletion test of a model's attention map (see :func:`run_deletion`).
-
-    Args:
-        model: the model the maps came from.
-        inputs: the same inputs.
-        maps: its :class:`~mfgtx.explain.AttentionMaps`.
-        which: rank tokens by the ``"rollout"`` or by one ``"layer"``'s head-mean weights.
-        layer: that layer (default: the last).
-        **kwargs: ``fraction``, ``n_random``, ``seed``, and model options (``mask=`` for
-            the sensor encoder, ``target=`` output or class to watch).
-    """
-    if which == "rollout":
-        importance = maps.rollout
-    elif which == "layer":
-        importance = maps.head_mean(layer)
-    else:
-        raise ValueError(f"which must be 'rollout' or 'layer', found {which!r}")
-    return _DELETERS.call(model, inputs, importance, maps.key_mask, **kwargs)

@@ -13,12 +13,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from mfgtx.explain._registry import observed_of, unobserve_spans
-from mfgtx.explain.deletion import DeletionResult, register_deleter, run_deletion
-from mfgtx.explain.maps import AttentionMaps, register_explainer, summary_query
+from mfgtx.explain._tokens import observed_of, unobserve_spans
+from mfgtx.explain.deletion import DeletionResult, run_deletion
+from mfgtx.explain.maps import AttentionMaps, summary_query
 from mfgtx.models import CausalForecaster
 
-__all__: list[str] = []
+__all__ = ["deletion", "maps"]
 
 
 def _spans(model: CausalForecaster) -> Tensor:
@@ -28,8 +28,7 @@ def _spans(model: CausalForecaster) -> Tensor:
     return torch.stack([starts, starts + P], dim=1)  # (M, 2)
 
 
-@register_explainer(CausalForecaster)
-def _maps(model: CausalForecaster, past: Tensor, observed: Tensor | None = None) -> AttentionMaps:
+def maps(model: CausalForecaster, past: Tensor, observed: Tensor | None = None) -> AttentionMaps:
     c = model.config
     pred, weights = model.forward_with_attention(past, observed)
     B = past.shape[0]
@@ -50,8 +49,7 @@ def _maps(model: CausalForecaster, past: Tensor, observed: Tensor | None = None)
     )
 
 
-@register_deleter(CausalForecaster)
-def _deletion(
+def deletion(
     model: CausalForecaster,
     past: Tensor,
     importance: Tensor,

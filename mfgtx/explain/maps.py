@@ -16,11 +16,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from mfgtx.explain._registry import Registry
 from mfgtx.explain.notice import KIND, NOTICE
 from mfgtx.explain.rollout import attention_rollout
 
-__all__ = ["AttentionMaps", "attention_maps", "register_explainer"]
+__all__ = ["AttentionMaps", "summary_query"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,30 +123,3 @@ def summary_query(
     else:
         raise ValueError(f"how must be 'cls', 'mean' or 'last', found {how!r}")
     return rows[..., first:], roll[..., first:], full
-
-
-_EXPLAINERS = Registry("attention maps")
-
-#: Register ``fn(model, inputs, **kwargs) -> AttentionMaps`` for a model class.
-register_explainer = _EXPLAINERS.register
-
-
-@torch.no_grad()
-def attention_maps(model: torch.nn.Module, inputs: Tensor, **kwargs: Any) -> AttentionMaps:
-    """Attention maps and predictions of a trained mfgtx model, in one pass.
-
-    The model is neither rebuilt nor changed: the same weights run once on the explicit
-    attention path (the fused kernel returns no weights), in eval mode, and the predictions
-    in the result equal ``model(inputs)`` to float rounding. Ordinary inference keeps the
-    fused kernel.
-
-    Args:
-        model: a :class:`~mfgtx.models.SensorEncoder`, :class:`~mfgtx.models.DefectViT` or
-            :class:`~mfgtx.models.CausalForecaster` (any registered model class).
-        inputs: what the model's ``forward`` takes first (windows or images).
-        **kwargs: passed on, e.g. ``mask=`` (observed values) for the sensor encoder.
-
-    Returns:
-        :class:`AttentionMaps` (``kind == "non-causal diagnostic"``).
-    """
-    return _EXPLAINERS.call(model, inputs, **kwargs)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from mfgtx.explain._registry import observed_of, unobserve_spans
-from mfgtx.explain.deletion import DeletionResult, register_deleter, run_deletion
-from mfgtx.explain.maps import AttentionMaps, register_explainer, summary_query
+from mfgtx.explain._tokens import observed_of, unobserve_spans
+from mfgtx.explain.deletion import DeletionResult, run_deletion
+from mfgtx.explain.maps import AttentionMaps, summary_query
 from mfgtx.models import SensorEncoder
 
-__all__: list[str] = []
+__all__ = ["deletion", "maps"]
 
 
 def _spans(model: SensorEncoder, length: int) -> Tensor | None:
@@ -36,8 +36,7 @@ def _axis(model: SensorEncoder) -> str:
     return "time step" if c.patch_len == 1 else "patch"
 
 
-@register_explainer(SensorEncoder)
-def _maps(model: SensorEncoder, x: Tensor, mask: Tensor | None = None) -> AttentionMaps:
+def maps(model: SensorEncoder, x: Tensor, mask: Tensor | None = None) -> AttentionMaps:
     c = model.config
     pred, weights, key_mask = model.forward_with_attention(x, mask)
     if c.channel_independent:  # per-sensor maps, averaged over the sensors
@@ -59,8 +58,7 @@ def _maps(model: SensorEncoder, x: Tensor, mask: Tensor | None = None) -> Attent
     )
 
 
-@register_deleter(SensorEncoder)
-def _deletion(
+def deletion(
     model: SensorEncoder,
     x: Tensor,
     importance: Tensor,

@@ -14,15 +14,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from mfgtx.explain.deletion import DeletionResult, register_deleter, run_deletion
-from mfgtx.explain.maps import AttentionMaps, register_explainer, summary_query
+from mfgtx.explain.deletion import DeletionResult, run_deletion
+from mfgtx.explain.maps import AttentionMaps, summary_query
 from mfgtx.models import DefectViT
 
-__all__: list[str] = []
+__all__ = ["deletion", "maps"]
 
 
-@register_explainer(DefectViT)
-def _maps(model: DefectViT, images: Tensor) -> AttentionMaps:
+def maps(model: DefectViT, images: Tensor) -> AttentionMaps:
     c = model.config
     logits, weights = model.forward_with_attention(images)
     B, H, W = images.shape[0], images.shape[-2], images.shape[-1]
@@ -46,8 +45,7 @@ def _maps(model: DefectViT, images: Tensor) -> AttentionMaps:
     )
 
 
-@register_deleter(DefectViT)
-def _deletion(
+def deletion(
     model: DefectViT,
     images: Tensor,
     importance: Tensor,

@@ -52,6 +52,7 @@ from mfgtx.images.masks import (
 )
 from mfgtx.images.records import IMAGE_SUFFIXES, ImageRecords
 from mfgtx.images.scores import ImageScores, image_scores
+from mfgtx.images.sources import iter_image_files, read_listed
 from mfgtx.images.split import DuplicateWarning, ImageSplit, duplicate_groups, split_images
 from mfgtx.images.tiles import TileBatch, TileSpec, cut_tiles, iter_tiles, tile_index
 
@@ -87,6 +88,7 @@ __all__ = [
     "defect_classes",
     "duplicate_groups",
     "image_scores",
+    "iter_image_files",
     "iter_tiles",
     "label_tiles",
     "load_images",
@@ -97,6 +99,7 @@ __all__ = [
     "read_image_file",
     "read_images",
     "read_labelme",
+    "read_listed",
     "read_mask",
     "read_zip_member",
     "split_images",

@@ -35,7 +35,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mfgtx.artifacts import register_model
 from mfgtx.models.forecaster_config import ForecasterConfig
 from mfgtx.models.forecaster_inputs import checked_covariates, observed_mask
 from mfgtx.models.revin import (
@@ -70,7 +69,6 @@ class _Series(NamedTuple):
     context: _Context | None  # causal RevIN of the context tokens, autoregressive head only
 
 
-@register_model(name="mfgtx.CausalForecaster")
 class CausalForecaster(nn.Module):
     """Decoder-only patch Transformer: direct or autoregressive multi-step forecasts.
 

@@ -26,7 +26,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mfgtx.artifacts import register_model
 from mfgtx.nn import Encoder, StackOutput, TransformerConfig, init_weights
 
 __all__ = ["MaskedPretraining", "SensorEncoder", "SensorEncoderConfig"]
@@ -176,7 +175,6 @@ def _token_width(c: SensorEncoderConfig) -> int:
     return c.patch_len * (1 if c.channel_independent else c.n_channels)
 
 
-@register_model(name="mfgtx.SensorEncoder")
 class SensorEncoder(nn.Module):
     """Transformer encoder over sensor windows with a regression or classification head.
 

@@ -30,7 +30,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mfgtx.artifacts import register_model
 from mfgtx.nn import Encoder, TransformerConfig, init_weights
 
 __all__ = ["DefectSizeWarning", "DefectViT", "ViTConfig", "resized_defect_px"]
@@ -256,7 +255,6 @@ def _drop_path(update: Tensor, p: float, training: bool) -> Tensor:
     return update * keep.to(update.dtype) / (1.0 - p)
 
 
-@register_model(name="mfgtx.DefectViT")
 class DefectViT(nn.Module):
     """Vision Transformer classifying defect image patches.
 

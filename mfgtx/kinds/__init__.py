@@ -1,0 +1,102 @@
+"""mfgtx.kinds: one module per model kind, and :func:`load`, the one way to use a bundle.
+
+A kind is the only place that knows its model exists: its job-file section, its frozen
+input specification (saved in the bundle), how it is built from data, trained, calibrated
+and compared with baselines, how its bundle is read, and how it predicts.
+
+======== ============================== ================= ==========================
+kind     model                          job-file section  input
+======== ============================== ================= ==========================
+sensor   :class:`~mfgtx.models.SensorEncoder`  ``model``   sensor rows (lot quality, RUL)
+forecast :class:`~mfgtx.models.CausalForecaster` ``forecast`` sensor rows
+vit      :class:`~mfgtx.models.DefectViT`      ``vit``     images
+======== ============================== ================= ==========================
+
+Example:
+    >>> import mfgtx
+    >>> predictor = mfgtx.load("runs/sample/models/sample_quality")  # doctest: +SKIP
+    >>> predictor.predict(frame_of_sensor_rows)                       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mfgtx.artifacts import Bundle, BundleError, load_bundle
+from mfgtx.kinds._base import Fitted, Kind, Predictor, Scored, SplitWindows, split_windows
+from mfgtx.kinds.forecast import FORECAST, ForecastPredictor, ForecastSection, ForecastSpec
+from mfgtx.kinds.sensor import SENSOR, SensorPredictor, SensorSection, SensorSpec
+from mfgtx.kinds.vit import VIT, ImagesSection, VitPredictor, VitSection, VitSpec
+
+__all__ = [
+    "FORECAST",
+    "KINDS",
+    "MODEL_CLASSES",
+    "SENSOR",
+    "VIT",
+    "Fitted",
+    "ForecastPredictor",
+    "ForecastSection",
+    "ForecastSpec",
+    "ImagesSection",
+    "Kind",
+    "Predictor",
+    "Scored",
+    "SensorPredictor",
+    "SensorSection",
+    "SensorSpec",
+    "SplitWindows",
+    "VitPredictor",
+    "VitSection",
+    "VitSpec",
+    "kind_of",
+    "load",
+    "split_windows",
+]
+
+#: The model kinds, by the name ``mfgtx train NAME`` takes.
+KINDS: dict[str, Kind] = {k.name: k for k in (SENSOR, FORECAST, VIT)}
+
+#: mfgtx's model classes by the name bundle manifests give them.
+MODEL_CLASSES = {k.model_name: k.model_class for k in KINDS.values()}
+
+
+def kind_of(bundle: Bundle) -> Kind:
+    """The kind that wrote ``bundle`` (or, for a bundle of an earlier layout, the kind of
+    its model class).
+
+    Raises:
+        BundleError: the bundle holds no model of an mfgtx kind.
+    """
+    if bundle.kind is not None:
+        if bundle.kind not in KINDS:
+            raise BundleError(
+                f"{bundle.path} is a {bundle.kind!r} bundle, which this mfgtx does not know "
+                f"(kinds: {sorted(KINDS)}); upgrade mfgtx",
+                file=bundle.path,
+            )
+        return KINDS[bundle.kind]
+    name = bundle.manifest["model"]["class"]
+    for kind in KINDS.values():
+        if kind.model_name == name:
+            return kind
+    raise BundleError(
+        f"{bundle.path} holds a {name!r} model, not one of mfgtx's kinds; load it with "
+        "mfgtx.artifacts.load_bundle",
+        file=bundle.path,
+    )
+
+
+def load(path: str | Path, *, map_location: str = "cpu") -> Predictor:
+    """The :class:`Predictor` of the bundle at ``path``, verified, ready to predict.
+
+    ``predict(frame or images)`` returns exactly the rows ``mfgtx score`` writes for the
+    same input; ``explain(...)`` the attention maps of :mod:`mfgtx.explain` with their
+    deletion test; ``report``, ``audit`` and ``input_spec`` what the bundle records.
+
+    Raises:
+        BundleError: the bundle is missing, damaged, unsigned where a key is configured, or
+            lacks the input specification its model needs.
+    """
+    bundle = load_bundle(path, classes=MODEL_CLASSES, map_location=map_location)
+    return kind_of(bundle).predictor(bundle)

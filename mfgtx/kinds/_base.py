@@ -1,0 +1,347 @@
+"""What every model kind shares: the trained result, the predictor, splitting and reporting.
+
+A *kind* (:mod:`mfgtx.kinds.sensor`, :mod:`~mfgtx.kinds.forecast`, :mod:`~mfgtx.kinds.vit`)
+is the one place that knows its model: its job-file section, its input specification, how
+it is built from data, trained, calibrated and compared, how its bundle is written and read,
+and how it predicts a frame of rows or a set of images. The :class:`Predictor` of a bundle is
+what ``mfgtx score``, ``mfgtx evaluate``, the dashboard and a Python user all call.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from mfgtx.artifacts import Bundle, BundleError
+from mfgtx.baselines import EvaluationReport
+from mfgtx.data import DataError, SensorScaler, Windows
+from mfgtx.split import AuditReport, SplitPlan, SplitSets, audit
+
+__all__ = [
+    "Fitted",
+    "Kind",
+    "Predictor",
+    "Scored",
+    "SplitWindows",
+    "Trained",
+    "error_row",
+    "split_windows",
+    "time_text",
+]
+
+log = logging.getLogger("mfgtx.kinds")
+
+
+def time_text(values: np.ndarray) -> list[str]:
+    """Window times as text: ISO 8601 (UTC) for timestamps, the number for cycles."""
+    if np.issubdtype(values.dtype, np.datetime64):
+        return [t.isoformat() for t in pd.to_datetime(values, utc=True)]
+    return [repr(float(v)) for v in values]
+
+
+def error_row(
+    lot: object, err: Exception, positions: pd.DataFrame | None = None
+) -> dict[str, object]:
+    """An errors-file row (``lot``, ``file``, ``line``, ``column``, ``reason``) for ``err``.
+
+    ``positions`` holds the ``file`` and ``line`` of each input row the error's ``row``
+    counts in; the reason then names the file and its line (a CSV line as a spreadsheet
+    shows it) instead of the row of a DataFrame.
+    """
+    row = getattr(err, "row", None)
+    file = line = None
+    reason = str(err)
+    if positions is not None and row is not None and row < len(positions):
+        file, line = str(positions["file"].iloc[row]), int(positions["line"].iloc[row])
+        unit = "line" if file.lower().endswith((".csv", ".csv.gz", ".txt", ".tsv")) else "row"
+        reason = re.sub(r"^DataFrame row \d+", f"{file} {unit} {line}", reason)
+    return {
+        "lot": None if lot is None else str(lot),
+        "file": file,
+        "line": line,
+        "column": getattr(err, "column", None),
+        "reason": reason,
+    }
+
+
+# --------------------------------------------------------------------------- splitting
+
+
+@dataclass(frozen=True)
+class SplitWindows:
+    """Windows split by lot and time, with the training-only scaler and the audit.
+
+    Attributes:
+        windows: every window.
+        sets: the split (train / val / test / purged).
+        scaler: fitted on the training windows only.
+        report: the split audit (it passed, or :func:`split_windows` raised).
+        val, test: the windows the model is judged on (every window, or each lot's last one
+            with ``evaluate_on: last_per_lot``).
+    """
+
+    windows: Windows
+    sets: SplitSets
+    scaler: SensorScaler
+    report: AuditReport
+    val: np.ndarray
+    test: np.ndarray
+
+    @property
+    def counts(self) -> dict[str, int]:
+        s = self.sets
+        return {
+            "train": len(s.train),
+            "val": len(s.val),
+            "test": len(self.test),
+            "purged": len(s.purged),
+        }
+
+
+def split_windows(windows: Windows, plan: SplitPlan, *, strict: bool = True) -> SplitWindows:
+    """Split by lot and time, fit the scaler on the training windows, audit the split.
+
+    Raises:
+        LeakageError: the audit failed (``strict``).
+        ValueError: the sizes or gap leave a set empty.
+    """
+    (sets,) = plan.splitter().split_sets(windows)
+    scaler = SensorScaler.fit(windows, sets.train)
+    report = audit(windows, sets, scaler=scaler, strict=strict)
+    last = plan.evaluate_on == "last_per_lot"
+    val = windows.last_per_lot(sets.val) if last else np.asarray(sets.val)
+    test = windows.last_per_lot(sets.test) if last else np.asarray(sets.test)
+    return SplitWindows(windows, sets, scaler, report, val, test)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A trained model with everything its bundle holds.
+
+    Attributes:
+        model: the trained model (best validation weights, eval mode).
+        spec: the kind's input specification.
+        fit: the :class:`~mfgtx.train.FitResult`.
+        report: the comparison with the baselines on the test lots (``None`` on the other
+            processes under ``torchrun``, which do not judge).
+        audit: the split's :class:`~mfgtx.split.AuditReport`.
+        split: how the data was split (JSON).
+        counts: windows or images per set.
+        calibration: a classifier's calibration, or ``None``.
+        train_config: the :class:`~mfgtx.train.TrainConfig` it trained with.
+        extra_metrics: figures beside the report (interval coverage, flag recall ...).
+    """
+
+    model: Any
+    spec: Any
+    fit: Any
+    report: EvaluationReport | None
+    audit: AuditReport
+    split: dict[str, Any]
+    counts: dict[str, int]
+    calibration: Any = None
+    train_config: Any = None
+    extra_metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """The model's test metrics (the report's first row) and the extra figures."""
+        out = {} if self.report is None else dict(self.report.rows[0].metrics)
+        out = {k: round(float(v), 6) for k, v in out.items()}
+        return {**out, **self.extra_metrics}
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What a predictor made of one batch of input: the output rows and the errors.
+
+    Attributes:
+        rows: the output frame (the columns ``mfgtx score`` writes).
+        errors: one errors-file row per bad lot, file or image.
+        lots, windows: how many lots (or images) and windows were scored.
+    """
+
+    rows: pd.DataFrame
+    errors: list[dict[str, object]]
+    lots: int = 0
+    windows: int = 0
+
+
+@dataclass(frozen=True)
+class Trained:
+    """A model just trained, standing in for its bundle until the bundle is written (so
+    that training judges the model through the same predictor that scoring uses)."""
+
+    model: Any
+    calibration: Any = None
+    bundle_id: str = ""
+    manifest: Any = None
+
+
+# --------------------------------------------------------------------------- predictors
+
+
+class Predictor(ABC):
+    """A loaded bundle, ready to predict: the one inference path of mfgtx.
+
+    Build it with :func:`mfgtx.load`. :meth:`predict` returns a DataFrame with exactly the
+    columns and values ``mfgtx score`` writes for the same input; :meth:`score` returns
+    those rows and the errors of bad lots instead of raising; :meth:`explain` gives the
+    attention maps of :mod:`mfgtx.explain` (non-causal diagnostics) with their deletion
+    test.
+
+    Attributes:
+        kind: the :class:`Kind` that wrote the bundle.
+        bundle: the verified, loaded :class:`~mfgtx.artifacts.Bundle`.
+        input_spec: what the model reads and how (the kind's frozen input specification).
+    """
+
+    #: the key columns of the output (rows are replaced by these when written again)
+    keys: ClassVar[tuple[str, ...]] = ("lot", "window_end")
+
+    def __init__(self, kind: Kind, bundle: Bundle, spec: Any) -> None:
+        self.kind, self.bundle, self.input_spec = kind, bundle, spec
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.bundle.path}, id {self.bundle_id[:12]})"
+
+    @property
+    def model(self) -> Any:
+        return self.bundle.model
+
+    @property
+    def bundle_id(self) -> str:
+        return self.bundle.bundle_id
+
+    @property
+    def path(self) -> Path:
+        return self.bundle.path
+
+    @property
+    def calibration(self) -> Any:
+        return self.bundle.calibration
+
+    @property
+    def report(self) -> EvaluationReport | None:
+        """The comparison with the baselines made when the bundle was trained."""
+        metrics = self.bundle.manifest.get("metrics") or {}
+        return EvaluationReport.from_dict(metrics) if metrics.get("rows") else None
+
+    @property
+    def audit(self) -> AuditReport | None:
+        """The split audit saved with the bundle."""
+        state = self.bundle.manifest.get("audit")
+        return AuditReport.from_dict(state) if state else None
+
+    @property
+    def task(self) -> str:
+        return str(self.input_spec.task)
+
+    @abstractmethod
+    def score(self, data: Any, **options: Any) -> Scored:
+        """The output rows for ``data`` and one errors-file row per bad lot or image."""
+
+    def predict(self, data: Any, **options: Any) -> pd.DataFrame:
+        """The output rows for ``data`` (see :meth:`score`).
+
+        Raises:
+            DataError: a lot or image could not be scored (the first reason).
+        """
+        scored = self.score(data, **options)
+        if scored.errors:
+            first = scored.errors[0]
+            more = f" (and {len(scored.errors) - 1} more)" if len(scored.errors) > 1 else ""
+            raise DataError(f"{first['reason']}{more}", lot=first.get("lot"))
+        return scored.rows
+
+    @abstractmethod
+    def explain(self, data: Any, **options: Any) -> Any:
+        """Attention maps of one input and their deletion test (:mod:`mfgtx.explain`)."""
+
+
+# --------------------------------------------------------------------------- kinds
+
+
+class Kind(ABC):
+    """A model kind: everything mfgtx knows about one model, in one place.
+
+    Attributes:
+        name: ``sensor``, ``forecast`` or ``vit`` (``mfgtx train NAME``).
+        model_name: the model's name in bundle manifests (e.g. ``mfgtx.SensorEncoder``).
+        model_class: the model class.
+        section_key: the job-file section of the model's settings.
+        Section: that section's frozen dataclass (the model config minus what the data
+            decides, :func:`mfgtx._config.section_of`).
+        inputs: ``windows`` (sensor rows) or ``images``.
+    """
+
+    name: ClassVar[str]
+    model_name: ClassVar[str]
+    model_class: ClassVar[type]
+    section_key: ClassVar[str]
+    Section: ClassVar[type]
+    inputs: ClassVar[str]
+
+    @abstractmethod
+    def spec_from_bundle(self, bundle: Bundle) -> Any:
+        """The input specification of ``bundle`` (or of a bundle of an earlier layout).
+
+        Raises:
+            BundleError: the bundle lacks what the model needs to read its inputs.
+        """
+
+    @abstractmethod
+    def predictor(self, bundle: Bundle) -> Predictor:
+        """The :class:`Predictor` of a loaded bundle of this kind."""
+
+    def save(
+        self, path: str | Path, fitted: Fitted, *, job: Mapping[str, Any] | None = None
+    ) -> Path:
+        """Write ``fitted`` as a bundle at ``path`` (replacing an earlier bundle there).
+
+        ``job`` (the job file's settings) is kept for the record only, never read back."""
+        from mfgtx.artifacts import save_bundle
+
+        return save_bundle(
+            path,
+            fitted.model,
+            model_name=self.model_name,
+            kind=self.name,
+            input_spec=fitted.spec,
+            scaler=getattr(fitted.spec, "scaler", None),
+            split=fitted.split,
+            audit=fitted.audit,
+            metrics=None
+            if fitted.report is None
+            else {**fitted.report.to_dict(), "extra": dict(fitted.extra_metrics)},
+            train_config=fitted.train_config,
+            calibration=fitted.calibration,
+            precision=fitted.fit.precision,
+            extra={"job_file": dict(job)} if job is not None else None,
+            overwrite=True,
+        )
+
+    def old_layout(self, bundle: Bundle, *needed: str) -> dict[str, Any]:
+        """``extra.job`` of a bundle written before input specifications (format 2), after
+        checking it holds ``needed``; otherwise a :class:`BundleError` naming the bundle."""
+        job = (bundle.manifest.get("extra") or {}).get("job") or {}
+        missing = [k for k in needed if job.get(k) is None]
+        if missing:
+            raise BundleError(
+                f"{bundle.path} was written by an earlier mfgtx without the input "
+                f"specification this version needs (missing {missing}); retrain it with "
+                f"`mfgtx train {self.name} JOB.yaml`",
+                file=bundle.path,
+            )
+        return job

@@ -1,0 +1,448 @@
+"""The ``forecast`` kind: a :class:`~mfgtx.models.CausalForecaster` of sensor series.
+
+Shape legend: ``N`` windows, ``T`` context, ``H`` horizon, ``K`` forecast sensors, ``Q``
+quantiles.
+
+Job file: the ``forecast`` section (:data:`ForecastSection`: the forecaster's config minus
+the series count, context length and covariate count, which come from the data; plus
+``targets``, the sensors to forecast, and ``linear_skip``: ``off``, ``learned`` or
+``ridge``, the linear map fitted on the training windows and then frozen). The context is
+``windows.window``. Output rows: one per window, sensor and step ahead: ``lot``,
+``window_end`` (the forecast origin), ``sensor``, ``step`` (1 = the next row; the key: these
+four), ``window_start``, ``bundle_id``, ``forecast_at`` (the origin plus ``step`` rows at the
+window's mean spacing), ``forecast`` and ``q<NN>`` per quantile of the band.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+import torch
+
+from mfgtx._config import config_from, section_of
+from mfgtx.artifacts import Bundle, BundleError
+from mfgtx.baselines import compare, fit_baselines
+from mfgtx.data import (
+    ColumnMap,
+    ForecastWindows,
+    SensorScaler,
+    SensorTable,
+    Windowing,
+    Windows,
+)
+from mfgtx.kinds._base import Fitted, Kind, Trained, split_windows, time_text
+from mfgtx.kinds._windows import WindowPredictor, batches
+from mfgtx.kinds.sensor import _columns_dict, columns_from
+from mfgtx.metrics import interval_coverage
+from mfgtx.models import CausalForecaster, ForecasterConfig
+from mfgtx.split import SplitPlan
+from mfgtx.train import TrainConfig, fit
+
+__all__ = ["FORECAST", "ForecastKind", "ForecastPredictor", "ForecastSection", "ForecastSpec"]
+
+
+def _check(section: Any) -> None:
+    if section.linear_skip == "ridge" and section.head != "direct":
+        raise ValueError("linear_skip: ridge needs head: direct (it adds to the direct forecast)")
+
+
+ForecastSection = section_of(
+    ForecasterConfig,
+    "ForecastSection",
+    derived=(
+        "n_channels",
+        "context_length",
+        "n_past_covariates",
+        "n_future_covariates",
+        "linear_skip",
+    ),
+    stand_in=lambda s: {
+        "n_channels": 1,
+        "context_length": s.patch_len + 64 * (s.stride or s.patch_len),
+        "n_past_covariates": 0,
+        "n_future_covariates": 0,
+        "linear_skip": s.linear_skip != "off",
+    },
+    defaults={
+        "horizon": 24,
+        "patch_len": 8,
+        "d_model": 32,
+        "n_heads": 4,
+        "n_layers": 2,
+        "d_ff": 64,
+        "dropout": 0.1,
+        "quantiles": (0.1, 0.5, 0.9),
+    },
+    extra=(
+        ("targets", tuple[str, ...], ()),
+        ("linear_skip", Literal["off", "learned", "ridge"], "off"),
+    ),
+    check=_check,
+    module=__name__,
+    doc="""The ``forecast`` section of a forecast job: every field of
+    :class:`~mfgtx.models.ForecasterConfig` but ``n_channels``, ``context_length`` and the
+    covariate counts, which come from the data (the ``targets`` sensors, ``windows.window``,
+    the other sensors); plus ``targets`` (sensors to forecast; default: all, the others
+    become past covariates) and ``linear_skip`` (``off``; ``learned``; ``ridge``: fitted by
+    ridge on the training windows, then frozen). Defaults are sized for plant data.""",
+)
+
+
+@dataclass(frozen=True)
+class ForecastSpec:
+    """What a forecaster reads, and how: saved in its bundle (``input_spec``, version 1).
+
+    Attributes:
+        columns: the columns of its data.
+        windowing: the context (``window``) and the stride between forecast origins.
+        horizon: rows forecast.
+        targets: the sensors forecast (the model's series).
+        covariates: the other sensors, given as past-observed covariates.
+        time_kind: the time axis it trained on (``utc``, ``naive``, ``number``, or ``None``).
+        scaler: fitted on the training rows.
+    """
+
+    VERSION: ClassVar[int] = 1
+    task: ClassVar[str] = "forecast"
+
+    columns: ColumnMap
+    windowing: Windowing
+    horizon: int
+    targets: tuple[str, ...]
+    covariates: tuple[str, ...]
+    time_kind: str | None
+    scaler: SensorScaler | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "forecast",
+            "version": self.VERSION,
+            "columns": _columns_dict(self.columns),
+            "windowing": self.windowing.to_dict(),
+            "horizon": self.horizon,
+            "targets": list(self.targets),
+            "covariates": list(self.covariates),
+            "time_kind": self.time_kind,
+            "scaler": None if self.scaler is None else self.scaler.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> ForecastSpec:
+        if state.get("version") != cls.VERSION:
+            raise ValueError(f"input_spec version {state.get('version')!r}, expected 1")
+        return cls(
+            columns=columns_from(state["columns"]),
+            windowing=Windowing(**state["windowing"]),
+            horizon=int(state["horizon"]),
+            targets=tuple(state["targets"]),
+            covariates=tuple(state["covariates"]),
+            time_kind=state["time_kind"],
+            scaler=None if state["scaler"] is None else SensorScaler.from_dict(state["scaler"]),
+        )
+
+
+@dataclass(frozen=True)
+class ForecastExplanation:
+    """Attention maps of one forecast (non-causal diagnostics) and their deletion test."""
+
+    maps: Any
+    deletion: Any
+    window_end: str
+
+
+class ForecastPredictor(WindowPredictor):
+    """The :class:`~mfgtx.kinds.Predictor` of a CausalForecaster bundle."""
+
+    keys = ("lot", "window_end", "sensor", "step")
+
+    def cut(self, table: SensorTable, *, stride: int | None = None) -> Windows:
+        """Context windows of ``table`` (no horizon needed: forecasting looks ahead)."""
+        return self.windowing.cut(table, stride=stride, on_short="error")
+
+    def _inputs(self, windows: Windows, idx: np.ndarray) -> dict[str, torch.Tensor | None]:
+        spec, c = self.input_spec, self.model.config
+        tcols = [windows.sensors.index(t) for t in spec.targets]
+        others = [j for j in range(len(windows.sensors)) if j not in tcols]
+        x, observed = windows.features(idx, spec.scaler)
+        return {
+            "past": torch.from_numpy(x[:, :, tcols]),
+            "observed": torch.from_numpy(observed[:, :, tcols]),
+            "covariates": torch.from_numpy(x[:, :, others]) if c.n_past_covariates else None,
+        }
+
+    def arrays(
+        self, windows: Windows, idx: np.ndarray, *, batch_size: int = 256
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Forecasts in the data's units: the point ``(n, H, K)`` and, for a model with two
+        or more quantiles, the band ``(n, H, K, Q)`` (else ``None``)."""
+        spec, c = self.input_spec, self.model.config
+        tcols = [windows.sensors.index(t) for t in spec.targets]
+        if spec.scaler is None:
+            center, scale = np.zeros(len(tcols)), np.ones(len(tcols))
+        else:
+            center = np.asarray(spec.scaler.center, dtype=np.float64)[tcols]
+            scale = np.asarray(spec.scaler.scale, dtype=np.float64)[tcols]
+        with_band = len(c.quantiles or ()) >= 2
+        points, bands = [], []
+        self.model.eval()
+        with torch.no_grad():
+            for part in batches(idx, batch_size):
+                b = self._inputs(windows, part)
+                point, band = self.model.forecast_with_quantiles(
+                    b["past"], b["observed"], b["covariates"]
+                )
+                points.append(point.double().numpy())
+                if with_band:
+                    bands.append(band.double().numpy())
+        shape = (0, c.horizon, len(tcols))
+        point = np.concatenate(points) * scale + center if points else np.zeros(shape)
+        band = None
+        if with_band:
+            band = (
+                np.concatenate(bands) * scale[:, None] + center[:, None]
+                if bands
+                else np.zeros((*shape, len(c.quantiles)))
+            )
+        return point, band
+
+    def rows(self, windows: Windows, idx: np.ndarray, *, batch_size: int = 256) -> pd.DataFrame:
+        c, targets = self.model.config, list(self.input_spec.targets)
+        point, band = self.arrays(windows, idx, batch_size=batch_size)
+        n, h, k = len(idx), c.horizon, len(targets)
+        step = np.tile(np.arange(1, h + 1), n * k)  # order: window, sensor, step
+        window_of = np.repeat(np.arange(n), h * k)
+        end, start = windows.end[idx], windows.start[idx]
+        spacing = (end - start) / max(windows.window - 1, 1)
+        at = end[window_of] + spacing[window_of] * step
+        cols: dict[str, Any] = {
+            "lot": windows.lot[idx][window_of].astype(str),
+            "window_end": np.asarray(time_text(end), dtype=object)[window_of],
+            "sensor": np.tile(np.repeat(np.asarray(targets, dtype=object), h), n),
+            "step": step.astype(np.int64),
+            "window_start": np.asarray(time_text(start), dtype=object)[window_of],
+            "bundle_id": self.bundle_id,
+            "forecast_at": time_text(at),
+            "forecast": point.transpose(0, 2, 1).reshape(-1).astype(np.float64),
+        }
+        if band is not None:
+            for j, level in enumerate(c.quantiles):
+                cols[f"q{round(level * 100):02d}"] = (
+                    band[..., j].transpose(0, 2, 1).reshape(-1).astype(np.float64)
+                )
+        return pd.DataFrame(cols)
+
+    def explain(
+        self, data: pd.DataFrame | Windows, *, window: int = -1, deletion: bool = True
+    ) -> ForecastExplanation:
+        """Attention maps of the forecast from one window of ``data`` (rows of one lot, or
+        windows), and the deletion test of the first forecast sensor."""
+        from mfgtx.explain import attention_maps, deletion_test
+
+        windows = data if isinstance(data, Windows) else self.windows(data, stride=1)
+        i = np.arange(len(windows))[window : window + 1 if window != -1 else None]
+        b = self._inputs(windows, i)
+        maps = attention_maps(self.model, b["past"], observed=b["observed"])
+        check = (
+            deletion_test(self.model, b["past"], maps, observed=b["observed"]) if deletion else None
+        )
+        return ForecastExplanation(maps, check, time_text(windows.end[i])[0])
+
+
+class ForecastKind(Kind):
+    """The ``forecast`` kind (see the module docstring)."""
+
+    name = "forecast"
+    model_name = "mfgtx.CausalForecaster"
+    model_class = CausalForecaster
+    section_key = "forecast"
+    Section = ForecastSection
+    inputs = "windows"
+
+    #: training forecasts sensors: the data needs no targets
+    labelled = False
+
+    def need(self, windowing: Windowing, section: Any) -> int:
+        """Rows a lot needs for one training window (context + horizon)."""
+        return windowing.window + section.horizon
+
+    def cut(self, windowing: Windowing, section: Any) -> Any:
+        """How training cuts a table into forecast windows (context + horizon).
+
+        Raises:
+            ValueError: ``windows.min_rows`` is set (forecasts need every context row).
+        """
+        if windowing.min_rows is not None:
+            raise ValueError(
+                "windows.min_rows: forecasts need every context row of their lot; leave "
+                f"min_rows out of a forecast job (found {windowing.min_rows})"
+            )
+
+        def cut(table: SensorTable) -> Windows:
+            sensors = tuple(table.columns.sensors or ())
+            unknown = [t for t in section.targets if t not in sensors]
+            if unknown:
+                raise ValueError(
+                    f"forecast.targets: {unknown} are not sensors of the data (sensors: "
+                    f"{list(sensors)})"
+                )
+            return windowing.cut(
+                table, horizon=section.horizon, forecast=tuple(section.targets) or sensors
+            )
+
+        return cut
+
+    def fit(
+        self,
+        windows: Windows,
+        columns: ColumnMap,
+        *,
+        section: Any,
+        windowing: Windowing,
+        plan: SplitPlan,
+        train: TrainConfig,
+        cost_ratio: float | None = None,
+        run_key: dict[str, Any] | None = None,
+        on_step: Any = None,
+        judge: bool = True,
+    ) -> Fitted:
+        """Split and audit the forecast ``windows``, train the forecaster (after the frozen
+        ridge map with ``linear_skip: ridge``), and compare it with the forecast baselines
+        and the band's interval coverage on the test windows whose horizon was recorded.
+
+        Raises:
+            LeakageError: the split fails its audit.
+            ValueError: settings that do not fit the data (naming them).
+        """
+        if windowing.min_rows is not None:
+            raise ValueError(
+                "windows.min_rows: forecasts need every context row of their lot; leave "
+                f"min_rows out of a forecast job (found {windowing.min_rows})"
+            )
+        prep = split_windows(windows, plan)
+        sets, scaler = prep.sets, prep.scaler
+        targets = tuple(windows.targets)
+        covariates = tuple(s for s in windows.sensors if s not in targets)
+        try:
+            config = config_from(
+                ForecasterConfig,
+                section,
+                n_channels=len(targets),
+                context_length=windows.window,
+                n_past_covariates=len(covariates),
+                n_future_covariates=0,
+                linear_skip=section.linear_skip != "off",
+            )
+        except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
+            raise ValueError(f"{self.section_key}: {e}") from e
+
+        def dataset(idx: np.ndarray) -> ForecastWindows:
+            return ForecastWindows(windows, idx, scaler, covariates=bool(covariates))
+
+        torch.manual_seed(train.seed)
+        model = CausalForecaster(config)
+        if section.linear_skip == "ridge":  # the linear forecast first; training learns the rest
+            items = dataset(sets.train).batch(sets.train)
+            whole = torch.isfinite(items["y"]).flatten(1).all(1)  # horizons fully recorded
+            if not bool(whole.any()):
+                raise ValueError(
+                    "forecast.linear_skip: ridge needs training windows whose whole horizon "
+                    "is recorded; none has it"
+                )
+            model.fit_linear_skip(items["x"][whole], items["y"][whole], items["observed"][whole])
+        fitted = fit(
+            model, dataset(sets.train), dataset(sets.val), train, on_step=on_step, run_key=run_key
+        )
+        labelled = windows.labelled()
+        test = np.intersect1d(prep.test, labelled)
+        spec = ForecastSpec(
+            columns=columns,
+            windowing=replace(windowing, stride=windows.stride),
+            horizon=section.horizon,
+            targets=targets,
+            covariates=covariates,
+            time_kind=windows.time_kind,
+            scaler=scaler,
+        )
+        counts = {**prep.counts, "test": len(test)}
+        result = Fitted(
+            model=model,
+            spec=spec,
+            fit=fitted,
+            report=None,
+            audit=prep.report,
+            split=plan.to_dict(),
+            counts=counts,
+            train_config=train,
+        )
+        if not judge:
+            return result
+        predictor = ForecastPredictor(self, Trained(model), spec)
+        report, extra = self.judge(
+            predictor, windows, np.intersect1d(sets.train, labelled), test, scaler=scaler,
+            model_name="CausalForecaster",
+        )  # fmt: skip
+        return replace(result, report=report, extra_metrics=extra)
+
+    def judge(
+        self,
+        predictor: ForecastPredictor,
+        windows: Windows,
+        train_idx: np.ndarray,
+        test_idx: np.ndarray,
+        *,
+        scaler: SensorScaler,
+        model_name: str = "CausalForecaster",
+    ) -> tuple[Any, dict[str, float]]:
+        """The report on the test windows beside the forecast baselines, and the band's
+        interval coverage (``interval_coverage``, ``interval_nominal``).
+
+        Raises:
+            ValueError: no test window has its whole horizon recorded.
+        """
+        if len(test_idx) == 0:
+            raise ValueError(
+                "split: no test window has its whole horizon recorded; use a larger "
+                "split.test_size or a shorter forecast.horizon"
+            )
+        pred, band = predictor.arrays(windows, test_idx)
+        baselines = fit_baselines(windows, train_idx, "forecast", scaler=scaler)
+        report = compare("forecast", windows, test_idx, pred, baselines, model_name=model_name)
+        extra: dict[str, float] = {}
+        if band is not None:
+            quantiles = predictor.model.config.quantiles
+            cover = interval_coverage(windows.y[test_idx], band, quantiles)  # type: ignore[index]
+            extra = {
+                "interval_coverage": round(float(cover["coverage"]), 4),
+                "interval_nominal": round(float(cover["nominal"]), 4),
+            }
+        return report, extra
+
+    def spec_from_bundle(self, bundle: Bundle) -> ForecastSpec:
+        if bundle.input_spec is not None:
+            try:
+                return ForecastSpec.from_dict(bundle.input_spec)
+            except (KeyError, TypeError, ValueError) as e:
+                raise BundleError(f"{bundle.path}: bad input_spec: {e}", file=bundle.path) from e
+        job = self.old_layout(bundle, "window", "targets", "horizon")  # format 2
+        schema = dict(bundle.manifest.get("data_schema") or {})
+        if not schema:
+            raise BundleError(f"{bundle.path}: no data_schema; retrain it", file=bundle.path)
+        window = int(job["window"])
+        return ForecastSpec(
+            columns=columns_from(schema),
+            windowing=Windowing(window=window, stride=int(job.get("stride") or window)),
+            horizon=int(job["horizon"]),
+            targets=tuple(job["targets"]),
+            covariates=tuple(job.get("covariates") or ()),
+            time_kind=job.get("time_kind"),
+            scaler=bundle.scaler,
+        )
+
+    def predictor(self, bundle: Bundle) -> ForecastPredictor:
+        return ForecastPredictor(self, bundle, self.spec_from_bundle(bundle))
+
+
+FORECAST = ForecastKind()

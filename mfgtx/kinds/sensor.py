@@ -1,0 +1,395 @@
+"""The ``sensor`` kind: a :class:`~mfgtx.models.SensorEncoder` for lot quality and RUL.
+
+Shape legend: ``N`` windows, ``T`` window length, ``C`` sensors, ``K`` outputs, ``Q``
+quantiles.
+
+Job file: the ``model`` section (:data:`SensorSection`: the encoder's config minus the
+sensor count, window length, outputs and class weights, which come from the data). Bundle:
+the encoder, its :class:`SensorSpec` (columns, windowing, task, targets, time axis, scaler)
+and, for a classifier, its calibration. Output rows: ``lot``, ``window_end`` (the key),
+``window_start``, ``bundle_id``, then for a classifier ``p_<k>`` per class (calibrated) and
+``decision`` (1 = flagged at the bundle's threshold), for a regressor one column per target
+and ``<target>_q<NN>`` per quantile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+import torch
+
+from mfgtx._config import config_from, section_of
+from mfgtx.artifacts import Bundle, BundleError
+from mfgtx.baselines import compare, fit_baselines
+from mfgtx.calibration import class_probabilities, fit_calibration
+from mfgtx.data import ColumnMap, SensorScaler, SensorTable, WindowDataset, Windowing, Windows
+from mfgtx.kinds._base import Fitted, Kind, Trained, split_windows, time_text
+from mfgtx.kinds._windows import WindowPredictor, batches
+from mfgtx.models import SensorEncoder, SensorEncoderConfig
+from mfgtx.split import SplitPlan
+from mfgtx.train import TrainConfig, fit, predict
+
+__all__ = ["SENSOR", "SensorKind", "SensorPredictor", "SensorSection", "SensorSpec"]
+
+SensorSection = section_of(
+    SensorEncoderConfig,
+    "SensorSection",
+    derived=("n_channels", "max_len", "n_outputs", "class_weights"),
+    stand_in=lambda s: {
+        "n_channels": 1,
+        "max_len": 1 << 16,
+        "n_outputs": 2 if s.task == "classification" else 1,
+        "class_weights": None,
+    },
+    defaults={"task": "classification", "d_model": 32, "n_layers": 2, "d_ff": 64},
+    module=__name__,
+    doc="""The ``model`` section of a sensor job: every field of
+    :class:`~mfgtx.models.SensorEncoderConfig` but ``n_channels``, ``max_len``, ``n_outputs``
+    and ``class_weights``, which come from the data (sensors, ``windows.window``, targets or
+    classes, the training lots' class balance). Defaults are sized for plant data sets of a
+    few dozen lots (``d_model`` 32, 2 layers, ``d_ff`` 64).""",
+)
+
+
+def _columns_dict(c: ColumnMap) -> dict[str, Any]:
+    return {
+        "lot": c.lot,
+        "time": c.time,
+        "sensors": list(c.sensors or ()),
+        "targets": list(c.targets),
+        "label_time": c.label_time,
+        "keys": list(c.keys),
+        "layout": c.layout,
+        "sensor_name": c.sensor_name,
+        "value": c.value,
+    }
+
+
+def columns_from(state: dict[str, Any]) -> ColumnMap:
+    """A :class:`~mfgtx.data.ColumnMap` from its JSON form (lists become tuples)."""
+    return ColumnMap(**{k: tuple(v) if isinstance(v, list) else v for k, v in state.items()})
+
+
+@dataclass(frozen=True)
+class SensorSpec:
+    """What a sensor model reads, and how: saved in its bundle (``input_spec``, version 1).
+
+    Attributes:
+        columns: the columns of its data (with the targets and label time it trained on).
+        windowing: window length, stride and ``min_rows``.
+        task: ``classification`` or ``regression``.
+        targets: the target columns (one per regression output; a classifier's label).
+        time_kind: the time axis it trained on (``utc``, ``naive`` or ``number``); lots
+            written another way are refused when scoring. ``None``: not recorded.
+        scaler: the per-sensor scaler fitted on the training rows.
+    """
+
+    VERSION: ClassVar[int] = 1
+
+    columns: ColumnMap
+    windowing: Windowing
+    task: Literal["classification", "regression"]
+    targets: tuple[str, ...]
+    time_kind: str | None
+    scaler: SensorScaler
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "sensor",
+            "version": self.VERSION,
+            "columns": _columns_dict(self.columns),
+            "windowing": self.windowing.to_dict(),
+            "task": self.task,
+            "targets": list(self.targets),
+            "time_kind": self.time_kind,
+            "scaler": self.scaler.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> SensorSpec:
+        if state.get("version") != cls.VERSION:
+            raise ValueError(f"input_spec version {state.get('version')!r}, expected 1")
+        return cls(
+            columns=columns_from(state["columns"]),
+            windowing=Windowing(**state["windowing"]),
+            task=state["task"],
+            targets=tuple(state["targets"]),
+            time_kind=state["time_kind"],
+            scaler=SensorScaler.from_dict(state["scaler"]),
+        )
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Attention maps of one window (non-causal diagnostics) and their deletion test.
+
+    Attributes:
+        maps: :class:`~mfgtx.explain.AttentionMaps` (with the predictions).
+        deletion: :class:`~mfgtx.explain.DeletionResult`, or ``None`` when not asked for.
+        x, observed: the model's input ``(1, T, C)`` and its mask.
+        window_end: the window's last time (ISO 8601 text or a cycle number).
+    """
+
+    maps: Any
+    deletion: Any
+    x: torch.Tensor
+    observed: torch.Tensor
+    window_end: str
+
+
+class SensorPredictor(WindowPredictor):
+    """The :class:`~mfgtx.kinds.Predictor` of a SensorEncoder bundle (see the module
+    docstring for its output columns)."""
+
+    def cut(self, table: SensorTable, *, stride: int | None = None) -> Windows:
+        return self.windowing.cut(table, stride=stride, on_short="error")
+
+    def outputs(
+        self, windows: Windows, idx: np.ndarray, *, batch_size: int = 256
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Raw outputs ``(n, K)`` (logits or predictions) and quantiles ``(n, K, Q)``."""
+        model, quantiles = self.model, tuple(self.model.config.quantiles or ())
+        points, qs = [], []
+        model.eval()
+        with torch.no_grad():
+            for part in batches(idx, batch_size):
+                x, observed = windows.features(part, self.input_spec.scaler)
+                xt, mt = torch.from_numpy(x), torch.from_numpy(observed)
+                points.append(model(xt, mt).float().numpy())
+                if quantiles:
+                    qs.append(model.forward_quantiles(xt, mt).float().numpy())
+        k = model.config.n_outputs
+        out = np.concatenate(points) if points else np.zeros((0, k), np.float32)
+        q = np.concatenate(qs) if qs else None
+        return out, q
+
+    def columns_of(self, out: np.ndarray, q: np.ndarray | None) -> dict[str, np.ndarray]:
+        """The output columns for raw outputs (see :meth:`outputs`)."""
+        cols: dict[str, np.ndarray] = {}
+        if self.task == "classification":
+            finite = np.isfinite(out).all(axis=1)
+            safe = np.where(finite[:, None], out, 0.0)
+            cal = self.calibration
+            prob = class_probabilities(safe, cal)
+            for k in range(prob.shape[1]):
+                cols[f"p_{k}"] = np.where(finite, prob[:, k], np.nan).astype(np.float64)
+            if cal is not None and cal.threshold is not None:
+                decision = cal.decide(safe)
+            else:
+                decision = prob.argmax(axis=1)
+            cols["decision"] = np.where(finite, decision, -1).astype(np.int64)
+            return cols
+        targets = self.input_spec.targets
+        for k, name in enumerate(targets):
+            cols[name] = out[:, k].astype(np.float64)
+        if q is not None:
+            for k, name in enumerate(targets):
+                for j, level in enumerate(self.model.config.quantiles):
+                    cols[f"{name}_q{round(level * 100):02d}"] = q[:, k, j].astype(np.float64)
+        return cols
+
+    def rows(self, windows: Windows, idx: np.ndarray, *, batch_size: int = 256) -> pd.DataFrame:
+        out, q = self.outputs(windows, idx, batch_size=batch_size)
+        return pd.DataFrame(
+            {
+                "lot": windows.lot[idx].astype(str),
+                "window_end": time_text(windows.end[idx]),
+                "window_start": time_text(windows.start[idx]),
+                "bundle_id": self.bundle_id,
+                **self.columns_of(out, q),
+            }
+        )
+
+    def defect_probability(self, windows: Windows, idx: np.ndarray) -> np.ndarray:
+        """A classifier's calibrated P(class 1) (binary) or probabilities ``(n, K)``."""
+        out, _ = self.outputs(windows, idx)
+        prob = class_probabilities(out, self.calibration)
+        return prob[:, 1] if prob.shape[1] == 2 else prob
+
+    def explain(
+        self,
+        data: pd.DataFrame | Windows,
+        *,
+        window: int = -1,
+        deletion: bool = True,
+        fraction: float = 0.1,
+    ) -> Explanation:
+        """Attention maps of one window of ``data`` (rows of one lot, or windows) and the
+        deletion test beside them, watching P(class 1) or the first target."""
+        from mfgtx.explain import attention_maps, deletion_test
+
+        windows = data if isinstance(data, Windows) else self.windows(data, stride=1)
+        i = np.arange(len(windows))[window : window + 1 if window != -1 else None]
+        x, observed = windows.features(i, self.input_spec.scaler)
+        xt, ot = torch.from_numpy(x), torch.from_numpy(observed)
+        maps = attention_maps(self.model, xt, mask=ot)
+        check = None
+        if deletion:
+            target = 1 if self.task == "classification" else None
+            check = deletion_test(self.model, xt, maps, mask=ot, fraction=fraction, target=target)
+        return Explanation(maps, check, xt, ot, time_text(windows.end[i])[0])
+
+
+class SensorKind(Kind):
+    """The ``sensor`` kind (see the module docstring)."""
+
+    name = "sensor"
+    model_name = "mfgtx.SensorEncoder"
+    model_class = SensorEncoder
+    section_key = "model"
+    Section = SensorSection
+    inputs = "windows"
+
+    #: training reads the targets (and label times) of the data
+    labelled = True
+
+    def cut(self, windowing: Windowing, section: Any) -> Any:
+        """How training cuts a table into windows."""
+        return lambda table: windowing.cut(table)
+
+    def need(self, windowing: Windowing, section: Any) -> int:
+        """Rows a lot needs for one training window."""
+        return windowing.need
+
+    def fit(
+        self,
+        windows: Windows,
+        columns: ColumnMap,
+        *,
+        section: Any,
+        windowing: Windowing,
+        plan: SplitPlan,
+        train: TrainConfig,
+        cost_ratio: float | None = None,
+        run_key: dict[str, Any] | None = None,
+        on_step: Any = None,
+        judge: bool = True,
+    ) -> Fitted:
+        """Split and audit ``windows``, train the encoder, calibrate a classifier on the
+        validation lots, and compare it with the baselines on the test lots.
+
+        Raises:
+            LeakageError: the split fails its audit.
+            ValueError: settings that do not fit the data (naming them).
+        """
+        task = section.task
+        prep = split_windows(windows, plan)
+        sets, scaler = prep.sets, prep.scaler
+        n_targets = len(windows.targets)
+        class_weights, n_outputs = None, n_targets
+        if task == "classification":
+            if n_targets != 1:
+                raise ValueError(
+                    f"data.columns.targets: classification takes one target column, found "
+                    f"{list(windows.targets)}"
+                )
+            y_train = windows.y[sets.train, 0]
+            n_outputs = max(2, int(np.nanmax(windows.y[:, 0])) + 1)
+            counts = np.bincount(y_train.astype(int), minlength=n_outputs).astype(float)
+            class_weights = tuple(
+                float(min(10.0, counts.sum() / (n_outputs * max(c, 1.0)))) for c in counts
+            )
+        try:
+            config = config_from(
+                SensorEncoderConfig,
+                section,
+                n_channels=len(windows.sensors),
+                max_len=windows.window,
+                n_outputs=n_outputs,
+                class_weights=class_weights,
+            )
+        except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
+            raise ValueError(f"{self.section_key}: {e}") from e
+        target = "class" if task == "classification" else "float"
+        torch.manual_seed(train.seed)
+        model = SensorEncoder(config)
+        fitted = fit(
+            model,
+            WindowDataset(windows, sets.train, scaler, target=target),
+            WindowDataset(windows, sets.val, scaler, target=target),
+            train,
+            on_step=on_step,
+            run_key=run_key,
+        )
+        spec = SensorSpec(
+            columns=columns,
+            windowing=replace(windowing, stride=windows.stride),
+            task=task,
+            targets=tuple(windows.targets),
+            time_kind=windows.time_kind,
+            scaler=scaler,
+        )
+        result = Fitted(
+            model=model,
+            spec=spec,
+            fit=fitted,
+            report=None,
+            audit=prep.report,
+            split=plan.to_dict(),
+            counts=prep.counts,
+            train_config=train,
+        )
+        if not judge:  # other processes under torchrun: rank 0 judges and writes
+            return result
+        calibration = None
+        if task == "classification":
+            val_logits = predict(model, WindowDataset(windows, prep.val, scaler, target="none"))
+            calibration = fit_calibration(
+                val_logits.numpy(), windows.y[prep.val, 0], cost_ratio=cost_ratio
+            )
+        predictor = SensorPredictor(self, Trained(model, calibration), spec)
+        report = self.judge(predictor, windows, prep.sets.train, prep.test, scaler=scaler)
+        return replace(result, report=report, calibration=calibration)
+
+    def judge(
+        self,
+        predictor: SensorPredictor,
+        windows: Windows,
+        train_idx: np.ndarray,
+        test_idx: np.ndarray,
+        *,
+        scaler: SensorScaler,
+        model_name: str = "SensorEncoder",
+    ) -> Any:
+        """The :class:`~mfgtx.baselines.EvaluationReport` of ``predictor`` on ``test_idx``
+        beside the baselines fitted on ``train_idx`` (the same rule in train and evaluate)."""
+        task = predictor.task
+        if task == "classification":
+            pred = predictor.defect_probability(windows, test_idx)
+        else:
+            out, _ = predictor.outputs(windows, test_idx)
+            pred = out
+        baselines = fit_baselines(windows, train_idx, task, scaler=scaler)
+        rul = any("rul" in t.lower() for t in windows.targets)
+        return compare(task, windows, test_idx, pred, baselines, model_name=model_name, rul=rul)
+
+    def spec_from_bundle(self, bundle: Bundle) -> SensorSpec:
+        if bundle.input_spec is not None:
+            try:
+                return SensorSpec.from_dict(bundle.input_spec)
+            except (KeyError, TypeError, ValueError) as e:
+                raise BundleError(f"{bundle.path}: bad input_spec: {e}", file=bundle.path) from e
+        job = self.old_layout(bundle, "window", "targets", "task")  # format 2
+        schema = dict(bundle.manifest.get("data_schema") or {})
+        if not schema or bundle.scaler is None:
+            self.old_layout(bundle, "data_schema", "scaler")
+        window = int(job["window"])
+        return SensorSpec(
+            columns=columns_from(schema),
+            windowing=Windowing(
+                window=window, stride=int(job.get("stride") or window), min_rows=job.get("min_rows")
+            ),
+            task=job["task"],
+            targets=tuple(job["targets"]),
+            time_kind=job.get("time_kind"),
+            scaler=bundle.scaler,  # type: ignore[arg-type]
+        )
+
+    def predictor(self, bundle: Bundle) -> SensorPredictor:
+        return SensorPredictor(self, bundle, self.spec_from_bundle(bundle))
+
+
+SENSOR = SensorKind()

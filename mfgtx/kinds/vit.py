@@ -1,0 +1,662 @@
+"""The ``vit`` kind: a :class:`~mfgtx.models.DefectViT` on labelled inspection images.
+
+Shape legend: ``N`` images, ``C`` channels, ``S`` image side, ``K`` classes.
+
+Job file: the ``images`` section (:class:`ImagesSection`: where the labelled images are and
+how they are read) and the ``vit`` section (:data:`VitSection`: the ViT's config minus image
+size, channels, classes and class weights, which come from ``images`` and the data). Images
+(a folder per class, a ``.zip`` of one, or a CSV manifest with lots and times) -> split (by
+lot and time through :mod:`mfgtx.split` when the manifest has lots, stratified otherwise;
+byte-identical files always in one set) -> fit, checkpoint chosen on the validation images ->
+temperature and the flag threshold on P(defect) = 1 - P(good class) -> compared with the
+majority class and HOG + logistic regression fitted on the training and validation images.
+
+Output rows: one per image: ``image`` (its path relative to the scored folder, zip or
+manifest; the key), ``bundle_id``, ``predicted`` (class index), ``predicted_class``, ``p_<k>``
+per class, and with a good class ``p_defect`` and ``decision`` (1 = flagged).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+import torch
+
+from mfgtx._config import config_from, section_of
+from mfgtx.artifacts import Bundle, BundleError
+from mfgtx.calibration import class_probabilities, fit_calibration
+from mfgtx.kinds._base import Fitted, Kind, Predictor, Scored, Trained
+from mfgtx.models import DefectViT, ViTConfig
+from mfgtx.split import SplitPlan
+from mfgtx.train import TrainConfig, fit, predict
+
+__all__ = [
+    "VIT",
+    "ImagesSection",
+    "PreparedImages",
+    "VitKind",
+    "VitPredictor",
+    "VitSection",
+    "VitSpec",
+]
+
+log = logging.getLogger("mfgtx.kinds")
+
+#: Normalisation of the model input: ``(x - MEAN) / STD`` for pixels in [0, 1].
+MEAN, STD = 0.5, 0.5
+
+
+@dataclass(frozen=True)
+class ImagesSection:
+    """Labelled images for ``train vit``, and how every image is read.
+
+    Args:
+        path: a folder with one sub-folder per class (or a ``.zip`` of one), or a CSV
+            manifest (``path``, ``label``, optional ``lot`` and ``timestamp``; with lots the
+            split keeps lots and time apart).
+        subdir: the folder inside a ``.zip`` that holds the class folders.
+        image_size: side of the square model input; every image is resized to it.
+        mode: ``L`` (grey) or ``RGB``.
+        min_size: smallest accepted image side in pixels (smaller files are refused).
+        augment: surface augmentation while training (flips, brightness and contrast,
+            random resized crops).
+        rot90: also rotate by 90 degrees (only where orientation carries no class cue).
+        good_class: the defect-free class; its complement is the flagged P(defect) whose
+            threshold comes from ``calibration.cost_ratio`` (none: no threshold).
+    """
+
+    path: str
+    subdir: str = ""
+    image_size: int = 64
+    mode: Literal["L", "RGB"] = "L"
+    min_size: int = 8
+    augment: bool = True
+    rot90: bool = False
+    good_class: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.image_size < 8:
+            raise ValueError(f"image_size must be >= 8 pixels, found {self.image_size}")
+        if self.min_size < 1:
+            raise ValueError(f"min_size must be >= 1, found {self.min_size}")
+
+    @property
+    def is_manifest(self) -> bool:
+        return self.path.lower().endswith(".csv")
+
+
+VitSection = section_of(
+    ViTConfig,
+    "VitSection",
+    derived=("image_size", "in_chans", "num_classes", "class_weights"),
+    stand_in=lambda s: {
+        "image_size": s.patch_size * 8,
+        "in_chans": 1,
+        "num_classes": 2,
+        "class_weights": None,
+        "min_defect_px": None,  # checked with the real image size when training
+    },
+    defaults={
+        "patch_size": 8,
+        "stem": "conv",
+        "d_model": 64,
+        "n_heads": 4,
+        "n_layers": 4,
+        "d_ff": 128,
+        "dropout": 0.1,
+    },
+    module=__name__,
+    doc="""The ``vit`` section of a ViT job: every field of :class:`~mfgtx.models.ViTConfig`
+    but ``image_size``, ``in_chans``, ``num_classes`` and ``class_weights``, which come from
+    the ``images`` section and the data. ``min_defect_px``/``source_size`` switch on the
+    small-defect guard; ``strict_defect_size`` turns its warning into an error.""",
+)
+
+
+@dataclass(frozen=True)
+class VitSpec:
+    """What a defect ViT reads, and how: saved in its bundle (``input_spec``, version 1).
+
+    Attributes:
+        image_size, mode, min_size: how every image is read and resized.
+        mean, std: the normalisation of pixels in [0, 1].
+        class_names: class index -> name.
+        good_class: the defect-free class's name (``p_defect`` = 1 - its probability).
+    """
+
+    VERSION: ClassVar[int] = 1
+    task: ClassVar[str] = "classification"
+
+    image_size: int
+    mode: Literal["L", "RGB"]
+    min_size: int
+    mean: float
+    std: float
+    class_names: tuple[str, ...]
+    good_class: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "vit", "version": self.VERSION, **{
+            k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()
+        }}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> VitSpec:
+        if state.get("version") != cls.VERSION:
+            raise ValueError(f"input_spec version {state.get('version')!r}, expected 1")
+        fields = {k: v for k, v in state.items() if k not in ("kind", "version")}
+        return cls(**{**fields, "class_names": tuple(fields["class_names"])})
+
+
+# --------------------------------------------------------------------------- images
+
+
+def image_records(images: ImagesSection) -> Any:
+    """The :class:`~mfgtx.images.ImageRecords` of an ``images`` section.
+
+    Raises:
+        ValueError: the folder, zip or manifest cannot be read as labelled images.
+    """
+    from mfgtx.images import ImageRecords
+
+    if images.is_manifest:
+        return ImageRecords.from_manifest(images.path)
+    return ImageRecords.from_folder(images.path, subdir=images.subdir)
+
+
+@dataclass(frozen=True)
+class PreparedImages:
+    """A ViT job's images, read, split and audited.
+
+    Attributes:
+        names: class names (index = label).
+        images: the readable images ``(N', C, S, S)`` in [0, 1].
+        labels: ``(N',)`` their classes.
+        train, val, test: positions into ``images``.
+        groups: ``(N',)`` the split group of each image: its lot (a manifest with lots),
+            else one per distinct file (byte-identical files share one).
+        errors: one :class:`~mfgtx.images.ImageError` per unreadable file (left out).
+        split: the :class:`~mfgtx.images.ImageSplit` over every listed file.
+        audit: the lot-and-time audit (a manifest with lots), else ``None``.
+        duplicates_across: byte-identical files in two sets (0 unless a bug).
+    """
+
+    names: list[str]
+    images: torch.Tensor
+    labels: np.ndarray
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    groups: np.ndarray
+    errors: list[Any]
+    split: Any
+    audit: Any
+    duplicates_across: int
+
+    def audit_report(self) -> Any:
+        """The split's :class:`~mfgtx.split.AuditReport`: byte-identical files kept in one set,
+        plus the lot-and-time checks when the manifest has lots."""
+        from mfgtx.split import AuditReport, Check
+
+        n = self.duplicates_across
+        dup = Check(
+            "duplicates_together",
+            n == 0,
+            "byte-identical files share one set"
+            if n == 0
+            else f"{n} byte-identical file(s) appear in two sets: the test set is not unseen",
+        )
+        checks = (dup, *(self.audit.checks if self.audit is not None else ()))
+        summary = dict(self.audit.summary) if self.audit is not None else {}
+        summary.update(method=self.split.method, images=self.counts)
+        not_checked = self.audit.not_checked if self.audit is not None else ()
+        return AuditReport(checks, summary, not_checked=not_checked)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {
+            "train": len(self.train),
+            "val": len(self.val),
+            "test": len(self.test),
+            "unreadable": len(self.errors),
+        }
+
+
+def prepare_images(images: ImagesSection, plan: SplitPlan, *, seed: int = 0) -> PreparedImages:
+    """Read ``images`` and split them as ``train vit`` does (the same seed gives the same
+    split, so ``evaluate`` judges a bundle on its own test images).
+
+    Raises:
+        ValueError: shares that are not in (0, 1), an unknown good class, a set left empty.
+        DataError: no image could be read.
+    """
+    from mfgtx.data import DataError
+    from mfgtx.images import load_images, split_images
+
+    test_size, val_size = plan.test_size, plan.val_size
+    if not (0 < test_size < 1 and 0 < val_size < 1):
+        raise ValueError(
+            f"split: train vit takes test_size and val_size as shares of the images in (0, 1), "
+            f"found {test_size} and {val_size}"
+        )
+    records = image_records(images)
+    names = list(records.class_names)
+    if images.good_class is not None and images.good_class not in names:
+        raise ValueError(
+            f"images.good_class: {images.good_class!r} is not a class of {images.path} "
+            f"(classes: {names})"
+        )
+    sources = records.read_bytes()
+    hashes = [hashlib.sha256(data).hexdigest() for _, data in sources]
+    split = split_images(
+        records, test_size=test_size, val_size=val_size, seed=seed, gap=plan.gap, hashes=hashes
+    )
+    loaded, kept, errors = load_images(
+        sources, images.image_size, mode=images.mode, min_size=images.min_size
+    )
+    for err in errors:
+        log.warning("image left out: %s", err)
+    if not kept:
+        raise DataError(f"{images.path}: none of the {len(records)} images could be read")
+    position = np.full(len(records), -1, dtype=np.int64)
+    position[np.asarray(kept)] = np.arange(len(kept))
+    train, val, test = (position[s][position[s] >= 0] for s in (split.train, split.val, split.test))
+    for set_name, idx in (("training", train), ("validation", val), ("test", test)):
+        if len(idx) == 0:
+            raise ValueError(f"split: the {set_name} set has no image")
+    audit_report = None
+    if split.lot_sets is not None:  # lots and times: the same leakage audit as sensor windows
+        from mfgtx.split import audit
+
+        t = records.frame["timestamp"]
+        frame = pd.DataFrame({"lot": records.frame["lot"].astype(str), "start": t, "end": t})
+        audit_report = audit(frame, split.lot_sets, strict=False)
+    return PreparedImages(
+        names=names,
+        images=loaded,
+        labels=records.labels[np.asarray(kept)],
+        train=train,
+        val=val,
+        test=test,
+        groups=split.groups[np.asarray(kept)],
+        errors=list(errors),
+        split=split,
+        audit=audit_report,
+        duplicates_across=_duplicates_across(split, hashes),
+    )
+
+
+def _duplicates_across(split: Any, hashes: list[str]) -> int:
+    """Byte-identical files that ended up in two different sets (0 unless a bug)."""
+    where: dict[str, set[str]] = {}
+    for name, idx in (("train", split.train), ("val", split.val), ("test", split.test)):
+        for i in idx:
+            where.setdefault(hashes[int(i)], set()).add(name)
+    return sum(1 for sets in where.values() if len(sets) > 1)
+
+
+# --------------------------------------------------------------------------- predictor
+
+
+@dataclass(frozen=True)
+class VitExplanation:
+    """Attention maps of one image (non-causal diagnostics) and their deletion test.
+
+    Attributes:
+        maps: :class:`~mfgtx.explain.AttentionMaps` (predictions included).
+        deletion: :class:`~mfgtx.explain.DeletionResult`, or ``None``.
+        image: the image as the model read it ``(S, S)`` grey in [0, 1].
+        row: the image's output row (the columns ``mfgtx score`` writes).
+    """
+
+    maps: Any
+    deletion: Any
+    image: torch.Tensor
+    row: dict[str, Any]
+
+
+class VitPredictor(Predictor):
+    """The :class:`~mfgtx.kinds.Predictor` of a DefectViT bundle (see the module docstring)."""
+
+    keys = ("image",)
+
+    def logits(self, images: torch.Tensor, batch_size: int = 64) -> np.ndarray:
+        """Logits for images ``(N, C, S, S)`` in [0, 1], normalised as in training."""
+        spec, out = self.input_spec, []
+        self.model.eval()
+        with torch.no_grad():
+            for a in range(0, len(images), batch_size):
+                x = (images[a : a + batch_size] - spec.mean) / spec.std
+                out.append(self.model(x).float().numpy())
+        k = self.model.config.num_classes
+        return np.concatenate(out) if out else np.zeros((0, k), np.float32)
+
+    def load(self, sources: list[tuple[str, bytes]]) -> tuple[torch.Tensor, list[int], list[Any]]:
+        """``(images, kept positions, errors)`` read and resized exactly as in training."""
+        from mfgtx.images import load_images
+
+        spec = self.input_spec
+        return load_images(sources, spec.image_size, mode=spec.mode, min_size=spec.min_size)
+
+    def columns_of(self, logits: np.ndarray) -> dict[str, Any]:
+        """The output columns (without ``image`` and ``bundle_id``) of ``logits``."""
+        spec, cal = self.input_spec, self.calibration
+        prob = class_probabilities(logits, cal)
+        pred = prob.argmax(1)
+        cols: dict[str, Any] = {
+            "predicted": pred.astype(np.int64),
+            "predicted_class": [spec.class_names[int(k)] for k in pred],
+        }
+        for k in range(prob.shape[1]):
+            cols[f"p_{k}"] = prob[:, k].astype(np.float64)
+        if cal is not None and cal.good_class is not None:
+            cols["p_defect"] = cal.defect_probability(logits).astype(np.float64)
+            if cal.threshold is not None:
+                cols["decision"] = cal.decide(logits).astype(np.int64)
+        return cols
+
+    def score(
+        self,
+        data: str | Path | Iterable[tuple[str, bytes]],
+        *,
+        batch_size: int = 256,
+    ) -> Scored:
+        """Output rows and errors for ``data``: a folder, a ``.zip`` or a CSV manifest of
+        images, or ``(name, bytes)`` pairs. A file that cannot be used (unreadable, corrupt,
+        truncated, too large, 16-bit, palette, alpha, too small, listed twice) is an error
+        row; the others are scored."""
+        from mfgtx.images import ImageError
+
+        parts: list[pd.DataFrame] = []
+        errors: list[dict[str, object]] = []
+        for batch in _batches(data, batch_size, errors):
+            sources = []
+            for key, where in batch:
+                try:
+                    sources.append(_read(key, where))
+                except ImageError as e:
+                    errors.append(_error_of(e.source, e.reason))
+            images, kept, bad = self.load(sources)
+            errors += [_error_of(e.source, e.reason) for e in bad]
+            if not kept:
+                continue
+            cols = self.columns_of(self.logits(images, len(images)))
+            parts.append(
+                pd.DataFrame(
+                    {"image": [sources[i][0] for i in kept], "bundle_id": self.bundle_id, **cols}
+                )
+            )
+        rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["image"])
+        return Scored(rows, errors, lots=len(rows), windows=len(rows))
+
+    def explain(
+        self, data: tuple[str, bytes], *, which: str = "rollout", deletion: bool = True
+    ) -> VitExplanation:
+        """Attention maps of the image ``(name, bytes)`` and the deletion test beside them.
+
+        Raises:
+            DataError: the image cannot be used (the reason of the image reader).
+        """
+        from mfgtx.data import DataError
+        from mfgtx.explain import attention_maps, deletion_test
+
+        images, _, errors = self.load([data])
+        if errors:
+            raise DataError(f"{data[0]}: {errors[0].reason}")
+        spec = self.input_spec
+        x = (images - spec.mean) / spec.std  # (1, C, S, S)
+        maps = attention_maps(self.model, x)
+        logits = maps.prediction.numpy()
+        row = {"image": data[0], **{k: v[0] for k, v in self.columns_of(logits).items()}}
+        check = None
+        if deletion:
+            check = deletion_test(self.model, x, maps, which=which, fraction=0.1, n_random=5)
+        return VitExplanation(maps, check, images[0].mean(0), row)
+
+
+def _read(key: str, where: Any) -> tuple[str, bytes]:
+    from mfgtx.images import read_listed
+
+    if isinstance(where, bytes | bytearray):
+        return key, bytes(where)
+    return read_listed(key, where)
+
+
+def _listed(data: str | Path | Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, Any]]:
+    from mfgtx.data import DataError
+    from mfgtx.images import iter_image_files
+
+    if isinstance(data, str | Path):
+        try:
+            yield from iter_image_files(data)
+        except ValueError as e:
+            raise DataError(str(e)) from e
+        return
+    yield from data
+
+
+def _batches(
+    data: str | Path | Iterable[tuple[str, bytes]], size: int, errors: list[dict[str, object]]
+) -> Iterator[list[tuple[str, Any]]]:
+    """Batches of ``(key, where)``; a key listed again (a repeated manifest row, a zip with a
+    member twice) goes to ``errors`` and is scored once."""
+    batch: list[tuple[str, Any]] = []
+    seen: set[str] = set()
+    for item in _listed(data):
+        if item[0] in seen:
+            errors.append(_error_of(item[0], "listed twice; scored once"))
+            continue
+        seen.add(item[0])
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _error_of(file: str | None, reason: str) -> dict[str, object]:
+    return {"lot": None, "file": file, "line": None, "column": None, "reason": reason}
+
+
+# --------------------------------------------------------------------------- kind
+
+
+class VitKind(Kind):
+    """The ``vit`` kind (see the module docstring)."""
+
+    name = "vit"
+    model_name = "mfgtx.DefectViT"
+    model_class = DefectViT
+    section_key = "vit"
+    Section = VitSection
+    inputs = "images"
+
+    def fit(
+        self,
+        prep: PreparedImages,
+        *,
+        images: ImagesSection,
+        section: Any,
+        plan: SplitPlan,
+        train: TrainConfig,
+        cost_ratio: float | None = None,
+        run_key: dict[str, Any] | None = None,
+        on_step: Any = None,
+        judge: bool = True,
+    ) -> Fitted:
+        """Train the ViT on ``prep``'s training images (checkpoint on its validation
+        images), calibrate, and compare it with the image baselines on its test images.
+
+        Raises:
+            LeakageError: the split fails its audit.
+            ValueError: settings that do not fit the data (naming them).
+        """
+        from mfgtx.images import ImageDataset, SurfaceAugment, class_weights
+        from mfgtx.split import LeakageError
+
+        audit_report = prep.audit_report()
+        if not audit_report.passed:
+            raise LeakageError(audit_report)
+        names, labels = prep.names, prep.labels
+        try:
+            config = config_from(
+                ViTConfig,
+                section,
+                image_size=images.image_size,
+                in_chans=1 if images.mode == "L" else 3,
+                num_classes=len(names),
+                class_weights=class_weights(labels[prep.train], len(names)),
+            )
+        except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
+            raise ValueError(f"{self.section_key}: {e}") from e
+        augment = SurfaceAugment(rot90=images.rot90) if images.augment else None
+
+        def data(idx: np.ndarray, aug: Any = None) -> Any:
+            return ImageDataset(prep.images[idx], labels[idx], augment=aug, mean=MEAN, std=STD)
+
+        torch.manual_seed(train.seed)
+        model = DefectViT(config)
+        fitted = fit(
+            model, data(prep.train, augment), data(prep.val), train, on_step=on_step,
+            run_key=run_key,
+        )  # fmt: skip
+        spec = VitSpec(
+            image_size=images.image_size,
+            mode=images.mode,
+            min_size=images.min_size,
+            mean=MEAN,
+            std=STD,
+            class_names=tuple(names),
+            good_class=images.good_class,
+        )
+        split_info = {
+            **plan.to_dict(),
+            "method": prep.split.method,
+            "seed": train.seed,
+            "duplicate_files_across_sets": prep.duplicates_across,
+        }
+        result = Fitted(
+            model=model,
+            spec=spec,
+            fit=fitted,
+            report=None,
+            audit=audit_report,
+            split=split_info,
+            counts=prep.counts,
+            train_config=train,
+        )
+        if not judge:
+            return result
+        good = None if images.good_class is None else names.index(images.good_class)
+        val_logits = predict(model, data(prep.val)).numpy()
+        calibration = fit_calibration(
+            val_logits, labels[prep.val], cost_ratio=cost_ratio if good is not None else None,
+            good_class=good,
+        )  # fmt: skip
+        predictor = VitPredictor(self, Trained(model, calibration), spec)
+        report, extra = self.judge(predictor, prep)
+        return replace(result, report=report, calibration=calibration, extra_metrics=extra)
+
+    def judge(
+        self, predictor: VitPredictor, prep: PreparedImages, *, model_name: str = "DefectViT"
+    ) -> tuple[Any, dict[str, float]]:
+        """The report of ``predictor`` on ``prep``'s test images beside the majority class
+        and HOG + logistic regression fitted on the training and validation images, and
+        the flag recall and false-alarm rate at the bundle's threshold."""
+        logits = predictor.logits(prep.images[prep.test])
+        prob = class_probabilities(logits, predictor.calibration)
+        report = compare_images(prep, prob, model_name=model_name)
+        extra: dict[str, float] = {}
+        cal, good_name = predictor.calibration, predictor.input_spec.good_class
+        if cal is not None and cal.threshold is not None and good_name is not None:
+            good = prep.names.index(good_name)
+            flagged = cal.decide(logits).astype(bool)
+            y = prep.labels[prep.test]
+            if (y != good).any():
+                extra["flag_recall"] = round(float(flagged[y != good].mean()), 6)
+            if (y == good).any():
+                extra["false_alarm_rate"] = round(float(flagged[y == good].mean()), 6)
+        return report, extra
+
+    def spec_from_bundle(self, bundle: Bundle) -> VitSpec:
+        if bundle.input_spec is not None:
+            try:
+                return VitSpec.from_dict(bundle.input_spec)
+            except (KeyError, TypeError, ValueError) as e:
+                raise BundleError(f"{bundle.path}: bad input_spec: {e}", file=bundle.path) from e
+        job = self.old_layout(bundle, "class_names", "image_size")  # format 2
+        return VitSpec(
+            image_size=int(job["image_size"]),
+            mode=job.get("mode", "L"),
+            min_size=int(job.get("min_size", 8)),
+            mean=float(job.get("mean", MEAN)),
+            std=float(job.get("std", STD)),
+            class_names=tuple(job["class_names"]),
+            good_class=job.get("good_class"),
+        )
+
+    def predictor(self, bundle: Bundle) -> VitPredictor:
+        return VitPredictor(self, bundle, self.spec_from_bundle(bundle))
+
+
+def compare_images(
+    prep: PreparedImages,
+    prob: np.ndarray,
+    model_name: str = "DefectViT",
+    n_resamples: int | None = 1000,
+) -> Any:
+    """The :class:`~mfgtx.baselines.EvaluationReport` of test probabilities ``prob`` next to
+    the majority class and HOG + logistic regression, both fitted on the training and
+    validation images (everything the model learned from or chose its checkpoint on); how
+    sure the model's lead is, by a paired bootstrap over the test lots, or over the distinct
+    test images when there are no lots."""
+    from mfgtx.baselines import (
+        EvaluationReport,
+        HogLogistic,
+        MajorityImageClass,
+        ReportRow,
+        bootstrap_differences,
+    )
+    from mfgtx.metrics import classification_metrics
+
+    size, k = int(prep.images.shape[-1]), len(prep.names)
+    fit_idx = np.concatenate([prep.train, prep.val])
+    pixels = prep.images.numpy()
+    y = prep.labels[prep.test]
+    reasons: list[str] = []
+    rows = [ReportRow(model_name, "model", classification_metrics(y, prob, reasons=reasons))]
+    predictions = {model_name: prob}
+    for baseline in (
+        MajorityImageClass(),
+        HogLogistic(cell=16 if size >= 64 else max(4, size // 4)),
+    ):
+        p = baseline.fit(pixels[fit_idx], prep.labels[fit_idx], k).predict_proba(pixels[prep.test])
+        predictions[baseline.name] = p
+        rows.append(
+            ReportRow(baseline.name, "baseline", classification_metrics(y, p, reasons=reasons))
+        )
+    unit = "test lots" if prep.split.method == "lot_time" else "distinct test images"
+    differences, notes = bootstrap_differences(
+        rows, y, predictions, prep.groups[prep.test], "f1", n_resamples, unit=unit
+    )
+    return EvaluationReport(
+        "classification",
+        n_test=len(prep.test),
+        rows=tuple(rows),
+        primary="f1",
+        n_train=len(fit_idx),
+        unit="images",
+        notes=tuple(notes),
+        differences=differences,
+    )
+
+
+VIT = VitKind()
