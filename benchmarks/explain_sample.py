@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from mfgtx.artifacts import load_bundle
+import mfgtx
 from mfgtx.explain import NOTICE, attention_maps, deletion_test, overlap_score
 from mfgtx.images import ImageRecords, load_images, split_images
 from mfgtx.jobs.demo import demo_configs
@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             config = demo_configs(args.folder, tmp)["sample_defects"]
             outcome = train("vit", dataclasses.replace(config, bundle=str(path)))
             print(f"- trained the demo defect ViT: {outcome.verdict}")
-        bundle = load_bundle(path)
-    size = int(bundle.manifest["extra"]["job"]["image_size"])
+        bundle = mfgtx.load(path)
+    size = int(bundle.input_spec.image_size)
     records = ImageRecords.from_manifest(args.folder / "defects" / "manifest.csv")
     split = split_images(records, test_size=0.25, val_size=0.2)  # the training split
     frame = records.frame.iloc[split.test]

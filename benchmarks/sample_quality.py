@@ -32,10 +32,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from mfgtx.artifacts import load_bundle, save_bundle
+import mfgtx
+from mfgtx.artifacts import save_bundle
 from mfgtx.baselines import compare, fit_baselines
 from mfgtx.calibration import Calibration, TemperatureScaler, apply_threshold, choose_threshold
-from mfgtx.data import ColumnMap, SensorScaler, WindowDataset, make_windows, read_table
+from mfgtx.data import ColumnMap, SensorScaler, WindowDataset, Windowing, make_windows, read_table
+from mfgtx.kinds import SENSOR, SensorSpec
 from mfgtx.metrics import classification_metrics
 from mfgtx.models import SensorEncoder, SensorEncoderConfig
 from mfgtx.split import LotTimeSplit, audit
@@ -132,11 +134,20 @@ def main(argv: list[str] | None = None) -> int:
 
     calibration = Calibration(temperature, choice)
     with tempfile.TemporaryDirectory() as tmp:
+        spec = SensorSpec(
+            columns=cols,
+            windowing=Windowing(window=args.window, stride=windows.stride),
+            task="classification",
+            targets=tuple(windows.targets),
+            time_kind=windows.time_kind,
+            scaler=scaler,
+        )
         path = save_bundle(
             args.bundle or Path(tmp) / "sample_quality",
             model,
-            data_schema=cols,
-            scaler=scaler,
+            model_name=SENSOR.model_name,
+            kind=SENSOR.name,
+            input_spec=spec,
             split={"method": "LotTimeSplit", "test_size": 0.25, "val_size": 0.2, "gap": "30min"},
             audit=report,
             metrics=evaluation.to_dict(),
@@ -145,9 +156,9 @@ def main(argv: list[str] | None = None) -> int:
             precision=fitted.precision,
             overwrite=args.bundle is not None,
         )
-        bundle = load_bundle(path)
+        bundle = mfgtx.load(path)
         again = predict(
-            bundle.model, WindowDataset(windows, test, bundle.scaler, target="none")
+            bundle.model, WindowDataset(windows, test, bundle.input_spec.scaler, target="none")
         ).numpy()
         same = bool(
             np.array_equal(bundle.calibration.probabilities(again)[:, 1], prob["test"])

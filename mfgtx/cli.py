@@ -57,10 +57,8 @@ def _config(args: argparse.Namespace) -> Any:
 
 def _train(args: argparse.Namespace) -> int:
     from mfgtx.jobs import train
-    from mfgtx.jobs.train import trainer_for
     from mfgtx.train import end_distributed
 
-    trainer_for(args.kind)  # a kind not in this version fails before any work
     config = _config(args)
     outcome = train(args.kind, config, resume=args.resume)  # rank 0 locks the bundle
     end_distributed()
@@ -229,11 +227,21 @@ def _app(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from mfgtx.jobs.demo import run_demo
+    from mfgtx.jobs.demo import OUT, run_demo
 
-    out = args.out or ("runs/demo-quick" if args.quick else "runs/demo")
+    out = args.out or ("runs/sample-quick" if args.quick else OUT)
     for step in run_demo(args.data, out, quick=args.quick, retrain=args.retrain):
-        if step.get("command") == "score" and step.get("kind") == "vit":
+        if step.get("start"):
+            if step["train"]:
+                _emit(
+                    f"demo: training {', '.join(step['train'])} on {args.data} "
+                    f"(about {max(1, round(step['minutes']))} min on 2 cores); results in {out}"
+                )
+            else:
+                _emit(f"demo: every bundle in {out} exists; scoring only")
+        elif step.get("training"):
+            _emit(f"{step['job']}: training the {step['training']} model -> {step['bundle']}")
+        elif step.get("command") == "score" and step.get("kind") == "vit":
             _emit(
                 f"{step['job']}: scored {step['images']} images ({step['images_per_s']:.1f} "
                 f"images/s, {step['bad_images']} bad) -> {step['output']}"
@@ -245,8 +253,6 @@ def _demo(args: argparse.Namespace) -> int:
             )
         elif step.get("reused"):
             _emit(f"{step['job']}: reusing {step['bundle']}")
-        elif step.get("skipped"):
-            _emit(f"{step['job']}: skipped ({step['skipped']})")
         else:
             _emit(f"{step['job']}: trained {step['bundle']} ({step['verdict']})")
     _summary({"command": "demo", "ok": True, "out": out, "quick": args.quick})
@@ -361,7 +367,11 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--data", default="sample_data", help="sample plant folder (default sample_data)"
     )
-    p.add_argument("--out", help="output folder (default runs/demo, or runs/demo-quick)")
+    p.add_argument(
+        "--out",
+        help="output folder, in place of the job files' runs/sample (default; --quick: "
+        "runs/sample-quick)",
+    )
     p.add_argument("--app", default="app/main.py", help="the app script (default app/main.py)")
     p.add_argument("--port", type=int, help="dashboard port (default: Streamlit's, 8501)")
     p.set_defaults(func=_demo)
@@ -372,12 +382,12 @@ def _exit_code(err: BaseException) -> int:
     """2 for input the user can fix, 1 for failures."""
     from mfgtx.artifacts import BundleError
     from mfgtx.data import DataError
-    from mfgtx.jobs import ConfigError, NotAvailableError
+    from mfgtx.jobs import ConfigError
     from mfgtx.split import LeakageError
 
     if isinstance(err, LeakageError):
         return 1
-    if isinstance(err, ConfigError | DataError | BundleError | NotAvailableError):
+    if isinstance(err, ConfigError | DataError | BundleError):
         return 2
     return 1
 

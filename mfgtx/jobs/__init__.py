@@ -8,17 +8,24 @@ prints their summaries. Inputs come from CSV/Parquet files or folders and SQL da
 """
 
 from mfgtx.jobs._lock import LockedError, output_lock
-from mfgtx.jobs.config import ConfigError, JobConfig, load_config
-from mfgtx.jobs.train import TRAINERS, NotAvailableError, TrainOutcome, train
+from mfgtx.jobs.config import ConfigError, JobConfig, load_config, recorded_job
+from mfgtx.jobs.evaluate import audit_split, bench, evaluate
+from mfgtx.jobs.prepare import read_windows
+from mfgtx.jobs.score import score
+from mfgtx.jobs.train import TrainOutcome, train
 
 __all__ = [
-    "TRAINERS",
     "ConfigError",
     "JobConfig",
     "LockedError",
-    "NotAvailableError",
     "TrainOutcome",
+    "audit_split",
+    "bench",
+    "evaluate",
     "load_config",
     "output_lock",
+    "read_windows",
+    "recorded_job",
+    "score",
     "train",
 ]

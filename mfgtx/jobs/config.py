@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mfgtx.data import ColumnMap
+from mfgtx._config import config_from, section_of
+from mfgtx.data import ColumnMap, Windowing
 from mfgtx.jobs._schema import (
     MAX_YAML_CHARS,
     ConfigError,
@@ -38,25 +39,25 @@ from mfgtx.jobs._schema import (
     set_key,
 )
 from mfgtx.jobs._sql import check_query, check_table_name, check_url, safe_slug
+from mfgtx.kinds import ForecastSection, ImagesSection, SensorSection, VitSection
+from mfgtx.split import SplitPlan
+from mfgtx.train import TrainConfig
 
 __all__ = [
     "CalibrationSection",
     "ColumnsSection",
     "ConfigError",
     "DataSection",
-    "ForecastSection",
-    "ImagesSection",
     "JobConfig",
     "LabelsSection",
-    "ModelSection",
     "ScoreSection",
     "SinkSection",
     "SourceSection",
-    "SplitSection",
     "TrainSection",
-    "VitSection",
-    "WindowsSection",
     "load_config",
+    "recorded_job",
+    "train_config",
+    "with_absolute_paths",
 ]
 
 
@@ -186,237 +187,22 @@ class DataSection:
             raise ValueError("label_known: lot_end needs columns.label_time (a name to create)")
 
 
-@dataclass(frozen=True)
-class WindowsSection:
-    """Windows cut from every lot: ``window`` rows each, ``stride`` apart (default window/4).
-
-    With ``min_rows`` a window may reach back before its lot's first row (those steps are
-    missing): every lot with ``min_rows`` rows gets windows from there on, so a model reads
-    each lot's whole history up to ``window`` rows (an engine's life so far, say). Sensor
-    jobs only; the bundle keeps it, and scoring windows the same way.
-    """
-
-    window: int = 60
-    stride: int | None = None
-    on_short: Literal["error", "skip"] = "skip"
-    min_rows: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.window < 2:
-            raise ValueError(f"window must be >= 2 rows, found {self.window}")
-        if self.stride is not None and self.stride < 1:
-            raise ValueError(f"stride must be >= 1, found {self.stride}")
-        if self.min_rows is not None and not 1 <= self.min_rows <= self.window:
-            raise ValueError(
-                f"min_rows must be between 1 and window={self.window}, found {self.min_rows}"
-            )
-
-    @property
-    def need(self) -> int:
-        """Rows a lot needs for one window."""
-        return self.min_rows or self.window
-
-    @property
-    def step(self) -> int:
-        return self.stride or max(1, self.window // 4)
+TrainSection = section_of(
+    TrainConfig,
+    "TrainSection",
+    derived=("resume",),
+    stand_in=lambda s: {"resume": False},
+    defaults={"batch_size": 32},
+    module=__name__,
+    doc="""The ``train`` section: every field of :class:`~mfgtx.train.TrainConfig` but
+    ``resume`` (the ``--resume`` flag); ``checkpoint_dir`` defaults to ``<bundle>.ckpt`` next
+    to the bundle, ``precision`` to ``auto`` as in the library.""",
+)
 
 
-@dataclass(frozen=True)
-class SplitSection:
-    """A :class:`~mfgtx.split.LotTimeSplit`; ``evaluate_on: last_per_lot`` judges each test lot
-    by its last window (the prediction made when the lot ends)."""
-
-    test_size: float = 0.25
-    val_size: float = 0.2
-    gap: str = "0s"
-    evaluate_on: Literal["all", "last_per_lot"] = "all"
-
-    def __post_init__(self) -> None:
-        for name in ("test_size", "val_size"):
-            v = getattr(self, name)
-            if not (0 < v < 1 or (v >= 1 and float(v).is_integer())):
-                raise ValueError(
-                    f"{name} must be a share of the lots between 0 and 1 (e.g. 0.2) or a whole "
-                    f"number of lots (e.g. 3), found {v:g}"
-                )
-        if self.test_size < 1 and self.val_size < 1 and self.test_size + self.val_size >= 1:
-            raise ValueError(
-                f"test_size + val_size must leave lots to train on: {self.test_size:g} + "
-                f"{self.val_size:g} >= 1"
-            )
-
-    def splitter(self) -> Any:
-        from mfgtx.split import LotTimeSplit
-
-        def size(v: float) -> float | int:
-            return int(v) if v >= 1 else v
-
-        return LotTimeSplit(
-            test_size=size(self.test_size), val_size=size(self.val_size), gap=self.gap
-        )
-
-
-@dataclass(frozen=True)
-class ModelSection:
-    """The :class:`~mfgtx.models.SensorEncoder` to train (``n_channels``/``max_len`` come from
-    the data and the window)."""
-
-    task: Literal["classification", "regression"] = "classification"
-    tokens: Literal["time", "sensor"] = "time"
-    patch_len: int = 1
-    d_model: int = 32
-    n_heads: int = 4
-    n_layers: int = 2
-    d_ff: int = 64
-    dropout: float = 0.1
-    quantiles: tuple[float, ...] = ()
-    target_scale: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.quantiles and self.task != "regression":
-            raise ValueError("quantiles are for task: regression")
-
-
-@dataclass(frozen=True)
-class ForecastSection:
-    """``train forecast``: a :class:`~mfgtx.models.CausalForecaster` whose context is
-    ``windows.window`` rows (``n_channels`` and the covariate count come from the data).
-
-    Args:
-        horizon: rows to forecast.
-        targets: sensors to forecast (default: every sensor in ``data.columns.sensors``); the
-            other sensors are given as past-observed covariates.
-        patch_len, patch_stride: rows per token and between token starts (default
-            ``patch_len``).
-        d_model, n_heads, n_layers, d_ff, dropout: the decoder-only Transformer.
-        head: ``direct`` (whole horizon at once) or ``autoregressive`` (KV-cached generation).
-        channel_independent: each series its own sequence with shared weights.
-        quantiles: levels of the forecast band (ascending, in (0, 1)); empty for none.
-        linear_skip: ``off``; ``learned``: a linear map of each series' context added to the
-            forecast, learned with the rest; ``ridge``: that map fitted by ridge regression
-            on the training windows and kept fixed, so the Transformer learns what a linear
-            forecast misses (direct head only).
-    """
-
-    horizon: int = 24
-    targets: tuple[str, ...] = ()
-    patch_len: int = 8
-    patch_stride: int | None = None
-    d_model: int = 32
-    n_heads: int = 4
-    n_layers: int = 2
-    d_ff: int = 64
-    dropout: float = 0.1
-    head: Literal["direct", "autoregressive"] = "direct"
-    channel_independent: bool = True
-    quantiles: tuple[float, ...] = (0.1, 0.5, 0.9)
-    linear_skip: Literal["off", "learned", "ridge"] = "off"
-
-    def __post_init__(self) -> None:
-        if self.horizon < 1:
-            raise ValueError(f"horizon must be >= 1 row, found {self.horizon}")
-
-
-@dataclass(frozen=True)
-class ImagesSection:
-    """Labelled images for ``train vit``.
-
-    Args:
-        path: a folder with one sub-folder per class (or a ``.zip`` of one), or a CSV
-            manifest (``path``, ``label``, optional ``lot`` and ``timestamp``; with lots the
-            split keeps lots and time apart).
-        subdir: the folder inside a ``.zip`` that holds the class folders.
-        image_size: side of the square model input; every image is resized to it.
-        mode: ``L`` (grey) or ``RGB``.
-        min_size: smallest accepted image side in pixels (smaller files are refused).
-        augment: surface augmentation while training (flips, brightness and contrast,
-            random resized crops).
-        rot90: also rotate by 90 degrees (only where orientation carries no class cue).
-        good_class: the defect-free class; its complement is the flagged P(defect) whose
-            threshold comes from ``calibration.cost_ratio`` (none: no threshold).
-    """
-
-    path: str
-    subdir: str = ""
-    image_size: int = 64
-    mode: Literal["L", "RGB"] = "L"
-    min_size: int = 8
-    augment: bool = True
-    rot90: bool = False
-    good_class: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.image_size < 8:
-            raise ValueError(f"image_size must be >= 8 pixels, found {self.image_size}")
-        if self.min_size < 1:
-            raise ValueError(f"min_size must be >= 1, found {self.min_size}")
-
-    @property
-    def is_manifest(self) -> bool:
-        return self.path.lower().endswith(".csv")
-
-
-@dataclass(frozen=True)
-class VitSection:
-    """``train vit``: the :class:`~mfgtx.models.DefectViT` (image size, channels and classes
-    come from the ``images`` section and the data).
-
-    ``min_defect_px``/``source_size`` switch on the small-defect guard (see
-    :class:`~mfgtx.models.ViTConfig`); ``strict_defect_size`` turns its warning into an error.
-    """
-
-    patch_size: int = 8
-    stem: Literal["linear", "conv"] = "conv"
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 4
-    d_ff: int = 128
-    dropout: float = 0.1
-    drop_path: float = 0.0
-    pooling: Literal["cls", "mean"] = "cls"
-    positional: Literal["learned", "sinusoidal"] = "learned"
-    label_smoothing: float = 0.0
-    min_defect_px: float | None = None
-    source_size: int | None = None
-    strict_defect_size: bool = False
-
-
-@dataclass(frozen=True)
-class TrainSection:
-    """The training loop (:class:`~mfgtx.train.TrainConfig`); ``checkpoint_dir`` defaults to
-    ``<bundle>.ckpt`` next to the bundle."""
-
-    epochs: int = 20
-    batch_size: int = 32
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    patience: int | None = 5
-    seed: int = 0
-    precision: Literal["auto", "fp32", "bf16"] = "fp32"
-    progress: Literal["auto", "bar", "log", "off"] = "auto"
-    log_every: int = 50
-    checkpoint_dir: str | None = None
-
-    def __post_init__(self) -> None:
-        self.train_config(None)  # TrainConfig's checks
-
-    def train_config(self, checkpoint_dir: str | None, *, resume: bool = False) -> Any:
-        from mfgtx.train import TrainConfig
-
-        return TrainConfig(
-            epochs=self.epochs,
-            batch_size=self.batch_size,
-            lr=self.lr,
-            weight_decay=self.weight_decay,
-            patience=self.patience,
-            seed=self.seed,
-            precision=self.precision,
-            progress=self.progress,
-            log_every=self.log_every,
-            checkpoint_dir=checkpoint_dir,
-            resume=resume,
-            device="cpu",
-        )
+def train_config(section: Any, checkpoint_dir: str | None, *, resume: bool = False) -> Any:
+    """The :class:`~mfgtx.train.TrainConfig` of a ``train`` section."""
+    return config_from(TrainConfig, section, checkpoint_dir=checkpoint_dir, resume=resume)
 
 
 @dataclass(frozen=True)
@@ -506,12 +292,17 @@ def _sqlite_file(url: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class JobConfig:
-    """A whole job file; which sections a command needs is checked by the command."""
+    """A whole job file; which sections a command needs is checked by the command.
+
+    The model sections are the kinds' own (:mod:`mfgtx.kinds`): ``model`` (sensor),
+    ``forecast``, and ``images`` with ``vit``; ``windows`` and ``split`` are the
+    :class:`~mfgtx.data.Windowing` and :class:`~mfgtx.split.SplitPlan` the bundle records.
+    """
 
     data: DataSection | None = None
-    windows: WindowsSection = field(default_factory=WindowsSection)
-    split: SplitSection = field(default_factory=SplitSection)
-    model: ModelSection = field(default_factory=ModelSection)
+    windows: Windowing = field(default_factory=Windowing)
+    split: SplitPlan = field(default_factory=SplitPlan)
+    model: SensorSection = field(default_factory=SensorSection)
     forecast: ForecastSection | None = None
     images: ImagesSection | None = None
     vit: VitSection = field(default_factory=VitSection)
@@ -578,3 +369,37 @@ def load_config(
         raise ConfigError(f"{name}: source_file: unknown key")
     config = build(JobConfig, data, file=name)
     return dataclasses.replace(config, source_file=name)
+
+
+_PATH_KEYS = ("path", "errors", "images", "bundle", "checkpoint_dir")
+
+
+def with_absolute_paths(config: JobConfig) -> dict[str, Any]:
+    """The job as a dict with every file path (and SQLite file) made absolute, as a bundle
+    records it: whoever reads the bundle later finds the data from any directory."""
+
+    def fix(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            return {k: fix(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fix(v, key) for v in value]
+        if isinstance(value, str) and key in _PATH_KEYS:
+            return str(Path(value).expanduser().resolve())
+        if isinstance(value, str) and key == "url" and _sqlite_file(value):
+            return "sqlite:///" + str(Path(str(_sqlite_file(value))).resolve())
+        return value
+
+    return fix(config.to_dict())
+
+
+def recorded_job(manifest: dict[str, Any]) -> JobConfig | None:
+    """The job a bundle was trained with (``extra.job_file``), or ``None`` when it records
+    none (a bundle written from Python). The paths are the absolute ones of training time.
+
+    Raises:
+        ConfigError: the recorded job does not validate with this mfgtx.
+    """
+    job = (manifest.get("extra") or {}).get("job_file")
+    if not isinstance(job, dict):
+        return None
+    return build(JobConfig, job, file="the bundle's recorded job")

@@ -1,8 +1,9 @@
 """``audit``, ``evaluate`` and ``bench``: check a split, judge a bundle, time its scoring.
 
 All three take every model kind: a job with an ``images`` section is a ViT job, one with a
-``forecast`` section a forecasting job, any other a SensorEncoder job; ``evaluate`` and
-``bench`` follow the kind recorded in the bundle.
+``forecast`` section a forecasting job, any other a sensor job; ``evaluate`` and ``bench``
+follow the kind recorded in the bundle and judge it with the kind's own comparison, the
+same one training ran.
 """
 
 from __future__ import annotations
@@ -13,35 +14,47 @@ from typing import Any
 
 import numpy as np
 
-from mfgtx.calibration import class_probabilities
 from mfgtx.jobs.config import ConfigError, JobConfig
-from mfgtx.jobs.prepare import load_forecast_windows, load_windows, split_windows
+from mfgtx.jobs.prepare import read_windows, split
+from mfgtx.kinds import FORECAST, SENSOR, VIT, Kind
 
-__all__ = ["audit_split", "bench", "evaluate"]
+__all__ = ["audit_split", "bench", "evaluate", "job_kind"]
 
 log = logging.getLogger(__name__)
 
 
-def job_kind(config: JobConfig) -> str:
-    """``vit`` (an ``images`` section), ``forecast`` (a ``forecast`` section) or ``sensor``."""
+def job_kind(config: JobConfig) -> Kind:
+    """The kind a job file describes: ``vit`` (an ``images`` section), ``forecast`` (a
+    ``forecast`` section) or ``sensor``."""
     if config.images is not None:
-        return "vit"
-    return "forecast" if config.forecast is not None else "sensor"
+        return VIT
+    return FORECAST if config.forecast is not None else SENSOR
 
 
-def _bundle_kind(bundle: Any) -> str:
-    return str(((bundle.manifest.get("extra") or {}).get("job") or {}).get("kind", "sensor"))
-
-
-def _check_kind(config: JobConfig, bundle: Any) -> str:
-    kind = _bundle_kind(bundle)
-    if job_kind(config) != kind:
-        section = {"vit": "images", "forecast": "forecast", "sensor": "model"}[kind]
+def _check_kind(config: JobConfig, predictor: Any) -> Kind:
+    kind = predictor.kind
+    if job_kind(config) is not kind:
+        section = "images" if kind.inputs == "images" else kind.section_key
         raise ConfigError(
-            f"{config.source_file}: the bundle {config.bundle} holds a {kind} model; its job "
-            f"file needs the {section!r} section it was trained with"
+            f"{config.source_file}: the bundle {config.bundle} holds a {kind.name} model; its "
+            f"job file needs the {section!r} section it was trained with"
         )
     return kind
+
+
+def _prepare_images(config: JobConfig) -> Any:
+    from mfgtx.kinds.vit import prepare_images
+
+    config.require("images")
+    assert config.images is not None
+    try:
+        return prepare_images(config.images, config.split, seed=config.train.seed)
+    except ValueError as e:
+        from mfgtx.data import DataError
+
+        if isinstance(e, DataError):
+            raise
+        raise ConfigError(f"{config.source_file}: {e}") from e
 
 
 def audit_split(config: JobConfig) -> tuple[dict[str, Any], Any]:
@@ -51,10 +64,8 @@ def audit_split(config: JobConfig) -> tuple[dict[str, Any], Any]:
         ``(summary, report)``: the summary line and the :class:`~mfgtx.split.AuditReport`.
     """
     kind = job_kind(config)
-    if kind == "vit":
-        from mfgtx.jobs.vit import prepare_images
-
-        prep = prepare_images(config)
+    if kind.inputs == "images":
+        prep = _prepare_images(config)
         report = prep.audit_report()
         summary = {
             "command": "audit",
@@ -64,8 +75,8 @@ def audit_split(config: JobConfig) -> tuple[dict[str, Any], Any]:
             "images": prep.counts,
         }
         return summary, report
-    windows = load_forecast_windows(config)[0] if kind == "forecast" else load_windows(config)[0]
-    prep = split_windows(config, windows, strict=False)
+    windows, _ = read_windows(config, kind)
+    prep = split(config, windows, strict=False)
     sets = prep.sets
     summary = {
         "command": "audit",
@@ -85,126 +96,77 @@ def audit_split(config: JobConfig) -> tuple[dict[str, Any], Any]:
     return summary, prep.report
 
 
+def _summary(predictor: Any, report: Any, audit_passed: bool, extra: dict) -> dict[str, Any]:
+    metrics = {k: round(float(v), 6) for k, v in report.rows[0].metrics.items()}
+    return {
+        "command": "evaluate",
+        "bundle_id": predictor.bundle_id,
+        "task": predictor.task,
+        "n_test": report.n_test,
+        "metrics": {**metrics, **extra},
+        "verdict": report.verdict,
+        "how_sure": report.how_sure,
+        "audit_passed": audit_passed,
+    }
+
+
 def evaluate(config: JobConfig) -> tuple[dict[str, Any], Any]:
     """Judge ``config.bundle`` on the test lots of the job's data against baselines fitted on
-    its training lots (same split rules as ``train``).
+    its training lots (same split rules and the same comparison as ``train``).
 
     Returns:
         ``(summary, report)`` with the :class:`~mfgtx.baselines.EvaluationReport`.
     """
-    from mfgtx.baselines import compare, fit_baselines
-    from mfgtx.jobs.score import load_model_bundle, predict_windows
+    from mfgtx.jobs.score import load_predictor
 
-    config.require("bundle")
-    bundle = load_model_bundle(str(config.bundle))
-    kind = _check_kind(config, bundle)
-    if kind == "vit":
-        return _evaluate_vit(config, bundle)
-    if kind == "forecast":
-        return _evaluate_forecast(config, bundle)
-    task = bundle.config.task
-    windows, _ = load_windows(config)
-    expected = tuple(bundle.manifest["data_schema"]["sensors"])
+    predictor = load_predictor(config)
+    kind = _check_kind(config, predictor)
+    if kind.inputs == "images":
+        prep = _prepare_images(config)
+        spec = predictor.input_spec
+        asked = (config.images.image_size, config.images.mode)  # type: ignore[union-attr]
+        if asked != (spec.image_size, spec.mode):
+            raise ConfigError(
+                f"{config.source_file}: images: the bundle reads {spec.image_size}-px "
+                f"{spec.mode} images; the job asks for {asked[0]}-px {asked[1]}"
+            )
+        if tuple(prep.names) != tuple(spec.class_names):
+            raise ConfigError(
+                f"{config.source_file}: images.path: classes {prep.names} differ from the "
+                f"bundle's {list(spec.class_names)}"
+            )
+        report, extra = kind.judge(predictor, prep, model_name="bundle")  # type: ignore[attr-defined]
+        return _summary(predictor, report, prep.audit_report().passed, extra), report
+    windows, _ = read_windows(config, kind)
+    spec = predictor.input_spec
+    expected = tuple(spec.columns.sensors or ())
     if windows.sensors != expected:
         raise ConfigError(
             f"{config.source_file}: data.columns.sensors: the bundle was trained on "
             f"{list(expected)}, the data gives {list(windows.sensors)}"
         )
-    prep = split_windows(config, windows, strict=False)
-    cols = predict_windows(bundle, windows, prep.test)
-    if task == "classification":
-        probs = [cols[k] for k in sorted(cols) if k.startswith("p_")]
-        pred = probs[1] if len(probs) == 2 else np.stack(probs, axis=1)
-    else:
-        pred = np.stack([cols[t] for t in windows.targets], axis=1)
-    baselines = fit_baselines(windows, prep.sets.train, task, scaler=prep.scaler)
-    rul = any("rul" in t.lower() for t in windows.targets)
-    report = compare(task, windows, prep.test, pred, baselines, model_name="bundle", rul=rul)
-    summary = {
-        "command": "evaluate",
-        "bundle_id": bundle.bundle_id,
-        "task": task,
-        "n_test": report.n_test,
-        "metrics": {k: round(float(v), 6) for k, v in report.rows[0].metrics.items()},
-        "verdict": report.verdict,
-        "how_sure": report.how_sure,
-        "audit_passed": prep.report.passed,
-    }
-    return summary, report
-
-
-def _evaluate_forecast(config: JobConfig, bundle: Any) -> tuple[dict[str, Any], Any]:
-    from mfgtx.baselines import compare, fit_baselines
-    from mfgtx.jobs.forecast import forecast_arrays
-    from mfgtx.models import interval_coverage
-
-    job = bundle.manifest["extra"]["job"]
-    windows, _, _ = load_forecast_windows(config)
-    if list(windows.targets) != list(job["targets"]) or windows.horizon != int(job["horizon"]):
+    if kind is FORECAST and (
+        tuple(windows.targets) != tuple(spec.targets) or windows.horizon != spec.horizon
+    ):
         raise ConfigError(
-            f"{config.source_file}: forecast: the bundle forecasts {job['targets']} "
-            f"{job['horizon']} rows ahead; the job asks for {list(windows.targets)} "
+            f"{config.source_file}: forecast: the bundle forecasts {list(spec.targets)} "
+            f"{spec.horizon} rows ahead; the job asks for {list(windows.targets)} "
             f"{windows.horizon} rows ahead"
         )
-    prep = split_windows(config, windows, strict=False)
-    labelled = windows.labelled()
-    test = np.intersect1d(prep.test, labelled)
-    if len(test) == 0:
-        raise ConfigError(f"{config.source_file}: split: no test window has its whole horizon")
-    pred, band = forecast_arrays(bundle.model, bundle.scaler, windows, test, job["targets"])
-    train = np.intersect1d(prep.sets.train, labelled)
-    baselines = fit_baselines(windows, train, "forecast", scaler=prep.scaler)
-    report = compare("forecast", windows, test, pred, baselines, model_name="bundle")
-    metrics = {k: round(float(v), 6) for k, v in report.rows[0].metrics.items()}
-    if band is not None:
-        cover = interval_coverage(windows.y[test], band, bundle.config.quantiles)  # type: ignore[index]
-        metrics["interval_coverage"] = round(float(cover["coverage"]), 4)
-    summary = {
-        "command": "evaluate",
-        "bundle_id": bundle.bundle_id,
-        "task": "forecast",
-        "n_test": report.n_test,
-        "metrics": metrics,
-        "verdict": report.verdict,
-        "how_sure": report.how_sure,
-        "audit_passed": prep.report.passed,
-    }
-    return summary, report
-
-
-def _evaluate_vit(config: JobConfig, bundle: Any) -> tuple[dict[str, Any], Any]:
-
-    from mfgtx.jobs.vit import compare_images, prepare_images, vit_logits
-
-    job = bundle.manifest["extra"]["job"]
-    assert config.images is not None
-    asked = (config.images.image_size, config.images.mode)
-    if asked != (int(job["image_size"]), job.get("mode", "L")):
-        raise ConfigError(
-            f"{config.source_file}: images: the bundle reads {job['image_size']}-px "
-            f"{job.get('mode', 'L')} images; the job asks for {asked[0]}-px {asked[1]}"
-        )
-    prep = prepare_images(config)
-    if prep.names != list(job["class_names"]):
-        raise ConfigError(
-            f"{config.source_file}: images.path: classes {prep.names} differ from the bundle's "
-            f"{job['class_names']}"
-        )
-    logits = vit_logits(bundle, prep.images[prep.test])
-    prob = class_probabilities(logits, bundle.calibration)
-    report = compare_images(config, prep, prob, model_name="bundle")
-    audit = prep.audit_report()
-    summary = {
-        "command": "evaluate",
-        "bundle_id": bundle.bundle_id,
-        "task": "classification",
-        "n_test": report.n_test,
-        "metrics": {k: round(float(v), 6) for k, v in report.rows[0].metrics.items()},
-        "verdict": report.verdict,
-        "how_sure": report.how_sure,
-        "audit_passed": audit.passed,
-    }
-    return summary, report
+    prep = split(config, windows, strict=False)
+    if kind is FORECAST:
+        labelled = windows.labelled()
+        report, extra = kind.judge(  # type: ignore[attr-defined]
+            predictor, windows, np.intersect1d(prep.sets.train, labelled),
+            np.intersect1d(prep.test, labelled), scaler=prep.scaler, model_name="bundle",
+        )  # fmt: skip
+    else:
+        report = kind.judge(  # type: ignore[attr-defined]
+            predictor, windows, prep.sets.train, prep.test, scaler=prep.scaler,
+            model_name="bundle",
+        )  # fmt: skip
+        extra = {}
+    return _summary(predictor, report, prep.report.passed, extra), report
 
 
 def bench(config: JobConfig, *, repeats: int = 3) -> dict[str, Any]:
@@ -212,59 +174,42 @@ def bench(config: JobConfig, *, repeats: int = 3) -> dict[str, Any]:
     second of the model alone (best of ``repeats``), without reading or writing files."""
     import torch
 
-    from mfgtx.jobs.score import load_model_bundle, predict_windows
+    from mfgtx.jobs.score import load_predictor
 
-    config.require("bundle")
-    bundle = load_model_bundle(str(config.bundle))
-    kind = _check_kind(config, bundle)
+    predictor = load_predictor(config)
+    kind = _check_kind(config, predictor)
     batch = config.score.batch_size if config.score is not None else 256
-    if kind == "vit":
-        from mfgtx.images import load_images
-        from mfgtx.jobs.vit import image_records, vit_logits
+    if kind.inputs == "images":
+        from mfgtx.kinds.vit import image_records
 
         assert config.images is not None
-        records = image_records(config.images, config.source_file)
-        images, _, _ = load_images(
-            records.read_bytes(), config.images.image_size, mode=config.images.mode
-        )
+        records = image_records(config.images)
+        images, _, _ = predictor.load(records.read_bytes())
         best = float("inf")
         for _ in range(repeats):
             t0 = time.perf_counter()
-            vit_logits(bundle, images, batch)
+            predictor.logits(images, batch)
             best = min(best, time.perf_counter() - t0)
         return {
             "command": "bench",
-            "bundle_id": bundle.bundle_id,
+            "bundle_id": predictor.bundle_id,
             "images": len(images),
-            "image_size": config.images.image_size,
+            "image_size": predictor.input_spec.image_size,
             "batch_size": batch,
             "threads": torch.get_num_threads(),
             "seconds": round(best, 4),
             "images_per_s": round(len(images) / best, 1),
         }
-    if kind == "forecast":
-        from mfgtx.jobs.forecast import forecast_arrays
-
-        windows = load_forecast_windows(config)[0]
-        targets = bundle.manifest["extra"]["job"]["targets"]
-
-        def run(idx: np.ndarray) -> None:
-            forecast_arrays(bundle.model, bundle.scaler, windows, idx, targets, batch)
-    else:
-        windows, _ = load_windows(config)
-
-        def run(idx: np.ndarray) -> None:
-            predict_windows(bundle, windows, idx, batch)
-
+    windows, _ = read_windows(config, kind)
     idx = np.arange(len(windows))
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
-        run(idx)
+        predictor.rows(windows, idx, batch_size=batch)
         best = min(best, time.perf_counter() - t0)
     return {
         "command": "bench",
-        "bundle_id": bundle.bundle_id,
+        "bundle_id": predictor.bundle_id,
         "windows": len(idx),
         "window": windows.window,
         "batch_size": batch,
