@@ -1,6 +1,8 @@
 """Shared helpers of the dashboard: configuration, bundles, data, uploads, error guard.
 
-The app is thin: these helpers find inputs, call ``mfgtx`` and hand results to the pages.
+The app is thin: these helpers find inputs and call the public library (``mfgtx.load`` and the
+predictor it returns, ``mfgtx.images``, ``mfgtx.jobs``), whose results the pages draw; no
+data rule lives here.
 Configuration, first match wins: environment variables ``MFGTX_MODELS_DIR`` and
 ``MFGTX_DATA_DIR``, then ``app/mfgtx-app.toml`` (or the file ``MFGTX_APP_CONFIG`` names) with
 keys ``models_dir`` and ``data_dir``, then the defaults ``models/`` and ``sample_data/`` of the
@@ -22,24 +24,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import streamlit as st
-import torch
 
-import mfgtx.explain  # noqa: F401  (registers the explainers of the bundled models)
-from mfgtx.artifacts import Bundle, BundleError, load_bundle, verify_bundle
-from mfgtx.calibration import class_probabilities
-from mfgtx.data import ColumnMap, DataError, read_table
-from mfgtx.jobs.score import bundle_columns, bundle_windows
+import mfgtx
+from mfgtx.artifacts import BundleError, verify_bundle
+from mfgtx.data import ColumnMap, DataError
+from mfgtx.images import DEFAULT_MAX_PIXELS, ImageError, read_image
 
 log = logging.getLogger("mfgtx.app")
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = "mfgtx-app.toml"
-SENSOR_CLASS = "mfgtx.SensorEncoder"
-FORECAST_CLASS = "mfgtx.CausalForecaster"
-DEFECT_CLASS = "mfgtx.DefectViT"
 MAX_CSV_MB = 50
 MAX_IMAGE_MB = 10
-MAX_IMAGE_PIXELS = 40_000_000
+#: The same pixel limit as ``mfgtx score``'s image reader: one rule for what is readable.
+MAX_IMAGE_PIXELS = DEFAULT_MAX_PIXELS
 UNITS = {
     "temperature_c": "°C",
     "pressure_bar": "bar",
@@ -120,10 +118,18 @@ def guarded(body: Callable[[], None]) -> Callable[[], None]:
 class BundleInfo:
     path: Path
     bundle_id: str
+    kind: str | None  # sensor, forecast, vit (None: not a model of mfgtx's kinds)
     model_class: str
     task: str | None
     manifest: dict[str, Any]
     signature: str = "unsigned"  # "verified", "unsigned" or "not verified" (no key here)
+
+
+_KIND_OF_CLASS = {
+    "mfgtx.SensorEncoder": "sensor",
+    "mfgtx.CausalForecaster": "forecast",
+    "mfgtx.DefectViT": "vit",
+}
 
 
 def find_bundles(models_dir: Path) -> tuple[list[BundleInfo], list[str]]:
@@ -144,12 +150,15 @@ def find_bundles(models_dir: Path) -> tuple[list[BundleInfo], list[str]]:
             continue
         manifest = verified["manifest"]
         model = manifest.get("model", {})
+        name = str(model.get("class"))
+        spec = manifest.get("input_spec") or {}
         found.append(
             BundleInfo(
                 path=sub,
                 bundle_id=verified["bundle_id"],
-                model_class=str(model.get("class")),
-                task=model.get("config", {}).get("task"),
+                kind=manifest.get("kind") or _KIND_OF_CLASS.get(name),
+                model_class=name,
+                task=spec.get("task") or model.get("config", {}).get("task"),
                 manifest=manifest,
                 signature=verified.get("signature", "unsigned"),
             )
@@ -157,21 +166,20 @@ def find_bundles(models_dir: Path) -> tuple[list[BundleInfo], list[str]]:
     return found, problems
 
 
-def bundles_of(model_class: str) -> tuple[AppConfig, list[BundleInfo]]:
+def bundles_of(kind: str) -> tuple[AppConfig, list[BundleInfo]]:
+    """The settings and the verified bundles of one model kind."""
     cfg = app_config()
     found, _ = find_bundles(cfg.models_dir)
-    return cfg, [b for b in found if b.model_class == model_class]
+    return cfg, [b for b in found if b.kind == kind]
 
 
 @st.cache_resource(max_entries=8, show_spinner="loading model bundle")
-def _load(bundle_id: str, path: str) -> Bundle:
-    bundle = load_bundle(path)
-    bundle.model.eval()
-    return bundle
+def _load(bundle_id: str, path: str) -> Any:
+    return mfgtx.load(path)
 
 
-def load(info: BundleInfo) -> Bundle:
-    """The bundle's model, loaded once per bundle checksum (``bundle_id``)."""
+def load(info: BundleInfo) -> Any:
+    """The bundle's predictor (:func:`mfgtx.load`), loaded once per bundle checksum."""
     return _load(info.bundle_id, str(info.path))
 
 
@@ -188,48 +196,25 @@ def no_bundle_message(kind: str, models_dir: Path, command: str) -> None:
 # ----------------------------------------------------------------- data
 
 
-@st.cache_data(show_spinner=False, max_entries=4, ttl=60)  # new rows show within a minute
-def plant_frame(data_dir: str) -> pd.DataFrame:
-    """Sensor rows joined with each lot's inspection (sample_data layout); defect = not passed."""
-    sensors = pd.read_csv(Path(data_dir) / "sensors.csv")
-    quality_file = Path(data_dir) / "quality.csv"
-    if quality_file.is_file():
-        quality = pd.read_csv(quality_file)
-        sensors = sensors.merge(
-            quality[["lot", "passed", "quality_value", "inspected_at"]], on="lot", how="left"
-        )
-        sensors["defect"] = (~sensors["passed"].astype(bool)).astype(int)
-    return sensors
-
-
-@st.cache_data(show_spinner=False, max_entries=8, ttl=60)
+@st.cache_data(show_spinner=False, max_entries=8, ttl=60)  # new rows show within a minute
 def _csv(path: str) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-def frame_for(cmap: ColumnMap, data_dir: Path, *, need_targets: bool) -> pd.DataFrame:
-    """The data-folder table holding the bundle's columns: the joined sensors and quality
-    files (``plant_frame``) or any other CSV there (``degradation.csv`` for a RUL model)."""
-    need = {cmap.lot, cmap.time, *cmap.keys, *cmap.sensors}
-    if need_targets:
-        need |= set(cmap.targets)
-    candidates = []
-    if (data_dir / "sensors.csv").is_file():
-        candidates.append(lambda: plant_frame(str(data_dir)))
-    for path in sorted(data_dir.glob("*.csv")):
-        candidates.append(lambda path=path: _csv(str(path)))
-    for load_frame in candidates:
-        df = load_frame()
+def frame_for(cmap: ColumnMap, data_dir: Path) -> pd.DataFrame:
+    """The CSV file of the data folder that holds the bundle's columns (``sensors.csv`` for
+    the quality and forecast models of the sample plant, ``degradation.csv`` for RUL)."""
+    need = {cmap.lot, cmap.time, *cmap.keys, *(cmap.sensors or ())}
+    for path in sorted(data_dir.glob("*.csv")) if data_dir.is_dir() else []:
+        df = _csv(str(path))
         if need <= set(df.columns):
             return df
-    raise DataError(
-        f"no CSV file in {data_dir} has the bundle's columns {sorted(need)}", column=None
-    )
+    raise DataError(f"no CSV file in {data_dir} has the bundle's columns {sorted(need)}")
 
 
-def read_upload_csv(upload: Any, cmap: ColumnMap) -> tuple[pd.DataFrame | None, str | None]:
-    """An uploaded CSV checked by ``read_table`` against ``cmap`` (give it one without
-    labels, :func:`~mfgtx.jobs.score.bundle_columns`): ``(frame, None)`` or ``(None, why)``."""
+def read_upload_csv(upload: Any, predictor: Any) -> tuple[pd.DataFrame | None, str | None]:
+    """An uploaded CSV checked as the bundle reads its input: ``(frame, None)`` or
+    ``(None, why)``."""
     if upload.size > MAX_CSV_MB * 2**20:
         size = upload.size / 2**20
         return None, f"{upload.name}: {size:.1f} MB is over the {MAX_CSV_MB} MB limit"
@@ -238,57 +223,16 @@ def read_upload_csv(upload: Any, cmap: ColumnMap) -> tuple[pd.DataFrame | None, 
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
         return None, f"{upload.name}: not a readable CSV file ({e})"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            read_table(df, cmap)
+        predictor.table(df)
     except DataError as e:
         return None, f"{upload.name}: {e}"
     return df, None
 
 
-def last_windows(
-    bundle: Bundle, df: pd.DataFrame, *, with_targets: bool, stride: int | None = None
-) -> tuple[Any, np.ndarray]:
-    """Windows over ``df`` as ``mfgtx score`` makes them (:func:`mfgtx.jobs.score.bundle_windows`:
-    the bundle's length and ``min_rows``, each lot's last window ending at its latest row),
-    ``stride`` rows apart (default: the window length), and the index of each lot's last one."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        table = read_table(df, bundle_columns(bundle, targets=with_targets))
-        windows = bundle_windows(bundle, table, stride=stride or int(bundle.config.max_len))
-    lots = windows.lot
-    last = np.array([np.flatnonzero(lots == lot)[-1] for lot in windows.lots], dtype=np.int64)
-    return windows, last
-
-
-@dataclass(frozen=True)
-class Predictions:
-    lots: np.ndarray
-    end: np.ndarray
-    score: np.ndarray  # P(defect) for classifiers, the prediction for regression
-    low: np.ndarray | None  # interval bounds (regression with quantiles)
-    high: np.ndarray | None
-    truth: np.ndarray | None
-    x: torch.Tensor
-    observed: torch.Tensor
-
-
-@torch.no_grad()
-def predict_lots(bundle: Bundle, windows: Any, idx: np.ndarray) -> Predictions:
-    """Calibrated P(defect) (classification) or prediction with interval (regression)."""
-    x, observed = windows.features(idx, bundle.scaler)
-    xt, ot = torch.from_numpy(x), torch.from_numpy(observed)
-    out = bundle.model(xt, ot).numpy()
-    low = high = None
-    if bundle.config.task == "classification":
-        score = class_probabilities(out, bundle.calibration)[:, 1]
-    else:
-        score = out[:, 0]
-        if bundle.config.quantiles:
-            q = bundle.model.forward_quantiles(xt, ot).numpy()[:, 0]
-            low, high = q[:, 0], q[:, -1]
-    truth = None if windows.y is None else windows.y[idx, 0]
-    return Predictions(windows.lot[idx], windows.end[idx], score, low, high, truth, xt, ot)
+def lot_windows(predictor: Any, rows: pd.DataFrame, *, stride: int | None = None) -> Any:
+    """The windows of one lot's ``rows`` as ``mfgtx score`` cuts them (the bundle's window,
+    ``min_rows`` and stride, or ``stride``; the last window ends at the latest row)."""
+    return predictor.windows(rows, stride=stride)
 
 
 # ----------------------------------------------------------------- images
@@ -302,38 +246,16 @@ class CheckedImage:
 
 
 def check_image(name: str, data: bytes) -> CheckedImage:
-    """Open an uploaded image defensively: size, bombs, truncation, corrupt files, odd modes."""
-    from PIL import Image, UnidentifiedImageError
-
+    """An uploaded image read by :func:`mfgtx.images.read_image`, the reader ``mfgtx score``
+    uses, so the page calls readable exactly what batch scoring reads: ``image`` is grey in
+    0..1, or ``message`` says why the file is refused."""
     if len(data) > MAX_IMAGE_MB * 2**20:
         return CheckedImage(name, None, f"{len(data) / 2**20:.1f} MB is over {MAX_IMAGE_MB} MB")
-    if not data:
-        return CheckedImage(name, None, "the file is empty")
     try:
-        with warnings.catch_warnings():
-            # Pillow warns above Image.MAX_IMAGE_PIXELS and raises above twice that: refuse both
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as img:
-                img.verify()  # structure check; the image must be reopened after this
-            with Image.open(io.BytesIO(data)) as img:
-                if img.width * img.height > MAX_IMAGE_PIXELS:  # header only, nothing decoded
-                    return CheckedImage(
-                        name, None, f"{img.width}x{img.height} px is over {MAX_IMAGE_PIXELS:,} px"
-                    )
-                if img.width < 8 or img.height < 8:
-                    return CheckedImage(name, None, f"{img.width}x{img.height} px is too small")
-                img.load()
-                arr = np.asarray(img.convert("F"), dtype=np.float64)  # any mode to grey
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        return CheckedImage(name, None, "too many pixels (decompression bomb refused)")
-    except UnidentifiedImageError:
-        return CheckedImage(name, None, "not an image Pillow can read")
-    except (OSError, ValueError, SyntaxError) as e:
-        return CheckedImage(name, None, f"damaged or truncated image ({e})")
-    if not np.isfinite(arr).all():
-        return CheckedImage(name, None, "the image holds non-finite values")
-    span = float(arr.max() - arr.min()) or 1.0
-    return CheckedImage(name, (arr - arr.min()) / span, None)
+        arr = read_image((name, data), mode="L", max_pixels=MAX_IMAGE_PIXELS)
+    except ImageError as e:
+        return CheckedImage(name, None, e.reason)
+    return CheckedImage(name, arr.astype(np.float64) / 255.0, None)
 
 
 # ----------------------------------------------------------------- charts

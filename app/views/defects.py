@@ -1,8 +1,9 @@
 """Defect inspection: upload images (or pick them from the data folder), check each one, and
 classify them with a defect-model bundle, with the attention overlay and its deletion test.
 
-Model-specific code is :func:`classify` only (``mfgtx.DefectViT``); uploads are validated here
-whether or not a model exists.
+Each image is read by the same reader as ``mfgtx score`` (:func:`_common.check_image`), and
+classified by the bundle's predictor (:func:`mfgtx.load`): its row is the one ``mfgtx score``
+writes for the image.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 from _common import (
-    DEFECT_CLASS,
     MAX_IMAGE_MB,
     bundles_of,
     check_image,
@@ -20,42 +20,29 @@ from _common import (
     pick_bundle,
 )
 
-from mfgtx.calibration import class_probabilities
-from mfgtx.explain import (
-    NOTICE,
-    attention_figure,
-    attention_maps,
-    deletion_figure,
-    deletion_test,
-)
-from mfgtx.images import load_images
+from mfgtx.explain import NOTICE, attention_figure, deletion_figure
 
 IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
 
 
-def classify(bundle, data: bytes, which: str = "rollout"):
+def classify(predictor, name: str, data: bytes, which: str = "rollout"):
     """``(class name, probability, flagged or None, attention figure, deletion figure)``.
 
-    The image is read and resized exactly as in training (:func:`mfgtx.images.load_images`);
-    probabilities are the bundle's calibrated ones, the flag is its threshold on P(defect).
+    The image is read and resized exactly as in training and scoring; probabilities are the
+    bundle's calibrated ones, the flag is its threshold on P(defect).
     """
-    c = bundle.config
-    job = (bundle.manifest.get("extra") or {}).get("job") or {}
-    names = job.get("class_names") or [f"class {k}" for k in range(c.num_classes)]
-    mode = "L" if c.in_chans == 1 else "RGB"
-    images, _, errors = load_images([("upload", data)], c.image_size, mode=mode)
-    if errors:
-        raise ValueError(errors[0].reason)
-    x = (images - job.get("mean", 0.5)) / job.get("std", 0.5)  # (1, C, S, S)
-    maps = attention_maps(bundle.model, x)
-    logits = maps.prediction.numpy()
-    cal = bundle.calibration
-    prob = class_probabilities(logits, cal)[0]
-    k = int(prob.argmax())
-    flagged = None if cal is None or cal.threshold is None else bool(cal.decide(logits)[0])
-    check = deletion_test(bundle.model, x, maps, fraction=0.1, n_random=5)
-    attention = attention_figure(maps, 0, which=which, image=images[0].mean(0))
-    return names[k], float(prob[k]), flagged, attention, deletion_figure(check)
+    explained = predictor.explain((name, data), which=which)
+    row = explained.row
+    k = int(row["predicted"])
+    flagged = None if "decision" not in row else bool(row["decision"])
+    attention = attention_figure(explained.maps, 0, which=which, image=explained.image)
+    return (
+        row["predicted_class"],
+        float(row[f"p_{k}"]),
+        flagged,
+        attention,
+        deletion_figure(explained.deletion),
+    )
 
 
 def _image_figure(image, name: str) -> go.Figure:
@@ -70,7 +57,7 @@ def _image_figure(image, name: str) -> go.Figure:
 @guarded
 def defects() -> None:
     st.title("Defect inspection")
-    cfg, infos = bundles_of(DEFECT_CLASS)
+    cfg, infos = bundles_of("vit")
     bundle = None
     if not infos:
         no_bundle_message("defect", cfg.models_dir, "mfgtx demo")
@@ -130,7 +117,7 @@ def defects() -> None:
             st.plotly_chart(_image_figure(checked.image, name))
             continue
         try:
-            label, prob, flagged, attention, deletion = classify(bundle, data, which)
+            label, prob, flagged, attention, deletion = classify(bundle, name, data, which)
         except ValueError as e:
             st.warning(f"{name}: {e}")
             st.plotly_chart(_image_figure(checked.image, name))

@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from _common import (
-    SENSOR_CLASS,
     UNITS,
+    _load,
     bundles_of,
-    frame_for,
     guarded,
-    last_windows,
-    load,
     no_bundle_message,
     pick_bundle,
-    predict_lots,
 )
 
 from mfgtx.calibration import reliability_curve
-from mfgtx.jobs.score import bundle_columns
+from mfgtx.data import DataError
+
+
+class _Pred(NamedTuple):
+    lots: np.ndarray
+    end: np.ndarray
+    score: np.ndarray
+    truth: np.ndarray
+
+
+def load_path(bundle_id: str, path: str) -> Any:
+    return _load(bundle_id, path)
 
 
 def _confusion(y: np.ndarray, flagged: np.ndarray) -> go.Figure:
@@ -62,10 +71,28 @@ def _reliability(p: np.ndarray, y: np.ndarray) -> go.Figure:
     return fig
 
 
+@st.cache_resource(show_spinner="reading the bundle's training data", max_entries=4, ttl=300)
+def _labelled(bundle_id: str, path: str) -> tuple[Any, Any, str]:
+    """The bundle's labelled windows, read by its recorded job exactly as training read
+    them (labels joined, ``defect`` and label times derived as the job file says)."""
+    from mfgtx.jobs import read_windows, recorded_job
+
+    predictor = load_path(bundle_id, path)
+    job = recorded_job(predictor.bundle.manifest)
+    if job is None:
+        raise DataError(
+            f"{path} records no training job (it was saved from Python): the labels of its "
+            "data are unknown here; judge it with `mfgtx evaluate JOB.yaml`"
+        )
+    windows, _ = read_windows(job, predictor.kind)
+    source = job.data.source.path or job.data.source.table or "query"
+    return windows, predictor, str(source)
+
+
 @guarded
 def evaluation() -> None:
     st.title("Evaluation")
-    cfg, infos = bundles_of(SENSOR_CLASS)
+    cfg, infos = bundles_of("sensor")
     if not infos:
         no_bundle_message(
             "SensorEncoder",
@@ -73,25 +100,29 @@ def evaluation() -> None:
             "mfgtx train sensor pipelines/configs/sample_quality.yaml",
         )
         return
-    bundle = load(pick_bundle(infos, "evaluation_bundle"))
-    df = frame_for(bundle_columns(bundle, targets=True), cfg.data_dir, need_targets=True)
-    windows, last = last_windows(bundle, df, with_targets=True)
-    if bundle.config.task != "classification":  # RUL: every window, not only the last
-        last = np.arange(len(windows))
-    pred = predict_lots(bundle, windows, last)
+    info = pick_bundle(infos, "evaluation_bundle")
+    windows, predictor, source = _labelled(info.bundle_id, str(info.path))
+    classifier = predictor.task == "classification"
+    idx = windows.last_per_lot() if classifier else np.arange(len(windows))
+    rows = predictor.rows(windows, idx)
     st.caption(
-        f"Every labelled lot in `{cfg.data_dir}` (classifiers: its last window; regression: "
-        "every window), training lots included: the held-out comparison with the baselines "
-        "is on the Overview page."
+        f"Every labelled lot of the bundle's training data ({source}; classifiers: its last "
+        "window; regression: every window), training lots included: the held-out comparison "
+        "with the baselines is on the Overview page."
     )
-    keep = ~np.isnan(pred.truth)
+    truth = windows.y[idx, 0]
+    if classifier:
+        score = rows["p_1"].to_numpy()
+    else:
+        score = rows[predictor.input_spec.targets[0]].to_numpy()
+    pred = _Pred(windows.lot[idx], windows.end[idx], score, truth)
+    keep = ~np.isnan(pred.truth) & np.isfinite(pred.score)
     y, score = pred.truth[keep], pred.score[keep]
     dated = np.issubdtype(pred.end.dtype, np.datetime64)
     end = pd.to_datetime(pred.end[keep], utc=True) if dated else pred.end[keep]
     lots = pred.lots[keep]
-    classifier = bundle.config.task == "classification"
     if classifier:
-        choice = bundle.calibration.threshold if bundle.calibration else None
+        choice = predictor.calibration.threshold if predictor.calibration else None
         default = float(choice.threshold) if choice is not None else 0.5
         threshold = st.slider("Threshold (what-if)", 0.0, 1.0, default, 0.01, key="eval_threshold")
         flagged = (score > threshold).astype(int)
@@ -101,7 +132,7 @@ def evaluation() -> None:
         right.plotly_chart(_reliability(score, y))
         unit, what = "", "P(bad) - actual (1 = bad)"
     else:
-        target = windows.targets[0] if windows.targets else "target"
+        target = predictor.input_spec.targets[0]
         unit, what = UNITS.get(target, ""), f"predicted - actual {target}"
     residual = score - y
     x_hover = "%{x|%Y-%m-%d %H:%M} UTC" if dated else "%{x}"

@@ -1,8 +1,8 @@
 """Forecast: sensor history, and the forecast with its quantile band from a forecaster bundle.
 
-Model-specific code is :func:`forecast_band` only (``mfgtx.CausalForecaster`` through the
-library's :func:`mfgtx.jobs.forecast.forecast_arrays`, the same code as batch scoring);
-everything else works from the data and the bundle's manifest.
+The forecast is what ``mfgtx score`` writes for the lot's latest window (the bundle's
+predictor, :func:`mfgtx.load`): its columns, window and stride are the bundle's, read from its
+input specification, never the sample plant's.
 """
 
 from __future__ import annotations
@@ -12,68 +12,60 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from _common import (
-    FORECAST_CLASS,
     UNITS,
     bundles_of,
+    frame_for,
     guarded,
     load,
+    lot_windows,
     no_bundle_message,
     pick_bundle,
-    plant_frame,
 )
 
-from mfgtx.data import ColumnMap, make_windows, read_table
-from mfgtx.jobs.forecast import forecast_arrays
 
-SENSORS = ["temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a"]
-
-
-def forecast_band(bundle, history: pd.DataFrame, sensor: str, horizon: int) -> pd.DataFrame:
+def forecast_band(predictor, history: pd.DataFrame, sensor: str, horizon: int) -> pd.DataFrame:
     """Columns ``time, median, low, high`` for the next ``horizon`` minutes of ``sensor`` (at
-    most the model's own horizon), from the last ``context_length`` rows of the lot.
+    most the model's own horizon), from the lot's latest window.
 
     The band is the model's outer quantiles when it was trained with quantiles, else none
     (``low``/``high`` equal the point forecast). Raises ``ValueError`` with a message for
     the page when the lot is too short or the bundle does not forecast ``sensor``.
     """
-    c = bundle.config
-    schema = bundle.manifest.get("data_schema") or {}
-    channels = list(schema.get("sensors") or SENSORS)
-    job = (bundle.manifest.get("extra") or {}).get("job") or {}
-    targets = list(job.get("targets") or channels)  # the rest of channels: past covariates
+    spec = predictor.input_spec
+    targets = list(spec.targets)  # the other sensors: past covariates
     if sensor not in targets:
         raise ValueError(f"this forecaster forecasts {targets}, not {sensor!r}")
-    missing = [ch for ch in channels if ch not in history.columns]
-    if missing:
-        raise ValueError(f"the data has no column(s) {missing}, which this forecaster reads")
-    if len(history) < c.context_length:
+    window = spec.windowing.window
+    if len(history) < window:
         raise ValueError(
-            f"the lot has {len(history)} readings; this forecaster needs the last "
-            f"{c.context_length}"
+            f"the lot has {len(history)} readings; this forecaster needs the last {window}"
         )
-    # the lot's last window, read and scaled exactly as in training and batch scoring
-    cols = ColumnMap(lot="lot", time="timestamp", sensors=tuple(channels))
-    table = read_table(history[["lot", "timestamp", *channels]].reset_index(drop=True), cols)
-    windows = make_windows(table, c.context_length, stride=1)
-    point, bands = forecast_arrays(
-        bundle.model, bundle.scaler, windows, np.array([len(windows) - 1]), targets
+    windows = lot_windows(predictor, history.reset_index(drop=True))
+    rows = predictor.rows(windows, np.array([len(windows) - 1]))
+    rows = rows[rows["sensor"] == sensor]
+    t = pd.to_datetime(history[spec.columns.time], utc=True)
+    minutes = max(t.diff().median() / pd.Timedelta(minutes=1), 1e-9)
+    steps = max(1, min(round(horizon / minutes), spec.horizon))
+    rows = rows[rows["step"] <= steps]
+    qs = sorted(c for c in rows.columns if c.startswith("q") and c[1:].isdigit())
+    low = rows[qs[0]] if qs else rows["forecast"]
+    high = rows[qs[-1]] if qs else rows["forecast"]
+    median = rows["q50"] if "q50" in rows.columns else rows["forecast"]
+    return pd.DataFrame(
+        {
+            "time": pd.to_datetime(rows["forecast_at"], utc=True).to_numpy(),
+            "median": median.to_numpy(),
+            "low": low.to_numpy(),
+            "high": high.to_numpy(),
+        }
     )
-    t = pd.to_datetime(history["timestamp"], utc=True)
-    step = t.diff().median()
-    minutes = max(step / pd.Timedelta(minutes=1), 1e-9)
-    j, steps = targets.index(sensor), max(1, min(round(horizon / minutes), c.horizon))
-    median = point[0, :steps, j]
-    low = bands[0, :steps, j, 0] if bands is not None else median
-    high = bands[0, :steps, j, -1] if bands is not None else median
-    times = t.iloc[-1] + step * np.arange(1, steps + 1)
-    return pd.DataFrame({"time": times, "median": median, "low": low, "high": high})
 
 
-def _figure(history: pd.DataFrame, sensor: str, band: pd.DataFrame | None) -> go.Figure:
+def _figure(history: pd.DataFrame, time: str, sensor: str, band: pd.DataFrame | None) -> go.Figure:
     unit = UNITS.get(sensor, "")
     fig = go.Figure()
     fig.add_scatter(
-        x=pd.to_datetime(history["timestamp"], utc=True),
+        x=pd.to_datetime(history[time], utc=True),
         y=history[sensor],
         mode="lines",
         name="history",
@@ -109,28 +101,28 @@ def _figure(history: pd.DataFrame, sensor: str, band: pd.DataFrame | None) -> go
 @guarded
 def forecast() -> None:
     st.title("Forecast")
-    cfg, infos = bundles_of(FORECAST_CLASS)
-    if not (cfg.data_dir / "sensors.csv").is_file():
-        st.warning(f"No sensors.csv in the data directory {cfg.data_dir}.")
-        return
-    df = plant_frame(str(cfg.data_dir))
-    lot = st.selectbox("Lot", list(dict.fromkeys(df["lot"].astype(str))), key="forecast_lot")
-    chosen = st.multiselect("Sensors", SENSORS, default=SENSORS[:1], key="forecast_sensors")
-    horizon = st.slider("Horizon (minutes)", 5, 120, 30, 5, key="forecast_horizon")
-    history = df[df["lot"].astype(str) == lot]
-    bundle = None
+    cfg, infos = bundles_of("forecast")
     if not infos:
         no_bundle_message("forecaster", cfg.models_dir, "mfgtx demo")
-    else:
-        bundle = load(pick_bundle(infos, "forecast_bundle"))
+        return
+    predictor = load(pick_bundle(infos, "forecast_bundle"))
+    spec = predictor.input_spec
+    cols = predictor.columns
+    df = frame_for(cols, cfg.data_dir)
+    lot = st.selectbox("Lot", list(dict.fromkeys(df[cols.lot].astype(str))), key="forecast_lot")
+    sensors = list(cols.sensors or ())
+    chosen = st.multiselect(
+        "Sensors", sensors, default=list(spec.targets[:1]), key="forecast_sensors"
+    )
+    horizon = st.slider("Horizon (minutes)", 5, 120, 30, 5, key="forecast_horizon")
+    history = df[df[cols.lot].astype(str) == lot]
     for sensor in chosen:
         band = None
-        if bundle is not None:
-            try:
-                band = forecast_band(bundle, history, sensor, horizon)
-            except ValueError as e:
-                st.warning(str(e))
-        st.plotly_chart(_figure(history, sensor, band))
+        try:
+            band = forecast_band(predictor, history, sensor, horizon)
+        except ValueError as e:
+            st.warning(str(e))
+        st.plotly_chart(_figure(history, cols.time, sensor, band))
 
 
 forecast()

@@ -37,9 +37,11 @@ def _freshness(data_dir) -> None:
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     sensors = data_dir / "sensors.csv"
     if sensors.is_file():
-        df = pd.read_csv(sensors, usecols=["line", "timestamp"])
-        latest = df.groupby("line")["timestamp"].max().rename("latest reading (UTC)")
-        st.dataframe(latest.reset_index(), hide_index=True)
+        head = pd.read_csv(sensors, nrows=0).columns
+        if {"line", "timestamp"} <= set(head):  # the sample plant's layout
+            df = pd.read_csv(sensors, usecols=["line", "timestamp"])
+            latest = df.groupby("line")["timestamp"].max().rename("latest reading (UTC)")
+            st.dataframe(latest.reset_index(), hide_index=True)
 
 
 @guarded
@@ -61,6 +63,7 @@ def overview() -> None:
                 [
                     {
                         "bundle": b.path.name,
+                        "kind": b.kind,
                         "model": b.model_class,
                         "task": b.task,
                         "created (UTC)": b.manifest.get("created_utc"),
@@ -103,6 +106,12 @@ def overview() -> None:
                     ),
                     hide_index=True,
                 )
+                not_checked = audit.get("not_checked") or []
+                if not_checked:
+                    st.markdown(
+                        "Not checked: "
+                        + "; ".join(f"{c['name']} ({c['reason']})" for c in not_checked)
+                    )
             else:
                 st.write("No split audit stored in this bundle.")
     _freshness(cfg.data_dir)

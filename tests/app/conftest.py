@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import io
 import warnings
 from pathlib import Path
 
@@ -17,18 +14,24 @@ SAMPLE = ROOT / "sample_data"
 
 @pytest.fixture(scope="session")
 def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A models dir with one calibrated SensorEncoder bundle, trained by the same chain as
-    ``benchmarks/sample_quality.py`` (split, audit, scaler, calibration, report), 1 epoch."""
-    spec = importlib.util.spec_from_file_location(
-        "sample_quality", ROOT / "benchmarks" / "sample_quality.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """A models dir with one calibrated SensorEncoder bundle trained by the sample job file
+    (``pipelines/configs/sample_quality.yaml``: split, audit, scaler, calibration, report,
+    its job recorded), 1 epoch."""
+    import os
+
+    from mfgtx.jobs import load_config, train
+
     out = tmp_path_factory.mktemp("models")
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the split's PurgeWarning is expected on 36 lots
-        rc = module.main([str(SAMPLE), "--epochs", "1", "--bundle", str(out / "sample_quality")])
-    assert rc == 0
+    job = ROOT / "pipelines" / "configs" / "sample_quality.yaml"
+    overrides = ["train.epochs=1", "train.progress=off", f"bundle={out / 'sample_quality'}"]
+    here = os.getcwd()
+    os.chdir(ROOT)  # the job file's paths are relative to the repository
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the split's PurgeWarning is expected on 36 lots
+            train("sensor", load_config(job, overrides))
+    finally:
+        os.chdir(here)
     return out
 
 
@@ -69,7 +72,6 @@ def _rul_models_dir(tmp_path_factory: pytest.TempPathFactory, *, min_rows: int |
     import pandas as pd
     import torch
 
-    from mfgtx.artifacts import save_bundle
     from mfgtx.data import ColumnMap, SensorScaler, WindowDataset, make_windows, read_table
     from mfgtx.models import SensorEncoder, SensorEncoderConfig
     from mfgtx.train import TrainConfig, fit
@@ -95,9 +97,13 @@ def _rul_models_dir(tmp_path_factory: pytest.TempPathFactory, *, min_rows: int |
     config = TrainConfig(epochs=1, batch_size=64, lr=1e-3, seed=0, progress="off")
     fit(model, WindowDataset(windows, train, scaler), WindowDataset(windows, val, scaler), config)
     out = tmp_path_factory.mktemp("rul_models")
-    extra = None if min_rows is None else {"job": {"min_rows": min_rows}}
-    save_bundle(
-        out / "sample_rul", model, data_schema=cols, scaler=scaler, train_config=config,
-        extra=extra,
+    from mfgtx.data import Windowing
+    from mfgtx.kinds import SensorSpec
+    from tests.bundles import save
+
+    spec = SensorSpec(
+        columns=cols, windowing=Windowing(window=20, stride=10, min_rows=min_rows),
+        task="regression", targets=("rul_cycles",), time_kind="number", scaler=scaler,
     )  # fmt: skip
+    save(out / "sample_rul", model, spec=spec, train_config=config)
     return out

@@ -87,18 +87,20 @@ def _save_defect_bundle(path: Path) -> None:
     """A tiny (untrained) DefectViT bundle with a calibration, for the inspection page."""
     import torch
 
-    from mfgtx.artifacts import save_bundle
     from mfgtx.calibration import Calibration, TemperatureScaler, ThresholdChoice
+    from mfgtx.kinds import VitSpec
     from mfgtx.models import DefectViT, ViTConfig
+    from tests.bundles import save
 
     torch.manual_seed(0)
     config = ViTConfig(image_size=32, patch_size=8, num_classes=3, d_model=16, n_heads=2,
                        n_layers=1, d_ff=32)  # fmt: skip
-    job = {"kind": "vit", "class_names": ["crack", "none", "pit"], "mean": 0.5, "std": 0.5}
+    spec = VitSpec(image_size=32, mode="L", min_size=8, mean=0.5, std=0.5,
+                   class_names=("crack", "none", "pit"), good_class="none")  # fmt: skip
     choice = ThresholdChoice(0.5, cost_missed_defect=5.0, cost_false_alarm=1.0, tp=1, fp=1,
                              tn=1, fn=1)  # fmt: skip
     cal = Calibration(TemperatureScaler(1.0), choice, good_class=1)
-    save_bundle(path, DefectViT(config), calibration=cal, extra={"job": job})
+    save(path, DefectViT(config), spec=spec, calibration=cal)
 
 
 def _need_browser() -> None:

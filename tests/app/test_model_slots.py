@@ -9,6 +9,7 @@ import pytest
 from torch import nn
 
 from mfgtx.artifacts import register_model, save_bundle
+from tests.bundles import save
 
 from .conftest import ROOT
 from .test_dashboard import _app, _clean, _png, _specs, _texts
@@ -61,9 +62,19 @@ def forecaster_dir(tmp_path, monkeypatch):
         )
     )
     cols = ColumnMap(lot="lot", time="timestamp", keys="line", sensors=sensors)
-    save_bundle(tmp_path / "forecaster", model, data_schema=cols)
+    save(tmp_path / "forecaster", model, spec=_forecast_spec(cols, sensors, ()))
     monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
     return tmp_path
+
+
+def _forecast_spec(cols, targets, covariates):
+    from mfgtx.data import Windowing
+    from mfgtx.kinds import ForecastSpec
+
+    return ForecastSpec(
+        columns=cols, windowing=Windowing(window=32, stride=8), horizon=16,
+        targets=tuple(targets), covariates=tuple(covariates), time_kind="utc", scaler=None,
+    )  # fmt: skip
 
 
 def test_forecast_page_draws_the_forecast_and_its_band(app_env, forecaster_dir):
@@ -95,9 +106,9 @@ def test_forecast_page_with_covariates_forecasts_only_its_targets(app_env, tmp_p
         ForecasterConfig(n_channels=2, context_length=32, horizon=16, patch_len=8, d_model=16,
                          n_heads=2, n_layers=1, d_ff=32, n_past_covariates=2)
     )  # fmt: skip
-    job = {"kind": "forecast", "targets": ["temperature_c", "pressure_bar"]}
     cols = ColumnMap(lot="lot", time="timestamp", keys="line", sensors=sensors)
-    save_bundle(tmp_path / "cov", model, data_schema=cols, extra={"job": job})
+    spec = _forecast_spec(cols, sensors[:2], sensors[2:])
+    save(tmp_path / "cov", model, spec=spec)
     monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
     at = _app("views/forecast.py")
     _clean(at)
@@ -124,8 +135,11 @@ def defect_dir(tmp_path, monkeypatch):
     choice = ThresholdChoice(0.0, cost_missed_defect=5.0, cost_false_alarm=1.0, tp=1, fp=1,
                              tn=1, fn=1)  # fmt: skip
     cal = Calibration(TemperatureScaler(1.5), choice, good_class=1)
-    job = {"kind": "vit", "class_names": ["crack", "none", "pit"], "mean": 0.5, "std": 0.5}
-    save_bundle(tmp_path / "defects", model, calibration=cal, extra={"job": job})
+    from mfgtx.kinds import VitSpec
+
+    spec = VitSpec(image_size=32, mode="L", min_size=8, mean=0.5, std=0.5,
+                   class_names=("crack", "none", "pit"), good_class="none")  # fmt: skip
+    save(tmp_path / "defects", model, spec=spec, calibration=cal)
     monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
     return tmp_path
 

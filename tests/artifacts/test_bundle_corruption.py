@@ -95,7 +95,7 @@ def test_garbled_checksum_file(bundle_path) -> None:
 @pytest.mark.parametrize(
     ("version", "match"),
     [
-        (3, r"format version 3 is not supported .*reads versions \[1, 2\]\); upgrade mfgtx"),
+        (4, r"format version 4 is not supported .*reads versions \[1, 2, 3\]\); upgrade mfgtx"),
         (0, "format version 0 is not supported"),
     ],
 )
@@ -115,9 +115,20 @@ def test_unknown_top_level_key(bundle_path, reseal) -> None:
 
 
 def test_version_1_bundle_has_no_calibration_key(bundle_path, reseal) -> None:
-    # a version 1 manifest holding the version 2 key is refused, not half-read
+    # a version 1 manifest holding the keys of later versions is refused, not half-read
     reseal(bundle_path, lambda m: m.update(format_version=1))
-    _refused(bundle_path, r"format 1: missing \[\], unknown \['calibration'\]", "manifest.json")
+    _refused(
+        bundle_path,
+        r"format 1: missing \[\], unknown \['calibration', 'input_spec', 'kind'\]",
+        "manifest.json",
+    )
+
+
+def test_version_2_bundle_has_no_kind_or_input_spec(bundle_path, reseal) -> None:
+    reseal(bundle_path, lambda m: m.update(format_version=2))
+    _refused(
+        bundle_path, r"format 2: missing \[\], unknown \['input_spec', 'kind'\]", "manifest.json"
+    )
 
 
 def test_bad_calibration_section(bundle_path, reseal) -> None:
@@ -149,7 +160,7 @@ def test_file_entry_outside_the_bundle(bundle_path) -> None:
 
 def test_unregistered_class_like_os_system_is_refused(bundle_path, reseal) -> None:
     reseal(bundle_path, lambda m: m["model"].update({"class": "os.system"}))
-    error = _refused_on_load(bundle_path, r"model class 'os\.system' is not registered")
+    error = _refused_on_load(bundle_path, r"model class 'os\.system' is not known to this program")
     assert "tests.artifacts.TinyModel" in str(error)  # lists what is registered
 
 
@@ -162,7 +173,7 @@ def test_a_class_named_in_the_manifest_is_never_imported(
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     reseal(bundle_path, lambda m: m["model"].update({"class": "mfgtx_payload_mod.Payload"}))
-    _refused_on_load(bundle_path, r"'mfgtx_payload_mod\.Payload' is not registered")
+    _refused_on_load(bundle_path, r"'mfgtx_payload_mod\.Payload' is not known to this program")
     assert not marker.exists()
     assert "mfgtx_payload_mod" not in sys.modules
 

@@ -222,19 +222,28 @@ def test_redefined_class_replaces_its_old_registration(clean_registry) -> None:
     assert registered_models()[f"{__name__}.Reloaded"] is second
 
 
-def test_a_fresh_process_loads_an_mfgtx_model_bundle_without_importing_models(tmp_path) -> None:
+def test_a_fresh_process_loads_an_mfgtx_model_bundle_with_mfgtx_load(tmp_path) -> None:
+    """mfgtx's own models register nothing at import: a fresh process loads their bundles
+    through mfgtx.load, which names the model classes, and load_bundle alone refuses them."""
     import subprocess
     import sys
 
     from mfgtx.models import SensorEncoder, SensorEncoderConfig
+    from tests.bundles import save
 
-    save_bundle(tmp_path / "b", SensorEncoder(SensorEncoderConfig(n_channels=2, max_len=8)))
+    save(tmp_path / "b", SensorEncoder(SensorEncoderConfig(n_channels=2, max_len=8)))
     code = (
-        "import sys; from mfgtx.artifacts import load_bundle; "
-        "print(type(load_bundle(sys.argv[1]).model).__name__)"
+        "import sys; from mfgtx.artifacts import load_bundle; from mfgtx.kinds import "
+        "MODEL_CLASSES; print(type(load_bundle(sys.argv[1], classes=MODEL_CLASSES).model)"
+        ".__name__)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "b")], capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "SensorEncoder"
+    bare = "import sys; from mfgtx.artifacts import load_bundle; load_bundle(sys.argv[1])"
+    out = subprocess.run(
+        [sys.executable, "-c", bare, str(tmp_path / "b")], capture_output=True, text=True
+    )
+    assert out.returncode != 0 and "load it with mfgtx.load()" in out.stderr

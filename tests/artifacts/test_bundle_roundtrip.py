@@ -70,7 +70,8 @@ def test_manifest_holds_every_section(tmp_path, tiny_model) -> None:
     )
     bundle = load_bundle(path)
     m = bundle.manifest
-    assert m["format"] == "mfgtx.bundle" and m["format_version"] == 2
+    assert m["format"] == "mfgtx.bundle" and m["format_version"] == 3
+    assert m["kind"] is None and m["input_spec"] is None  # written from Python, no kind
     assert m["versions"]["mfgtx"] == mfgtx.__version__
     assert m["versions"]["torch"] == str(torch.__version__)
     assert m["created_utc"].endswith("+00:00")
@@ -148,7 +149,7 @@ def test_verify_checks_without_building_the_model(bundle_path, reseal) -> None:
     report = verify_bundle(bundle_path)
     assert report["manifest"]["model"]["class"] == "not.registered.Model"
     assert report["unexpected_files"] == []
-    with pytest.raises(BundleError, match="'not.registered.Model' is not registered"):
+    with pytest.raises(BundleError, match="'not.registered.Model' is not known to this program"):
         load_bundle(bundle_path)
 
 
@@ -186,7 +187,8 @@ def test_version_1_bundles_still_load(tmp_path, tiny_model, reseal) -> None:
     path = save_bundle(tmp_path / "b", tiny_model)
 
     def to_version_1(m: dict) -> None:
-        m.pop("calibration")
+        for key in ("calibration", "kind", "input_spec"):
+            m.pop(key)
         m["format_version"] = 1
 
     reseal(path, to_version_1)

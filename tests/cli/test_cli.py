@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from mfgtx.artifacts import load_bundle
 from mfgtx.cli import main
 from mfgtx.jobs import ConfigError, load_config
 from tests.cli.conftest import quality_job, summary, train_until_killed, write_job
@@ -73,12 +72,9 @@ def test_overrides_change_any_key(plant, tmp_path) -> None:
     assert config.train.epochs == 3 and config.data.columns.keys == () and config.split.gap == "1h"
 
 
-def test_a_kind_missing_from_this_version_exits_2(monkeypatch, capsys) -> None:
-    from mfgtx.jobs.train import TRAINERS
-
-    monkeypatch.setitem(TRAINERS, "vit", None)
-    assert main(["train", "vit", "does-not-matter.yaml"]) == 2
-    assert "not available in this version" in capsys.readouterr().err
+def test_an_unknown_kind_exits_2(capsys) -> None:
+    assert main(["train", "lstm", "does-not-matter.yaml"]) == 2
+    assert "invalid choice: 'lstm'" in capsys.readouterr().err
 
 
 def test_app_without_the_dashboard_exits_2(tmp_path, capsys) -> None:
@@ -121,9 +117,11 @@ def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
     for name in ("sample_quality", "sample_rul"):
         assert (out / "models" / name / "manifest.json").is_file()
         assert (out / "results" / f"{name}.parquet").is_file()
-    forecaster = load_bundle(out / "models" / "sample_forecast")
+    import mfgtx
+
+    forecaster = mfgtx.load(out / "models" / "sample_forecast")
     assert type(forecaster.model).__name__ == "CausalForecaster"
-    assert forecaster.manifest["audit"]["passed"] and forecaster.scaler is not None
+    assert forecaster.audit.passed and forecaster.input_spec.scaler is not None
     import pandas as pd
 
     rul = pd.read_parquet(out / "results" / "sample_rul.parquet")

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
+from mfgtx.artifacts import BundleError
 from mfgtx.cli import main
 from mfgtx.jobs.config import SourceSection
 from mfgtx.jobs.sources import copy_to_sql
@@ -35,7 +36,7 @@ def test_train_writes_an_audited_calibrated_bundle(trained, capsys) -> None:
     assert code == 0, err
     assert result["ok"] and result["audit_passed"] and result["task"] == "classification"
     bundle = Path(result["bundle"])
-    from mfgtx.artifacts import load_bundle
+    from tests.bundles import load as load_bundle
 
     loaded = load_bundle(bundle)
     assert loaded.bundle_id == result["bundle_id"]
@@ -250,7 +251,11 @@ def _windows_table(windows) -> pd.DataFrame:
 
 def test_training_reads_in_lot_chunks_with_the_same_windows(plant, tmp_path, caplog) -> None:
     from mfgtx.jobs import load_config
-    from mfgtx.jobs.prepare import load_windows
+    from mfgtx.jobs.prepare import read_windows
+    from mfgtx.kinds import SENSOR
+
+    def load_windows(config):
+        return read_windows(config, SENSOR)
 
     path = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path))
     whole, _ = load_windows(load_config(path))
@@ -273,13 +278,14 @@ def test_last_per_lot_judges_each_test_lot_as_it_ends(plant, tmp_path) -> None:
     """``split.evaluate_on: last_per_lot``: each validation and test lot is judged by the
     window ending at its last row, though a stride of 30 steps over it."""
     from mfgtx.jobs import load_config
-    from mfgtx.jobs.prepare import load_windows, split_windows
+    from mfgtx.jobs.prepare import read_windows, split
+    from mfgtx.kinds import SENSOR
 
     job = quality_job(plant, tmp_path, windows={"window": 40, "stride": 30})
     job["split"]["evaluate_on"] = "last_per_lot"
     config = load_config(write_job(tmp_path / "job.yaml", job))
-    windows, _ = load_windows(config)
-    prepared = split_windows(config, windows)
+    windows, _ = read_windows(config, SENSOR)
+    prepared = split(config, windows)
     rows = pd.read_csv(plant / "sensors.csv")
     latest = pd.to_datetime(rows["timestamp"], utc=True).groupby(rows["lot"]).max()
     for idx in (prepared.val, prepared.test):
@@ -305,9 +311,10 @@ def test_history_windows_train_and_score_from_each_lots_first_rows(plant, tmp_pa
     job = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path, windows=windows))
     code, result, err = _run(capsys, "train", "sensor", str(job))
     assert code == 0, err
-    from mfgtx.artifacts import load_bundle
 
-    assert load_bundle(Path(result["bundle"])).manifest["extra"]["job"]["min_rows"] == 20
+    import mfgtx
+
+    assert mfgtx.load(Path(result["bundle"])).input_spec.windowing.min_rows == 20
 
     source = _scoring_input(plant, tmp_path)  # SHORT-1 has 10 rows: fewer than min_rows
     out = tmp_path / "scores.parquet"
@@ -334,28 +341,38 @@ def test_history_windows_min_rows_is_checked(plant, tmp_path, capsys) -> None:
     )
 
 
-def test_bundle_windows_read_as_the_bundle_was_trained() -> None:
+def test_the_predictor_windows_as_the_bundle_was_trained(tmp_path) -> None:
     """The one place score and the dashboard window a sensor bundle: its columns without
-    labels, its window, stride and min_rows, and each lot's latest row."""
-    from types import SimpleNamespace
+    labels, its window, stride and min_rows, and each lot's latest row; a bundle of the
+    earlier layout (format 2, ``extra.job``) is read through its small reader."""
+    import torch
 
-    from mfgtx.data import ColumnMap, read_table
-    from mfgtx.jobs.score import bundle_columns, bundle_windows
+    import mfgtx
+    from mfgtx.data import ColumnMap, SensorScaler, Windowing
+    from mfgtx.kinds import SensorSpec
+    from mfgtx.models import SensorEncoder, SensorEncoderConfig
+    from tests.bundles import save
 
-    schema = {"lot": "m", "time": "t", "sensors": ["x"], "targets": ["rul"], "label_time": None}
-    job = {"window": 6, "stride": 4, "min_rows": 2}
-    bundle = SimpleNamespace(
-        manifest={"data_schema": schema, "extra": {"job": job}},
-        config=SimpleNamespace(max_len=6),
-    )
-    assert bundle_columns(bundle) == ColumnMap("m", "t", sensors=("x",))
-    assert bundle_columns(bundle, targets=True).targets == ("rul",)
+    cols = ColumnMap("m", "t", sensors=("x",), targets=("rul",))
+    scaler = SensorScaler(sensors=("x",), method="standard", center=(0.0,), scale=(1.0,))
+    spec = SensorSpec(cols, Windowing(window=6, stride=4, min_rows=2), "regression", ("rul",),
+                      "number", scaler)  # fmt: skip
+    model = SensorEncoder(SensorEncoderConfig(n_channels=1, max_len=6, d_model=8, n_heads=2,
+                                              n_layers=1, d_ff=16))  # fmt: skip
+    predictor = mfgtx.load(save(tmp_path / "new", model, spec=spec))
+    assert predictor.columns == ColumnMap("m", "t", sensors=("x",))
     df = pd.DataFrame({"m": ["A"] * 9, "t": range(9), "x": range(9)})
-    w = bundle_windows(bundle, read_table(df, bundle_columns(bundle)))
+    w = predictor.windows(df)
     assert w.end.tolist() == [1, 5, 8]  # from the 2nd row, 4 apart, and the latest
     assert w.pad.tolist() == [4, 0, 0]
-    assert bundle_windows(
-        bundle, read_table(df, bundle_columns(bundle)), stride=1
-    ).end.tolist() == [*range(1, 9)]
-    del job["min_rows"], job["stride"]  # an older bundle: plain windows, stride = window
-    assert bundle_windows(bundle, read_table(df, bundle_columns(bundle))).end.tolist() == [5, 8]
+    assert predictor.windows(df, stride=1).end.tolist() == [*range(1, 9)]
+    torch.manual_seed(0)
+    old = save(
+        tmp_path / "old", model, scaler=scaler,
+        data_schema={"lot": "m", "time": "t", "sensors": ["x"], "targets": ["rul"]},
+        extra={"job": {"window": 6, "targets": ["rul"], "task": "regression"}},
+    )  # fmt: skip
+    assert mfgtx.load(old).windows(df).end.tolist() == [5, 8]  # stride = window, no padding
+    missing = save(tmp_path / "older", model, extra={"job": {"min_rows": 2}})
+    with pytest.raises(BundleError, match="older was written by an earlier mfgtx.*retrain it"):
+        mfgtx.load(missing)

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from mfgtx.artifacts import load_bundle
 from mfgtx.cli import main
 from mfgtx.jobs import load_config
+from tests.bundles import load as load_bundle
 from tests.cli.conftest import SENSORS, summary, train_until_killed, write_job
 from tests.cli.test_jobs import _scoring_input
 
@@ -98,14 +98,15 @@ def test_train_forecast_writes_an_audited_bundle_compared_with_a_linear_map(bund
     bundle = load_bundle(str(config.bundle))
     assert type(bundle.model).__name__ == "CausalForecaster"
     assert bundle.model.config.n_channels == 2 and bundle.model.config.n_past_covariates == 2
-    assert bundle.manifest["audit"]["passed"] and bundle.scaler is not None
+    spec = bundle.manifest["input_spec"]
+    assert bundle.manifest["audit"]["passed"] and spec["scaler"] is not None
     names = [r["name"] for r in bundle.manifest["metrics"]["rows"]]
     assert names[0] == "CausalForecaster" and "LinearRidge" in names and "Naive" in names
-    interval = bundle.manifest["metrics"]["interval"]
+    interval = bundle.manifest["metrics"]["extra"]
     assert 0 <= interval["interval_coverage"] <= 1 and interval["interval_nominal"] == 0.8
-    job = bundle.manifest["extra"]["job"]
-    assert job["targets"] == ["temperature_c", "pressure_bar"]
-    assert job["covariates"] == ["vibration_mm_s", "motor_current_a"]
+    assert bundle.manifest["kind"] == "forecast"
+    assert spec["targets"] == ["temperature_c", "pressure_bar"]
+    assert spec["covariates"] == ["vibration_mm_s", "motor_current_a"]
     assert not Path(f"{config.bundle}.ckpt").exists()
 
 
@@ -119,9 +120,9 @@ def test_train_vit_writes_a_calibrated_bundle_compared_with_baselines(bundles) -
     assert bundle.manifest["metrics"]["unit"] == "images"
     assert bundle.manifest["split"]["method"] == "stratified"
     assert bundle.manifest["split"]["duplicate_files_across_sets"] == 0
-    job = bundle.manifest["extra"]["job"]
-    counts = job["images"]
-    assert job["class_names"] == ["none", "scratch"] and counts["unreadable"] == 0
+    counts = bundle.manifest["audit"]["summary"]["images"]
+    spec = bundle.manifest["input_spec"]
+    assert spec["class_names"] == ["none", "scratch"] and counts["unreadable"] == 0
     assert counts["train"] + counts["val"] + counts["test"] == 60 and 14 <= counts["test"] <= 16
     # how sure, as for sensor reports: no lots, so the distinct test images are drawn
     (diff,) = bundle.manifest["metrics"]["differences"]
@@ -314,21 +315,21 @@ def test_a_forecast_job_refuses_history_windows(plant, tmp_path, capsys) -> None
 
 
 def test_image_reports_draw_whole_test_lots_when_the_manifest_has_lots() -> None:
-    from mfgtx.jobs.vit import compare_images, image_records, prepare_images
+    from mfgtx.kinds.vit import compare_images, image_records, prepare_images
 
     root = Path(__file__).resolve().parents[2]
     manifest = root / "sample_data" / "defects" / "manifest.csv"
     config = load_config(
         root / "pipelines" / "configs" / "sample_defects.yaml", [f"images.path={manifest}"]
     )
-    prep = prepare_images(config)
+    prep = prepare_images(config.images, config.split, seed=config.train.seed)
     assert prep.split.method == "lot_time" and not prep.errors  # positions = manifest rows
     y = prep.labels[prep.test]
     perfect = np.eye(len(prep.names))[y]  # a model that is always right
-    report = compare_images(config, prep, perfect, n_resamples=200)
+    report = compare_images(prep, perfect, n_resamples=200)
     (diff,) = report.differences
     lots = image_records(config.images).frame["lot"].astype(str).to_numpy()
     assert diff.unit == "test lots" and diff.n_groups == len(np.unique(lots[prep.test]))
     assert diff.difference > 0 and diff.low <= diff.difference <= diff.high
     assert "test lots" in report.to_markdown()
-    assert compare_images(config, prep, perfect, n_resamples=None).differences == ()
+    assert compare_images(prep, perfect, n_resamples=None).differences == ()

@@ -144,7 +144,8 @@ def test_a_row_without_a_lot_id_is_listed_never_dropped(quality_bundle, plant, t
 
 def test_training_refuses_mixed_time_kinds_across_chunks(plant, tmp_path) -> None:
     from mfgtx.jobs import load_config
-    from mfgtx.jobs.prepare import load_forecast_windows
+    from mfgtx.jobs.prepare import read_windows
+    from mfgtx.kinds import FORECAST
     from tests.cli.conftest import write_job
     from tests.cli.test_jobs_forecast_vit import forecast_job
 
@@ -157,7 +158,7 @@ def test_training_refuses_mixed_time_kinds_across_chunks(plant, tmp_path) -> Non
     spec = forecast_job(plant, tmp_path)
     spec["data"]["source"] = {"path": str(source), "chunk_rows": 150}
     with pytest.raises(DataError, match=f"lot {lot} has timestamps without a zone offset"):
-        load_forecast_windows(load_config(write_job(tmp_path / "job.yaml", spec)))
+        read_windows(load_config(write_job(tmp_path / "job.yaml", spec)), FORECAST)
 
 
 def test_read_table_names_the_cell_beyond_float32() -> None:

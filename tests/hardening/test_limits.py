@@ -54,7 +54,8 @@ def test_a_zip_member_that_inflates_too_far_is_refused_before_inflating(tmp_path
 def test_weights_swapped_for_a_huge_link_are_refused_before_reading(quality_bundle, tmp_path):
     import shutil
 
-    from mfgtx.artifacts import BundleError, load_bundle
+    from mfgtx.artifacts import BundleError
+    from tests.bundles import load as load_bundle
 
     _, bundle = quality_bundle
     copy = tmp_path / "bundle"
@@ -80,16 +81,17 @@ def vit_bundle(tmp_path_factory) -> Path:
     """An (untrained) 16-px DefectViT bundle as ``train vit`` writes it."""
     import torch
 
-    from mfgtx.artifacts import save_bundle
+    from mfgtx.kinds import VitSpec
     from mfgtx.models import DefectViT, ViTConfig
+    from tests.bundles import save
 
     torch.manual_seed(0)
     out = tmp_path_factory.mktemp("vit") / "vit"
     config = ViTConfig(image_size=16, patch_size=8, num_classes=2, d_model=8, n_heads=2,
                        n_layers=1, d_ff=16)  # fmt: skip
-    job = {"kind": "vit", "task": "classification", "class_names": ["none", "pit"],
-           "image_size": 16, "mode": "L", "min_size": 8, "mean": 0.5, "std": 0.5}  # fmt: skip
-    save_bundle(out, DefectViT(config), extra={"job": job})
+    spec = VitSpec(image_size=16, mode="L", min_size=8, mean=0.5, std=0.5,
+                   class_names=("none", "pit"), good_class=None)  # fmt: skip
+    save(out, DefectViT(config), spec=spec)
     return out
 
 

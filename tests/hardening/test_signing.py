@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mfgtx.artifacts import BundleError, load_bundle, sign_bundle, verify_bundle
+from mfgtx.artifacts import BundleError, sign_bundle, verify_bundle
 from mfgtx.cli import main
+from tests.bundles import load as load_bundle
 
 KEY = "k" * 40
 OTHER = "o" * 40

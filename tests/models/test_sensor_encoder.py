@@ -8,9 +8,10 @@ import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from mfgtx.artifacts import load_bundle, save_bundle
 from mfgtx.models import MaskedPretraining, SensorEncoder, SensorEncoderConfig
 from mfgtx.train import TrainConfig, fit
+from tests.bundles import load as load_bundle
+from tests.bundles import save as save_bundle
 
 
 def cfg(**kw) -> SensorEncoderConfig:

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from mfgtx.artifacts import load_bundle, save_bundle
 from mfgtx.calibration import CalibrationWarning, TemperatureScaler, choose_threshold
 from mfgtx.images import ImageDataset
 from mfgtx.metrics import log_loss
 from mfgtx.models import DefectSizeWarning, DefectViT, ViTConfig
 from mfgtx.train import TrainConfig, fit, predict
+from tests.bundles import load as load_bundle
+from tests.bundles import save as save_bundle
 
 TINY = ViTConfig(
     image_size=32, patch_size=8, in_chans=1, num_classes=3, d_model=16, n_heads=2, n_layers=2,

@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file
 from tiny import TinyRegressor
 
-from mfgtx.artifacts import load_bundle
+from tests.bundles import load as load_bundle
 
 JOB = Path(__file__).with_name("_job.py")
 ROOT = Path(__file__).resolve().parents[2]
