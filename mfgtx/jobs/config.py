@@ -48,6 +48,7 @@ __all__ = [
     "ColumnsSection",
     "ConfigError",
     "DataSection",
+    "EnsembleSection",
     "JobConfig",
     "LabelsSection",
     "ScoreSection",
@@ -187,16 +188,40 @@ class DataSection:
             raise ValueError("label_known: lot_end needs columns.label_time (a name to create)")
 
 
+@dataclass(frozen=True)
+class EnsembleSection:
+    """``train.ensemble``: ``members`` models cross-fitted by lot, saved in one bundle and
+    averaged when scoring (sensor and forecast jobs).
+
+    The lots that are not test lots are cut into ``members`` blocks in time order; member
+    ``k`` stops early (and a classifier calibrates) on block ``k`` and trains on the others,
+    each from its own seed (``train.seed + k``). The lots are taken as exchangeable (the
+    machines of a fleet, the engines of a test cell): a member's validation lots may run
+    before some of its training lots, while the test lots come after every member's lots (the
+    audit checks it). The report judges the average on the test lots.
+    """
+
+    members: int = 5
+
+    def __post_init__(self) -> None:
+        if self.members < 2:
+            raise ValueError(
+                f"members must be >= 2 (one model needs no ensemble), found {self.members}"
+            )
+
+
 TrainSection = section_of(
     TrainConfig,
     "TrainSection",
     derived=("resume",),
     stand_in=lambda s: {"resume": False},
     defaults={"batch_size": 32},
+    extra=(("ensemble", EnsembleSection | None, None),),
     module=__name__,
     doc="""The ``train`` section: every field of :class:`~mfgtx.train.TrainConfig` but
-    ``resume`` (the ``--resume`` flag); ``checkpoint_dir`` defaults to ``<bundle>.ckpt`` next
-    to the bundle, ``precision`` to ``auto`` as in the library.""",
+    ``resume`` (the ``--resume`` flag), and ``ensemble`` (:class:`EnsembleSection`);
+    ``checkpoint_dir`` defaults to ``<bundle>.ckpt`` next to the bundle, ``precision`` to
+    ``auto`` as in the library.""",
 )
 
 

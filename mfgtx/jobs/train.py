@@ -76,6 +76,7 @@ def run_key(config: JobConfig, kind: Kind, *fingerprint: Any) -> dict[str, Any]:
     key: dict[str, Any] = {"kind": kind.name}
     for name in ("data", "windows", "split", "calibration", *sections):
         key[name] = job.get(name)
+    key["ensemble"] = (job.get("train") or {}).get("ensemble")
     if isinstance(key.get("data"), dict):  # how the input is read does not change it
         for source in (key["data"].get("source"), (key["data"].get("labels") or {}).get("source")):
             if isinstance(source, dict):
@@ -164,6 +165,7 @@ def _train(
                 run_key=run_key(config, kind, *_window_fingerprint(windows, config.split)),
                 on_step=on_step,
                 judge=judge,
+                members=config.train.ensemble.members if config.train.ensemble else None,
             )
     except (DataError, ConfigError):
         raise
@@ -187,6 +189,8 @@ def _fit_images(
     config.require("images")
     images = config.images
     assert images is not None
+    if config.train.ensemble is not None:
+        raise ConfigError(f"{config.source_file}: train.ensemble: is for sensor and forecast jobs")
     prep = prepare_images(images, config.split, seed=config.train.seed)
     seen = np.concatenate([prep.train, prep.val])
     key = run_key(config, kind, prep.images[seen].numpy(), prep.labels[seen], prep.train)

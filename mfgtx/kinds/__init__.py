@@ -58,7 +58,10 @@ __all__ = [
 KINDS: dict[str, Kind] = {k.name: k for k in (SENSOR, FORECAST, VIT)}
 
 #: mfgtx's model classes by the name bundle manifests give them.
-MODEL_CLASSES = {k.model_name: k.model_class for k in KINDS.values()}
+MODEL_CLASSES = {
+    **{k.model_name: k.model_class for k in KINDS.values()},
+    **{k.ensemble_name: k.ensemble_class for k in KINDS.values() if k.ensemble_name},
+}
 
 
 def kind_of(bundle: Bundle) -> Kind:
@@ -78,7 +81,7 @@ def kind_of(bundle: Bundle) -> Kind:
         return KINDS[bundle.kind]
     name = bundle.manifest["model"]["class"]
     for kind in KINDS.values():
-        if kind.model_name == name:
+        if name in (kind.model_name, kind.ensemble_name):
             return kind
     raise BundleError(
         f"{bundle.path} holds a {name!r} model, not one of mfgtx's kinds; load it with "

@@ -26,13 +26,17 @@ from mfgtx.data import DataError, SensorScaler, Windows
 from mfgtx.split import AuditReport, SplitPlan, SplitSets, audit
 
 __all__ = [
+    "CrossFit",
     "Fitted",
     "Kind",
     "Predictor",
     "Scored",
     "SplitWindows",
     "Trained",
+    "cross_fit",
     "error_row",
+    "member_config",
+    "merged_fit",
     "split_windows",
     "time_text",
 ]
@@ -221,6 +225,18 @@ class Predictor(ABC):
         return self.bundle.model
 
     @property
+    def members(self) -> int:
+        """How many models answer (an ensemble's members, else 1)."""
+        return len(getattr(self.model, "members", ())) or 1
+
+    @property
+    def explained_model(self) -> Any:
+        """The model whose attention maps :meth:`explain` draws: the model, or an ensemble's
+        first member (the members' maps are not averaged)."""
+        members = getattr(self.model, "members", None)
+        return members[0] if members is not None else self.model
+
+    @property
     def bundle_id(self) -> str:
         return self.bundle.bundle_id
 
@@ -289,6 +305,9 @@ class Kind(ABC):
     name: ClassVar[str]
     model_name: ClassVar[str]
     model_class: ClassVar[type]
+    #: the kind's ensemble of ``model_class`` members, and its name in manifests (or None)
+    ensemble_name: ClassVar[str | None] = None
+    ensemble_class: ClassVar[type | None] = None
     section_key: ClassVar[str]
     Section: ClassVar[type]
     inputs: ClassVar[str]
@@ -313,10 +332,11 @@ class Kind(ABC):
         ``job`` (the job file's settings) is kept for the record only, never read back."""
         from mfgtx.artifacts import save_bundle
 
+        ensemble = self.ensemble_class is not None and isinstance(fitted.model, self.ensemble_class)
         return save_bundle(
             path,
             fitted.model,
-            model_name=self.model_name,
+            model_name=self.ensemble_name if ensemble else self.model_name,
             kind=self.name,
             input_spec=fitted.spec,
             scaler=getattr(fitted.spec, "scaler", None),
@@ -345,3 +365,116 @@ class Kind(ABC):
                 file=bundle.path,
             )
         return job
+
+
+# --------------------------------------------------------------------------- ensembles
+
+
+@dataclass(frozen=True)
+class CrossFit:
+    """The members' splits of an ensemble cross-fitted by lot.
+
+    Attributes:
+        windows: every window.
+        train: the windows of every lot that is not a test lot (what the ensemble learns
+            from; purged near the test lots as a single model's split would be).
+        test: the test windows the ensemble is judged on.
+        members: ``(train, val)`` of each member: its validation lots are one block of the
+            non-test lots (blocks of consecutive lots in time), its training lots the rest.
+        scaler: fitted on ``train`` (every member reads inputs scaled the same way).
+        report: the audit of ``train`` against the test lots, with each member's lots
+            checked apart too.
+    """
+
+    windows: Windows
+    train: np.ndarray
+    test: np.ndarray
+    members: tuple[tuple[np.ndarray, np.ndarray], ...]
+    scaler: SensorScaler
+    report: AuditReport
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {
+            "train": len(self.train),
+            "val": len(self.train),  # every training window validates one member
+            "test": len(self.test),
+            "members": len(self.members),
+        }
+
+
+def cross_fit(windows: Windows, plan: SplitPlan, members: int, *, strict: bool = True) -> CrossFit:
+    """Test lots as ``plan`` says; the other lots cut into ``members`` blocks in time order,
+    member ``k`` validating (early stopping, calibration) on block ``k`` and training on the
+    others. The lots are taken as exchangeable (machines of a fleet, engines of a test cell):
+    a member's validation lots may run before some of its training lots; the test lots come
+    after every member's lots, and the audit proves it.
+
+    Raises:
+        LeakageError: the audit fails (``strict``).
+        ValueError: fewer non-test lots than members.
+    """
+    from mfgtx.split import Check
+
+    (sets,) = plan.splitter(validation=False).split_sets(windows)
+    train = np.asarray(sets.train)
+    lots = pd.unique(windows.lot[train])  # in time order: windows come lot by lot, in order
+    first = {lot: windows.start[train][windows.lot[train] == lot].min() for lot in lots}
+    lots = sorted(lots, key=lambda lot: (first[lot], lot))
+    if len(lots) < members:
+        raise ValueError(
+            f"train.ensemble.members: {members} members need at least {members} lots outside "
+            f"the test lots, found {len(lots)}"
+        )
+    scaler = SensorScaler.fit(windows, train)
+    report = audit(windows, {"train": train, "test": sets.test}, gap=plan.gap, scaler=scaler)
+    splits, checks = [], []
+    for k, block in enumerate(np.array_split(np.asarray(lots, dtype=object), members)):
+        in_block = np.isin(windows.lot[train], block.astype(str))
+        val, fit_on = train[in_block], train[~in_block]
+        both = set(windows.lot[val]) & set(windows.lot[fit_on])
+        checks.append(
+            Check(
+                f"member_{k}_lots_apart",
+                not both and len(val) > 0 and len(fit_on) > 0,
+                f"member {k} trains on {len(set(windows.lot[fit_on]))} lots and validates on "
+                f"{len(set(windows.lot[val]))} others ({', '.join(block[:3].astype(str))}...)"
+                if not both
+                else f"member {k}'s training and validation share lots {sorted(both)[:5]}",
+            )
+        )
+        splits.append((fit_on, val))
+    report = AuditReport(
+        (*report.checks, *checks),
+        {**report.summary, "ensemble_members": members, "folds": "cross-fitted by lot"},
+        not_checked=report.not_checked,
+    )
+    if strict and not report.passed:
+        from mfgtx.split import LeakageError
+
+        raise LeakageError(report)
+    test = windows.last_per_lot(sets.test) if plan.evaluate_on == "last_per_lot" else sets.test
+    return CrossFit(windows, train, np.asarray(test), tuple(splits), scaler, report)
+
+
+def merged_fit(fits: list[Any]) -> Any:
+    """One :class:`~mfgtx.train.FitResult` for the members of an ensemble: their histories
+    one after another, the last member's best epoch, the mean best validation loss."""
+    from dataclasses import replace as dc_replace
+
+    history = tuple(h for f in fits for h in f.history)
+    return dc_replace(
+        fits[-1],
+        history=history,
+        best_val_loss=float(np.mean([f.best_val_loss for f in fits])),
+        stopped_early=any(f.stopped_early for f in fits),
+        resumed_from_epoch=sum(f.resumed_from_epoch for f in fits),
+    )
+
+
+def member_config(train: Any, k: int) -> Any:
+    """Member ``k``'s training config: its own seed and checkpoint folder."""
+    from dataclasses import replace as dc_replace
+
+    ckpt = None if train.checkpoint_dir is None else str(Path(train.checkpoint_dir) / f"member-{k}")
+    return dc_replace(train, seed=train.seed + k, checkpoint_dir=ckpt)

@@ -33,11 +33,20 @@ from mfgtx.data import (
     Windowing,
     Windows,
 )
-from mfgtx.kinds._base import Fitted, Kind, Trained, split_windows, time_text
+from mfgtx.kinds._base import (
+    Fitted,
+    Kind,
+    Trained,
+    cross_fit,
+    member_config,
+    merged_fit,
+    split_windows,
+    time_text,
+)
 from mfgtx.kinds._windows import WindowPredictor, batches
 from mfgtx.kinds.sensor import _columns_dict, columns_from
 from mfgtx.metrics import interval_coverage
-from mfgtx.models import CausalForecaster, ForecasterConfig
+from mfgtx.models import CausalForecaster, ForecasterConfig, ForecasterEnsemble
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig, fit
 
@@ -257,6 +266,8 @@ class ForecastKind(Kind):
     name = "forecast"
     model_name = "mfgtx.CausalForecaster"
     model_class = CausalForecaster
+    ensemble_name = "mfgtx.ForecasterEnsemble"
+    ensemble_class = ForecasterEnsemble
     section_key = "forecast"
     Section = ForecastSection
     inputs = "windows"
@@ -307,8 +318,10 @@ class ForecastKind(Kind):
         run_key: dict[str, Any] | None = None,
         on_step: Any = None,
         judge: bool = True,
+        members: int | None = None,
     ) -> Fitted:
-        """Split and audit the forecast ``windows``, train the forecaster (after the frozen
+        """Split and audit the forecast ``windows``, train the forecaster (``members``:
+        an ensemble cross-fitted by lot, :func:`~mfgtx.kinds._base.cross_fit`; after the frozen
         ridge map with ``linear_skip: ridge``), and compare it with the forecast baselines
         and the band's interval coverage on the test windows whose horizon was recorded.
 
@@ -321,8 +334,15 @@ class ForecastKind(Kind):
                 "windows.min_rows: forecasts need every context row of their lot; leave "
                 f"min_rows out of a forecast job (found {windowing.min_rows})"
             )
-        prep = split_windows(windows, plan)
-        sets, scaler = prep.sets, prep.scaler
+        if members:
+            cf = cross_fit(windows, plan, members)
+            splits, scaler, report_audit = cf.members, cf.scaler, cf.report
+            test_all, learn, counts = cf.test, cf.train, cf.counts
+        else:
+            prep = split_windows(windows, plan)
+            splits = ((np.asarray(prep.sets.train), np.asarray(prep.sets.val)),)
+            scaler, report_audit, test_all = prep.scaler, prep.report, prep.test
+            learn, counts = np.asarray(prep.sets.train), prep.counts
         targets = tuple(windows.targets)
         covariates = tuple(s for s in windows.sensors if s not in targets)
         try:
@@ -341,22 +361,32 @@ class ForecastKind(Kind):
         def dataset(idx: np.ndarray) -> ForecastWindows:
             return ForecastWindows(windows, idx, scaler, covariates=bool(covariates))
 
-        torch.manual_seed(train.seed)
-        model = CausalForecaster(config)
-        if section.linear_skip == "ridge":  # the linear forecast first; training learns the rest
-            items = dataset(sets.train).batch(sets.train)
-            whole = torch.isfinite(items["y"]).flatten(1).all(1)  # horizons fully recorded
-            if not bool(whole.any()):
-                raise ValueError(
-                    "forecast.linear_skip: ridge needs training windows whose whole horizon "
-                    "is recorded; none has it"
+        trained, fits = [], []
+        for k, (fit_on, val) in enumerate(splits):
+            member_train = member_config(train, k) if members else train
+            key = {**(run_key or {}), "member": k} if members else run_key
+            torch.manual_seed(member_train.seed)
+            model = CausalForecaster(config)
+            if section.linear_skip == "ridge":  # the linear forecast first; training the rest
+                items = dataset(fit_on).batch(fit_on)
+                whole = torch.isfinite(items["y"]).flatten(1).all(1)  # horizons recorded
+                if not bool(whole.any()):
+                    raise ValueError(
+                        "forecast.linear_skip: ridge needs training windows whose whole "
+                        "horizon is recorded; none has it"
+                    )
+                model.fit_linear_skip(
+                    items["x"][whole], items["y"][whole], items["observed"][whole]
                 )
-            model.fit_linear_skip(items["x"][whole], items["y"][whole], items["observed"][whole])
-        fitted = fit(
-            model, dataset(sets.train), dataset(sets.val), train, on_step=on_step, run_key=run_key
-        )
+            fits.append(
+                fit(
+                    model, dataset(fit_on), dataset(val), member_train, on_step=on_step, run_key=key
+                )
+            )
+            trained.append(model)
+        model = ForecasterEnsemble.of(trained).eval() if members else trained[0]
         labelled = windows.labelled()
-        test = np.intersect1d(prep.test, labelled)
+        test = np.intersect1d(test_all, labelled)
         spec = ForecastSpec(
             columns=columns,
             windowing=replace(windowing, stride=windows.stride),
@@ -366,24 +396,25 @@ class ForecastKind(Kind):
             time_kind=windows.time_kind,
             scaler=scaler,
         )
-        counts = {**prep.counts, "test": len(test)}
         result = Fitted(
             model=model,
             spec=spec,
-            fit=fitted,
+            fit=merged_fit(fits) if members else fits[0],
             report=None,
-            audit=prep.report,
-            split=plan.to_dict(),
-            counts=counts,
+            audit=report_audit,
+            split={**plan.to_dict(), **({"ensemble_members": members} if members else {})},
+            counts={**counts, "test": len(test)},
             train_config=train,
         )
         if not judge:
             return result
         predictor = ForecastPredictor(self, Trained(model), spec)
         report, extra = self.judge(
-            predictor, windows, np.intersect1d(sets.train, labelled), test, scaler=scaler,
+            predictor, windows, np.intersect1d(learn, labelled), test, scaler=scaler,
             model_name="CausalForecaster",
         )  # fmt: skip
+        if members:
+            extra = {**extra, "ensemble_members": float(members)}
         return replace(result, report=report, extra_metrics=extra)
 
     def judge(

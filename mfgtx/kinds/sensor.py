@@ -26,9 +26,18 @@ from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines
 from mfgtx.calibration import class_probabilities, fit_calibration
 from mfgtx.data import ColumnMap, SensorScaler, SensorTable, WindowDataset, Windowing, Windows
-from mfgtx.kinds._base import Fitted, Kind, Trained, split_windows, time_text
+from mfgtx.kinds._base import (
+    Fitted,
+    Kind,
+    Trained,
+    cross_fit,
+    member_config,
+    merged_fit,
+    split_windows,
+    time_text,
+)
 from mfgtx.kinds._windows import WindowPredictor, batches
-from mfgtx.models import SensorEncoder, SensorEncoderConfig
+from mfgtx.models import SensorEncoder, SensorEncoderConfig, SensorEncoderEnsemble
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig, fit, predict
 
@@ -45,6 +54,7 @@ SensorSection = section_of(
         "class_weights": None,
     },
     defaults={"task": "classification", "d_model": 32, "n_layers": 2, "d_ff": 64},
+    extra=(("clip", bool, False),),
     module=__name__,
     doc="""The ``model`` section of a sensor job: every field of
     :class:`~mfgtx.models.SensorEncoderConfig` but ``n_channels``, ``max_len``, ``n_outputs``
@@ -85,6 +95,8 @@ class SensorSpec:
         time_kind: the time axis it trained on (``utc``, ``naive`` or ``number``); lots
             written another way are refused when scoring. ``None``: not recorded.
         scaler: the per-sensor scaler fitted on the training rows.
+        clip: per target, the ``(low, high)`` range of its training values that predictions
+            are kept within, or ``None`` (not clipped).
     """
 
     VERSION: ClassVar[int] = 1
@@ -95,9 +107,11 @@ class SensorSpec:
     targets: tuple[str, ...]
     time_kind: str | None
     scaler: SensorScaler
+    clip: tuple[tuple[float, float], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "clip": None if self.clip is None else [list(c) for c in self.clip],
             "kind": "sensor",
             "version": self.VERSION,
             "columns": _columns_dict(self.columns),
@@ -119,7 +133,13 @@ class SensorSpec:
             targets=tuple(state["targets"]),
             time_kind=state["time_kind"],
             scaler=SensorScaler.from_dict(state["scaler"]),
+            clip=None if state.get("clip") is None else tuple(tuple(c) for c in state["clip"]),
         )
+
+
+def _target_range(windows: Windows, idx: np.ndarray) -> tuple[tuple[float, float], ...]:
+    y = windows.y[idx]  # type: ignore[index]
+    return tuple((float(np.nanmin(y[:, k])), float(np.nanmax(y[:, k]))) for k in range(y.shape[1]))
 
 
 @dataclass(frozen=True)
@@ -182,7 +202,12 @@ class SensorPredictor(WindowPredictor):
                 decision = prob.argmax(axis=1)
             cols["decision"] = np.where(finite, decision, -1).astype(np.int64)
             return cols
-        targets = self.input_spec.targets
+        targets, clip = self.input_spec.targets, self.input_spec.clip
+        if clip is not None:  # within the training targets' range
+            low, high = np.array([c[0] for c in clip]), np.array([c[1] for c in clip])
+            out = np.clip(out, low, high)
+            if q is not None:
+                q = np.clip(q, low[None, :, None], high[None, :, None])
         for k, name in enumerate(targets):
             cols[name] = out[:, k].astype(np.float64)
         if q is not None:
@@ -239,6 +264,8 @@ class SensorKind(Kind):
     name = "sensor"
     model_name = "mfgtx.SensorEncoder"
     model_class = SensorEncoder
+    ensemble_name = "mfgtx.SensorEncoderEnsemble"
+    ensemble_class = SensorEncoderEnsemble
     section_key = "model"
     Section = SensorSection
     inputs = "windows"
@@ -267,17 +294,33 @@ class SensorKind(Kind):
         run_key: dict[str, Any] | None = None,
         on_step: Any = None,
         judge: bool = True,
+        members: int | None = None,
     ) -> Fitted:
-        """Split and audit ``windows``, train the encoder, calibrate a classifier on the
-        validation lots, and compare it with the baselines on the test lots.
+        """Split and audit ``windows``, train the encoder (or ``members`` encoders
+        cross-fitted by lot, :func:`~mfgtx.kinds._base.cross_fit`), calibrate a classifier on
+        the validation lots (an ensemble: on each member's own validation lots), and compare
+        it with the baselines on the test lots.
 
         Raises:
             LeakageError: the split fails its audit.
             ValueError: settings that do not fit the data (naming them).
         """
         task = section.task
-        prep = split_windows(windows, plan)
-        sets, scaler = prep.sets, prep.scaler
+        if members:
+            cf = cross_fit(windows, plan, members)
+            splits, scaler, report_audit, test, learn = (
+                cf.members,
+                cf.scaler,
+                cf.report,
+                cf.test,
+                cf.train,
+            )
+            counts = cf.counts
+        else:
+            prep = split_windows(windows, plan)
+            splits = ((np.asarray(prep.sets.train), np.asarray(prep.sets.val)),)
+            scaler, report_audit, test = prep.scaler, prep.report, prep.test
+            learn, counts = np.asarray(prep.sets.train), prep.counts
         n_targets = len(windows.targets)
         class_weights, n_outputs = None, n_targets
         if task == "classification":
@@ -286,11 +329,11 @@ class SensorKind(Kind):
                     f"data.columns.targets: classification takes one target column, found "
                     f"{list(windows.targets)}"
                 )
-            y_train = windows.y[sets.train, 0]
             n_outputs = max(2, int(np.nanmax(windows.y[:, 0])) + 1)
-            counts = np.bincount(y_train.astype(int), minlength=n_outputs).astype(float)
+            counts_y = np.bincount(windows.y[learn, 0].astype(int), minlength=n_outputs)
             class_weights = tuple(
-                float(min(10.0, counts.sum() / (n_outputs * max(c, 1.0)))) for c in counts
+                float(min(10.0, counts_y.sum() / (n_outputs * max(c, 1.0))))
+                for c in counts_y.astype(float)
             )
         try:
             config = config_from(
@@ -304,16 +347,24 @@ class SensorKind(Kind):
         except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
             raise ValueError(f"{self.section_key}: {e}") from e
         target = "class" if task == "classification" else "float"
-        torch.manual_seed(train.seed)
-        model = SensorEncoder(config)
-        fitted = fit(
-            model,
-            WindowDataset(windows, sets.train, scaler, target=target),
-            WindowDataset(windows, sets.val, scaler, target=target),
-            train,
-            on_step=on_step,
-            run_key=run_key,
-        )
+        trained, fits = [], []
+        for k, (fit_on, val) in enumerate(splits):
+            member_train = member_config(train, k) if members else train
+            key = {**(run_key or {}), "member": k} if members else run_key
+            torch.manual_seed(member_train.seed)
+            model = SensorEncoder(config)
+            fits.append(
+                fit(
+                    model,
+                    WindowDataset(windows, fit_on, scaler, target=target),
+                    WindowDataset(windows, val, scaler, target=target),
+                    member_train,
+                    on_step=on_step,
+                    run_key=key,
+                )
+            )
+            trained.append(model)
+        model = SensorEncoderEnsemble.of(trained).eval() if members else trained[0]
         spec = SensorSpec(
             columns=columns,
             windowing=replace(windowing, stride=windows.stride),
@@ -321,27 +372,35 @@ class SensorKind(Kind):
             targets=tuple(windows.targets),
             time_kind=windows.time_kind,
             scaler=scaler,
+            clip=_target_range(windows, learn) if getattr(section, "clip", False) else None,
         )
         result = Fitted(
             model=model,
             spec=spec,
-            fit=fitted,
+            fit=merged_fit(fits) if members else fits[0],
             report=None,
-            audit=prep.report,
-            split=plan.to_dict(),
-            counts=prep.counts,
+            audit=report_audit,
+            split={**plan.to_dict(), **({"ensemble_members": members} if members else {})},
+            counts=counts,
             train_config=train,
+            extra_metrics={"ensemble_members": float(members)} if members else {},
         )
         if not judge:  # other processes under torchrun: rank 0 judges and writes
             return result
         calibration = None
-        if task == "classification":
-            val_logits = predict(model, WindowDataset(windows, prep.val, scaler, target="none"))
+        if task == "classification":  # on validation lots none of the judged models trained on
+            last = plan.evaluate_on == "last_per_lot"
+            logits, labels = [], []
+            for member, (_, val) in zip(trained, splits, strict=True):
+                val = windows.last_per_lot(val) if last else val
+                ds = WindowDataset(windows, val, scaler, target="none")
+                logits.append(predict(member, ds).numpy())
+                labels.append(windows.y[val, 0])
             calibration = fit_calibration(
-                val_logits.numpy(), windows.y[prep.val, 0], cost_ratio=cost_ratio
+                np.concatenate(logits), np.concatenate(labels), cost_ratio=cost_ratio
             )
         predictor = SensorPredictor(self, Trained(model, calibration), spec)
-        report = self.judge(predictor, windows, prep.sets.train, prep.test, scaler=scaler)
+        report = self.judge(predictor, windows, learn, test, scaler=scaler)
         return replace(result, report=report, calibration=calibration)
 
     def judge(
@@ -359,9 +418,9 @@ class SensorKind(Kind):
         task = predictor.task
         if task == "classification":
             pred = predictor.defect_probability(windows, test_idx)
-        else:
-            out, _ = predictor.outputs(windows, test_idx)
-            pred = out
+        else:  # the predictions score writes (clipped where the bundle clips)
+            cols = predictor.columns_of(*predictor.outputs(windows, test_idx))
+            pred = np.stack([cols[t] for t in predictor.input_spec.targets], axis=1)
         baselines = fit_baselines(windows, train_idx, task, scaler=scaler)
         rul = any("rul" in t.lower() for t in windows.targets)
         return compare(task, windows, test_idx, pred, baselines, model_name=model_name, rul=rul)

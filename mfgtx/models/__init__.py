@@ -1,5 +1,11 @@
 """mfgtx.models: the application models built on :mod:`mfgtx.nn`."""
 
+from mfgtx.models.ensemble import (
+    ForecasterEnsemble,
+    ForecasterEnsembleConfig,
+    SensorEncoderEnsemble,
+    SensorEncoderEnsembleConfig,
+)
 from mfgtx.models.forecaster import CausalForecaster, ForecasterConfig
 from mfgtx.models.sensor_encoder import MaskedPretraining, SensorEncoder, SensorEncoderConfig
 from mfgtx.models.vit import DefectSizeWarning, DefectViT, ViTConfig, resized_defect_px
@@ -9,9 +15,13 @@ __all__ = [
     "DefectSizeWarning",
     "DefectViT",
     "ForecasterConfig",
+    "ForecasterEnsemble",
+    "ForecasterEnsembleConfig",
     "MaskedPretraining",
     "SensorEncoder",
     "SensorEncoderConfig",
+    "SensorEncoderEnsemble",
+    "SensorEncoderEnsembleConfig",
     "ViTConfig",
     "resized_defect_px",
 ]

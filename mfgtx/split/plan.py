@@ -50,12 +50,17 @@ class SplitPlan:
                 f"{self.val_size:g} >= 1"
             )
 
-    def splitter(self) -> LotTimeSplit:
+    def splitter(self, *, validation: bool = True) -> LotTimeSplit:
+        """The :class:`LotTimeSplit`; ``validation=False``: test lots only (the rest is
+        training, e.g. for members that cross-fit their validation lots among it)."""
+
         def size(v: float) -> float | int:
             return int(v) if v >= 1 else v
 
         return LotTimeSplit(
-            test_size=size(self.test_size), val_size=size(self.val_size), gap=self.gap
+            test_size=size(self.test_size),
+            val_size=size(self.val_size) if validation else 0,
+            gap=self.gap,
         )
 
     def to_dict(self) -> dict[str, Any]:
