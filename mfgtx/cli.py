@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -42,8 +43,19 @@ def _emit(line: str = "") -> None:
 
 
 def _summary(data: dict[str, Any]) -> None:
-    """The last stdout line of a job: one JSON object (for schedulers and log parsers)."""
-    _emit(json.dumps(data, sort_keys=True, default=str, allow_nan=False))
+    """The last stdout line of a job: one JSON object (for schedulers and log parsers); a
+    figure that is not a number (R² of a constant truth) is written as ``null``."""
+    _emit(json.dumps(_finite(data), sort_keys=True, default=str, allow_nan=False))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _config(args: argparse.Namespace) -> Any:

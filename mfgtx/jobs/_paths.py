@@ -161,7 +161,9 @@ def _source_paths(key: str, source: object) -> list[tuple[str, str | None]]:
 
 def job_inputs(config: object) -> list[tuple[str, str | None]]:
     """``(key, path)`` of every file or folder a job file names as an input."""
-    data, score, images = (getattr(config, k, None) for k in ("data", "score", "images"))
+    data, score, images, ev = (
+        getattr(config, k, None) for k in ("data", "score", "images", "evaluate")
+    )
     out: list[tuple[str, str | None]] = []
     if data is not None:
         out += _source_paths("data.source", data.source)
@@ -172,4 +174,8 @@ def job_inputs(config: object) -> list[tuple[str, str | None]]:
     if score is not None:
         out += _source_paths("score.source", score.source)
         out.append(("score.images", score.images))
+    if ev is not None:
+        out += _source_paths("evaluate.source", ev.source)
+        if ev.truth is not None:
+            out.append(("evaluate.truth.path", ev.truth.path))
     return out

@@ -49,12 +49,14 @@ __all__ = [
     "ConfigError",
     "DataSection",
     "EnsembleSection",
+    "EvaluateSection",
     "JobConfig",
     "LabelsSection",
     "ScoreSection",
     "SinkSection",
     "SourceSection",
     "TrainSection",
+    "TruthSection",
     "load_config",
     "recorded_job",
     "train_config",
@@ -309,6 +311,61 @@ class ScoreSection:
         return db.with_name(f"{db.stem}.{safe_slug(str(self.output.table))}.errors.csv")
 
 
+@dataclass(frozen=True)
+class TruthSection:
+    """``evaluate.truth``: the known outcome of each lot of an external test set.
+
+    Args:
+        path: a CSV or Parquet table with one row per lot, or (``format: cmapss_rul``) a NASA
+            ``RUL_FD00x.txt`` file: one number per line, line ``i`` the ``i``-th lot in lot
+            order.
+        format: ``auto`` (from the suffix), ``csv``, ``parquet`` or ``cmapss_rul``.
+        on: the table's lot column (default: ``data.columns.lot``).
+        columns: the table's columns holding the targets, in the order of the bundle's
+            targets (default: the targets' own names).
+        rul_cap: cap the truth at this many cycles (as the training target was capped).
+    """
+
+    path: str
+    format: Literal["auto", "csv", "parquet", "cmapss_rul"] = "auto"
+    on: str | None = None
+    columns: tuple[str, ...] = ()
+    rul_cap: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.rul_cap is not None and not self.rul_cap > 0:
+            raise ValueError(f"rul_cap must be a positive number of cycles, found {self.rul_cap}")
+        if self.format == "cmapss_rul" and (self.on is not None or self.columns):
+            raise ValueError("a cmapss_rul file has no columns: leave out on and columns")
+
+
+@dataclass(frozen=True)
+class EvaluateSection:
+    """``evaluate``: judge the bundle on an external test set instead of the test lots split
+    from ``data.source`` (a later production period, another line, NASA's test engines).
+
+    The model is scored on the last window of every lot of ``source`` (the prediction as of
+    the lot's latest row) and compared with ``truth`` joined on the lot; without ``truth``
+    the source carries its own targets (``data.columns.targets``). The baselines are fitted
+    on every labelled window of ``data.source`` (all of it is training data to this test
+    set), and the report has the same rows, verdict and bootstrap interval as every report.
+
+    Args:
+        source: the test rows, read with ``data.columns``.
+        truth: the outcome per lot (:class:`TruthSection`), or ``None``.
+        last_per_lot: judge each lot's last window only (default); ``false`` judges every
+            labelled window (a labelled source without ``truth``).
+    """
+
+    source: SourceSection
+    truth: TruthSection | None = None
+    last_per_lot: bool = True
+
+    def __post_init__(self) -> None:
+        if self.truth is not None and not self.last_per_lot:
+            raise ValueError("a truth table gives one outcome per lot: keep last_per_lot: true")
+
+
 def _sqlite_file(url: str | None) -> str | None:
     if url and url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
         return url[len("sqlite:///") :]
@@ -335,6 +392,7 @@ class JobConfig:
     calibration: CalibrationSection = field(default_factory=CalibrationSection)
     bundle: str | None = None
     score: ScoreSection | None = None
+    evaluate: EvaluateSection | None = None
     name: str | None = None
     source_file: str = field(default="config", compare=False)
 

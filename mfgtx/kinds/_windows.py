@@ -96,9 +96,14 @@ class WindowPredictor(Predictor):
         """The windows of ``frame`` as the model reads them (raises on any bad lot)."""
         return self.cut(self.table(frame), stride=stride)
 
-    def _tables(
-        self, frame: pd.DataFrame, positions: pd.DataFrame | None, stride: int | None
+    def windows_by_lot(
+        self,
+        frame: pd.DataFrame,
+        positions: pd.DataFrame | None = None,
+        stride: int | None = None,
     ) -> Iterator[tuple[Windows | None, dict[str, object] | None]]:
+        """``(windows, None)`` for the good lots of ``frame`` and ``(None, error row)`` for
+        each bad one: the whole frame at once when every lot is good, else lot by lot."""
         try:
             yield self.windows(frame, stride=stride), None
             return
@@ -150,7 +155,7 @@ class WindowPredictor(Predictor):
         parts: list[pd.DataFrame] = []
         errors: list[dict[str, object]] = []
         lots = n = 0
-        for windows, err in self._tables(data, positions, stride):
+        for windows, err in self.windows_by_lot(data, positions, stride):
             if err is not None:
                 errors.append(err)
                 continue
