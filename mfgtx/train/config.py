@@ -35,7 +35,8 @@ class TrainConfig:
             range, so no loss scaling is needed). ``"auto"`` is fp32 where bf16 cannot be fast
             (CPUs without AMX or AVX512-BF16); where it could be (CUDA with bf16, AMX or
             AVX512-BF16 CPUs), ``fit`` times a few steps of each on a copy of the model and
-            trains in the faster one (logged on ``mfgtx.train``; a resumed run keeps the
+            trains in bf16 only if it is more than 10 % faster (logged on ``mfgtx.train``;
+            closer timings would flip with the machine's load; a resumed run keeps the
             precision of its checkpoint). The timing leaves the model, optimizer, RNG and
             data order untouched, but which precision wins can differ from machine to
             machine: name one for results that must repeat bit for bit elsewhere.

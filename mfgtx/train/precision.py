@@ -5,7 +5,9 @@ or AVX512-BF16: bf16 autocast is several times slower than fp32 there), it is fp
 timing. Where it could be (CUDA with bf16, AMX or AVX512-BF16 CPUs), :func:`mfgtx.train.fit`
 times a few training steps of each precision on a copy of the model and picks the faster
 (:func:`choose_precision`): a model of many small operations can still lose more to
-autocast's casts than it gains from bf16 matrix products.
+autocast's casts than it gains from bf16 matrix products. bf16 must win by more than
+:data:`MARGIN` of fp32's step time, so that close timings do not make the choice flip from
+one run to the next.
 """
 
 from __future__ import annotations
@@ -88,15 +90,25 @@ class PrecisionChoice(NamedTuple):
     seconds: dict[str, float]
 
 
-def fastest(seconds: dict[str, float]) -> str:
-    """The precision with the fewest seconds per step; fp32 on a tie (no casts, exact).
+#: bf16 must beat fp32 by this share of fp32's step time to be chosen: with closer timings
+#: the choice would flip from run to run with the machine's load, for a gain of a few percent.
+MARGIN = 0.1
+
+
+def fastest(seconds: dict[str, float], margin: float = MARGIN) -> str:
+    """The precision with the fewest seconds per step; fp32 unless another one is faster
+    by more than ``margin`` of fp32's time (fp32 has no casts and is exact).
 
     >>> fastest({"fp32": 0.5, "bf16": 0.2})
     'bf16'
-    >>> fastest({"fp32": 0.5, "bf16": 0.5})
+    >>> fastest({"fp32": 0.5, "bf16": 0.47})  # 6 % faster: within the margin
     'fp32'
     """
-    return min(seconds, key=lambda p: (seconds[p], PRECISIONS.index(p)))
+    if "fp32" not in seconds:
+        return min(seconds, key=lambda p: (seconds[p], PRECISIONS.index(p)))
+    bar = seconds["fp32"] * (1.0 - margin)
+    faster = {p: t for p, t in seconds.items() if p != "fp32" and t < bar}
+    return min(faster, key=faster.__getitem__) if faster else "fp32"
 
 
 def choose_precision(

@@ -51,6 +51,14 @@ def test_choose_precision_prefers_fp32_on_a_tie_and_when_bf16_is_slower() -> Non
         assert choose_precision(clock.step, clock=clock).precision == "fp32"
 
 
+def test_bf16_must_win_by_the_margin_so_close_timings_keep_fp32() -> None:
+    clock = FakeClock(fp32=1.0, bf16=0.95)  # 5 % faster: noise on a shared machine
+    assert choose_precision(clock.step, clock=clock).precision == "fp32"
+    clock = FakeClock(fp32=1.0, bf16=0.85)
+    assert choose_precision(clock.step, clock=clock).precision == "bf16"
+    assert precision.fastest({"fp32": 1.0, "bf16": 0.95}, margin=0.0) == "bf16"
+
+
 def test_choose_precision_checks_its_arguments() -> None:
     with pytest.raises(ValueError, match="at least one candidate"):
         choose_precision(lambda p: None, candidates=())
