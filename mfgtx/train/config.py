@@ -31,9 +31,15 @@ class TrainConfig:
         seed: seeds torch, numpy and random; also fixes the per-epoch shuffling order.
         deterministic: ask torch for deterministic kernels (slower; bitwise repeatable on
             one machine).
-        precision: ``"auto"`` (bf16 autocast where the hardware runs it fast: CUDA with bf16,
-            CPUs with AMX or AVX512-BF16; fp32 otherwise), ``"fp32"`` or ``"bf16"``. bf16 has
-            fp32's exponent range, so no loss scaling is needed.
+        precision: ``"auto"``, ``"fp32"`` or ``"bf16"`` (autocast; bf16 has fp32's exponent
+            range, so no loss scaling is needed). ``"auto"`` is fp32 where bf16 cannot be fast
+            (CPUs without AMX or AVX512-BF16); where it could be (CUDA with bf16, AMX or
+            AVX512-BF16 CPUs), ``fit`` times a few steps of each on a copy of the model and
+            trains in bf16 only if it is more than 10 % faster (logged on ``mfgtx.train``;
+            closer timings would flip with the machine's load; a resumed run keeps the
+            precision of its checkpoint). The timing leaves the model, optimizer, RNG and
+            data order untouched, but which precision wins can differ from machine to
+            machine: name one for results that must repeat bit for bit elsewhere.
         device: ``"auto"`` (CUDA if available, else CPU), ``"cpu"`` or ``"cuda"``.
         checkpoint_dir: where ``last.ckpt`` is written atomically at the end of every epoch
             (``None``: no checkpoints).

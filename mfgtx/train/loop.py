@@ -10,6 +10,7 @@ default: any attention dropout sends the CPU kernel to the unfused path.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import math
 import time
@@ -26,7 +27,8 @@ from torch.utils.data import DataLoader, Dataset
 from mfgtx.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from mfgtx.train.config import TrainConfig
 from mfgtx.train.distributed import DistEnv, ShardSampler, setup_distributed
-from mfgtx.train.precision import resolve_precision
+from mfgtx.train.optimizer import build_optimizer
+from mfgtx.train.precision import PRECISIONS, choose_precision, fastest, resolve_precision
 from mfgtx.train.progress import Progress
 from mfgtx.train.schedule import warmup_cosine
 
@@ -59,7 +61,8 @@ class FitResult:
         best_epoch: the epoch whose weights were restored (1-based).
         best_val_loss: its validation loss.
         stopped_early: ``True`` when patience ran out before ``epochs``.
-        precision: ``"fp32"`` or ``"bf16"``, what actually ran.
+        precision: ``"fp32"`` or ``"bf16"``, what actually ran (for ``precision="auto"``:
+            what the timing at the start chose, or what the resumed checkpoint ran).
         device: the device trained on.
         world_size: number of processes.
         resumed_from_epoch: the completed epochs found in the checkpoint (0 if none).
@@ -132,17 +135,6 @@ def _seed_everything(seed: int, deterministic: bool) -> None:
         torch.backends.cudnn.benchmark = False
 
 
-def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    decay, no_decay = [], []
-    for p in model.parameters():
-        if p.requires_grad:
-            (decay if p.dim() >= 2 else no_decay).append(p)
-    return [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
-
-
 def _rng_state() -> dict[str, Any]:
     state: dict[str, Any] = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available():
@@ -205,6 +197,7 @@ class _RunState:
     bad_epochs: int = 0
     best_state: dict[str, Tensor] | None = None
     history: list[dict[str, float]] = field(default_factory=list)
+    precision: str | None = None  # what the run trained in (None: a checkpoint without it)
 
 
 @dataclass
@@ -270,6 +263,7 @@ def fit(
     state = _RunState()
     if config.resume and run.ckpt_path is not None and run.ckpt_path.exists():
         state = _restore(run, run.ckpt_path)
+    run.precision = _pick_precision(run, train_data, state.precision)
     resumed_from = state.epoch
     progress = Progress(
         config.progress if run.env.is_main else "off",
@@ -354,9 +348,7 @@ def _build_run(
     if env.is_distributed:
         ids = [device.index] if device.type == "cuda" else None
         net = DistributedDataParallel(net, device_ids=ids)
-    optimizer = torch.optim.AdamW(
-        _param_groups(model, config.weight_decay), lr=config.lr, betas=config.betas
-    )
+    optimizer = build_optimizer(model, config)
     shard = {"rank": env.rank, "world_size": env.world_size}
     train_sampler = ShardSampler(n_train, seed=config.seed, **shard)
     val_sampler = ShardSampler(n_val, shuffle=False, **shard)
@@ -381,6 +373,60 @@ def _build_run(
         ckpt_path=Path(config.checkpoint_dir) / CHECKPOINT_NAME if config.checkpoint_dir else None,
         run_key=run_key,
     )
+
+
+def _pick_precision(run: _Run, train_data: Dataset, resumed: str | None) -> str:
+    """The precision to train in; for ``"auto"`` on bf16-capable hardware, the faster one.
+
+    A resumed run keeps the precision its checkpoint trained in, so that timing noise cannot
+    make it continue differently from the run it resumes.
+    """
+    if run.config.precision != "auto" or run.precision == "fp32":
+        return run.precision  # asked for explicitly, or hardware without fast bf16: no timing
+    if resumed is not None:
+        log.info("precision auto: %s, as the resumed checkpoint trained", resumed)
+        return resumed
+    seconds = _time_precisions(run, train_data)
+    if run.env.is_distributed:  # every process must train in the same precision
+        seconds = dict(zip(seconds, run.env.all_sum(list(seconds.values())), strict=True))
+    picked = fastest(seconds)
+    log.info(
+        "precision auto on %s: %s per step -> %s",
+        run.device,
+        ", ".join(f"{p} {seconds[p]:.3f} s" for p in PRECISIONS),
+        picked,
+    )
+    return picked
+
+
+def _time_precisions(run: _Run, train_data: Dataset) -> dict[str, float]:
+    """Median seconds per training step in each precision, timed on a copy of the model.
+
+    The copy has its own optimizer and the batch is the first ``batch_size`` samples,
+    collated directly (no loader iterator is made); the RNG states are restored afterwards.
+    The model, its optimizer, the scheduler, the RNG and the data order are left as they were.
+    """
+    rng = _rng_state()
+    try:
+        model = copy.deepcopy(run.model).train()
+        optimizer = build_optimizer(model, run.config)
+        n = min(run.config.batch_size, len(train_data))  # type: ignore[arg-type]
+        batch = _to(run.train_loader.collate_fn([train_data[i] for i in range(n)]), run.device)
+
+        def step(precision: str) -> None:
+            with _autocast(precision, run.device):
+                loss = model.loss(batch)  # type: ignore[operator]
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if run.config.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), run.config.grad_clip)
+            optimizer.step()
+            if run.device.type == "cuda":
+                torch.cuda.synchronize(run.device)
+
+        return choose_precision(step).seconds
+    finally:
+        _set_rng_state(rng)
 
 
 def _train_epoch(
@@ -443,6 +489,7 @@ def _save(run: _Run, state: _RunState) -> None:
                 "bad_epochs": state.bad_epochs,
                 "best_state": state.best_state,
                 "history": state.history,
+                "precision": run.precision,
                 "config": _resume_key(run.config),
                 "run_key": run.run_key,
             },
@@ -467,6 +514,7 @@ def _restore(run: _Run, path: Path) -> _RunState:
         bad_epochs=int(ckpt["bad_epochs"]),
         best_state=ckpt["best_state"],
         history=[dict(h) for h in ckpt["history"]],
+        precision=ckpt.get("precision"),
     )
 
 

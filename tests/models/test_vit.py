@@ -216,3 +216,17 @@ def test_save_load_round_trip_gives_identical_predictions(trained, tmp_path) -> 
     loaded = load_bundle(tmp_path / "vit").model
     assert isinstance(loaded, DefectViT) and loaded.config == model.config
     assert torch.equal(predict(loaded, data), predict(model, data))
+
+
+def test_conv_stem_runs_channels_last_with_the_state_dict_of_a_plain_one() -> None:
+    torch.manual_seed(0)
+    model = DefectViT(tiny(stem="conv")).eval()
+    convs = [m for m in model.stem.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert convs and all(c.weight.is_contiguous(memory_format=torch.channels_last) for c in convs)
+    x = torch.randn(2, 1, 32, 32)
+    assert model.stem(x).is_contiguous(memory_format=torch.channels_last)
+    plain = DefectViT(tiny(stem="conv")).eval()
+    plain.stem.to(memory_format=torch.contiguous_format)
+    plain.load_state_dict(model.state_dict())
+    assert plain.state_dict().keys() == model.state_dict().keys()
+    torch.testing.assert_close(plain(x), model(x), atol=1e-5, rtol=1e-5)

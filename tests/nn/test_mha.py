@@ -131,3 +131,69 @@ def test_bad_forward_inputs_name_the_argument() -> None:
 def test_from_torch_refuses_unsupported_options() -> None:
     with pytest.raises(ValueError, match="add_bias_kv"):
         MultiHeadAttention.from_torch(nn.MultiheadAttention(D, H, add_bias_kv=True))
+
+
+def separate_projections(mha: MultiHeadAttention, x: torch.Tensor, **kw) -> torch.Tensor:
+    """The self-attention of ``mha`` with three separate projections, as a reference."""
+    from mfgtx.nn import attention
+
+    Bx, Tx, _ = x.shape
+
+    def heads(t: torch.Tensor) -> torch.Tensor:
+        return t.view(Bx, Tx, mha.n_heads, mha.head_dim).transpose(1, 2)  # (B, H, T, Dh)
+
+    q, k, v = heads(mha.q_proj(x)), heads(mha.k_proj(x)), heads(mha.v_proj(x))
+    if mha.rotary is not None:
+        q, k = mha.rotary(q, 0), mha.rotary(k, 0)
+    out = attention(q, k, v, **kw).output.transpose(1, 2).reshape(Bx, Tx, D)  # (B, T, D)
+    return mha.out_proj(out)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("rotary", [False, True])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_fused_qkv_projection_matches_separate_ones_in_forward_and_backward(
+    bias: bool, rotary: bool, is_causal: bool
+) -> None:
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(D, H, bias=bias, rotary=RotaryEmbedding(D // H) if rotary else None)
+    if bias:
+        with torch.no_grad():
+            for proj in (mha.q_proj, mha.k_proj, mha.v_proj):
+                proj.bias.normal_()
+    x = torch.randn(B, T, D, requires_grad=True)
+    g = torch.randn(B, T, D)  # an upstream gradient that weighs every output differently
+    grads = {}
+    for name, run in (("fused", lambda: mha(x, is_causal=is_causal).output),
+                      ("separate", lambda: separate_projections(mha, x, is_causal=is_causal))):  # fmt: skip
+        mha.zero_grad(set_to_none=True)
+        x.grad = None
+        out = run()
+        out.backward(g)
+        grads[name] = (out.detach(), x.grad.clone(),
+                       {n: p.grad.clone() for n, p in mha.named_parameters()})  # fmt: skip
+    (out_f, dx_f, dp_f), (out_s, dx_s, dp_s) = grads["fused"], grads["separate"]
+    torch.testing.assert_close(out_f, out_s, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(dx_f, dx_s, atol=1e-6, rtol=1e-5)
+    assert dp_f.keys() == dp_s.keys()
+    for n in dp_f:
+        torch.testing.assert_close(dp_f[n], dp_s[n], atol=1e-6, rtol=1e-5, msg=n)
+
+
+def test_fused_qkv_keeps_the_state_dict_of_separate_projections() -> None:
+    keys = set(MultiHeadAttention(D, H).state_dict())
+    assert keys == {f"{p}.{w}" for p in ("q_proj", "k_proj", "v_proj", "out_proj")
+                    for w in ("weight", "bias")}  # fmt: skip
+
+
+def test_split_heads_backward_passes_gradcheck() -> None:
+    from mfgtx.nn.mha import _SplitHeads
+
+    qkv = torch.randn(2, 3, 3 * 8, dtype=torch.float64, requires_grad=True)  # (B, T, 3D), H=2
+    assert torch.autograd.gradcheck(lambda t: _SplitHeads.apply(t, 2), (qkv,))
+    q, k, v = _SplitHeads.apply(qkv, 2)
+    assert q.shape == (2, 2, 3, 4)
+    for i, t in enumerate((q, k, v)):  # views of the i-th third, heads split off
+        torch.testing.assert_close(
+            t, qkv[..., 8 * i : 8 * (i + 1)].view(2, 3, 2, 4).transpose(1, 2)
+        )
