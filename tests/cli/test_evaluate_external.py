@@ -58,7 +58,7 @@ def fleet_job(out: Path) -> dict:
                 "targets": ["rul_cycles"],
                 "label_time": "failed_at",
             },
-        },  # fmt: skip
+        },
         "windows": {"window": 24, "stride": 4, "min_rows": 12},
         "split": {"test_size": 0.2, "val_size": 0.2, "gap": "4h"},
         "model": {
@@ -70,7 +70,7 @@ def fleet_job(out: Path) -> dict:
             "d_ff": 16,
             "target_scale": 100.0,
             "clip": True,
-        },  # fmt: skip
+        },
         "train": {"epochs": 2, "batch_size": 64, "patience": None, "progress": "log"},
         "bundle": str(out / "fleet"),
         "evaluate": {
@@ -205,7 +205,7 @@ def test_a_labelled_test_source_needs_no_truth_table(trained, tmp_path):
     result, report = _run(job2, tmp_path / "job.yaml")
     assert result["audit_passed"] and report.n_test == 6
     job2["evaluate"]["last_per_lot"] = False
-    every, report = _run(job2, tmp_path / "job2.yaml")
+    _, report = _run(job2, tmp_path / "job2.yaml")
     assert report.n_test > 6
 
 
