@@ -54,6 +54,7 @@ __all__ = [
     "PreparedTiles",
     "TileDataset",
     "TilesSection",
+    "baseline_scorers",
     "judge_tiles",
     "prepare_tiles",
     "tile_tensor",
@@ -533,32 +534,23 @@ def _report(rows: list[Any], y: np.ndarray, preds: dict[str, np.ndarray], groups
     )  # fmt: skip
 
 
-def judge_tiles(
-    prep: PreparedTiles,
-    tile_p: Any,
-    threshold: float | None,
-    *,
-    cost_ratio: float,
-    model_name: str = "DefectViT",
-    n_resamples: int | None = 1000,
-) -> tuple[Any, Any, dict[str, float]]:
-    """``(photo report, tile report, extra)`` of the model (``tile_p``: uint8 tiles ->
-    P(defect), its ``threshold``) beside the majority class and HOG + logistic regression,
-    fitted on the training tiles, their thresholds chosen on the validation photos by the
-    same cost rule, all scored on the test photos with the same max-over-tiles rule."""
-    from mfgtx.baselines import HogLogistic, MajorityImageClass, ReportRow
-    from mfgtx.metrics import detection_metrics
+def baseline_scorers(
+    prep: PreparedTiles, *, cost_ratio: float, notes: list[str] | None = None
+) -> dict[str, tuple[Any, float]]:
+    """``{name: (tile_p, threshold)}`` of the majority class and HOG + logistic regression:
+    fitted on the training tiles (ambiguous ones left out), each threshold chosen on the
+    validation photos' scores (worst tile) by the cost rule the model's was chosen by."""
+    from mfgtx.baselines import HogLogistic, MajorityImageClass
 
     fit_rows = prep.tiles_of(prep.train, labelled=True)
     y_fit = prep.tiles["label"].to_numpy()[fit_rows]
     size = prep.image_size
 
-    def grey(rows_or_tiles: np.ndarray) -> np.ndarray:
-        return tile_tensor(rows_or_tiles, size).mean(1).numpy()  # (n, s, s)
+    def grey(tiles: np.ndarray) -> np.ndarray:
+        return tile_tensor(tiles, size).mean(1).numpy()  # (n, s, s)
 
     fit_x = grey(prep.cut(fit_rows))
-    predictors: dict[str, tuple[Any, float | None]] = {model_name: (tile_p, threshold)}
-    notes: list[str] = []
+    out: dict[str, tuple[Any, float]] = {}
     for baseline in (
         MajorityImageClass(),
         HogLogistic(cell=16 if size >= 64 else max(4, size // 4)),
@@ -570,9 +562,31 @@ def judge_tiles(
 
         val = photo_scores(prep, prep.val, p_of)
         choice, why = image_threshold(val.image, prep.image_labels[prep.val], cost_ratio)
-        if choice is None:
+        if choice is None and notes is not None:
             notes.append(f"{baseline.name}: no threshold ({why}); flagged above 0.5")
-        predictors[baseline.name] = (p_of, 0.5 if choice is None else choice.threshold)
+        out[baseline.name] = (p_of, 0.5 if choice is None else choice.threshold)
+    return out
+
+
+def judge_tiles(
+    prep: PreparedTiles,
+    tile_p: Any,
+    threshold: float | None,
+    *,
+    cost_ratio: float,
+    model_name: str = "DefectViT",
+    n_resamples: int | None = 1000,
+) -> tuple[Any, Any, dict[str, float]]:
+    """``(photo report, tile report, extra)`` of the model (``tile_p``: uint8 tiles ->
+    P(defect), its ``threshold``) beside :func:`baseline_scorers`, all scored on the test
+    photos with the same max-over-tiles rule."""
+    from mfgtx.baselines import ReportRow
+    from mfgtx.metrics import detection_metrics
+
+    fit_rows = prep.tiles_of(prep.train, labelled=True)
+    notes: list[str] = []
+    predictors: dict[str, tuple[Any, float | None]] = {model_name: (tile_p, threshold)}
+    predictors.update(baseline_scorers(prep, cost_ratio=cost_ratio, notes=notes))
     y_img = prep.image_labels[prep.test]
     labelled = prep.tiles["label"].to_numpy() != AMBIGUOUS
     img_rows, tile_rows, img_p, tile_preds = [], [], {}, {}
