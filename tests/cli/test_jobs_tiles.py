@@ -325,3 +325,19 @@ def test_rare_defects_are_weighted_and_logged(trained) -> None:
     assert weights is not None and weights[1] > 10 * weights[0]
     (line,) = [m for m in trained["log"] if "rare class" in m]
     assert "['defect']" in line and "inverse frequency" in line
+
+
+def test_audit_and_evaluate_judge_a_tiled_bundle_on_its_own_test_photos(trained, capsys) -> None:
+    from tests.cli.conftest import summary
+
+    assert main(["audit", str(trained["job"])]) == 0
+    audited = summary(capsys.readouterr().out)
+    assert audited["passed"] and audited["method"] == "lot_time"
+    assert audited["images"]["test"] == 4 and audited["images"]["ambiguous_tiles"] >= 4
+    assert main(["evaluate", str(trained["job"])]) == 0
+    judged = summary(capsys.readouterr().out)
+    saved = mfgtx.load(str(load_config(trained["job"]).bundle)).report
+    assert judged["n_test"] == saved.n_test == 4
+    for k in ("average_precision", "recall", "false_alarm_rate"):
+        assert judged["metrics"][k] == pytest.approx(saved.rows[0].metrics[k])
+    assert "tile_average_precision" in judged["metrics"]
