@@ -171,6 +171,9 @@ def job_inputs(config: object) -> list[tuple[str, str | None]]:
             out += _source_paths("data.labels.source", data.labels.source)
     if images is not None:
         out.append(("images.path", images.path))
+        masks = getattr(images, "masks", None)
+        if masks is not None and masks.path is not None:
+            out.append(("images.masks.path", masks.path))
     if score is not None:
         out += _source_paths("score.source", score.source)
         out.append(("score.images", score.images))

@@ -280,7 +280,9 @@ class ScoreSection:
             or next to the SQLite file).
         stride: rows between scored windows (default: the training stride);
             ``last_per_lot: true`` scores only each lot's last window.
-        batch_size: windows (or images) per forward pass.
+        batch_size: windows (or images, or tiles) per forward pass.
+        per_tile: tiled ViT bundles: one row per tile (keys image, top, left) instead of
+            one per photo (its worst tile).
     """
 
     output: SinkSection
@@ -290,6 +292,7 @@ class ScoreSection:
     stride: int | None = None
     last_per_lot: bool = False
     batch_size: int = 256
+    per_tile: bool = False
 
     def __post_init__(self) -> None:
         if self.stride is not None and self.stride < 1:

@@ -3,12 +3,12 @@
 The demo is not a copy of the job files: it runs ``pipelines/configs/sample_*.yaml`` as they
 are (lot pass/fail from ``sensors.csv`` and ``quality.csv``; remaining useful life with an
 80 % interval from ``degradation.csv``; a forecaster of the process sensors; a defect-patch
-ViT), training each and scoring with it, and writes where those files say (``runs/sample/``),
-so ``mfgtx evaluate pipelines/configs/sample_rul.yaml`` works right after it. ``data`` and
-``out`` replace the files' ``sample_data/`` and ``runs/sample/`` prefixes. A bundle that
-already exists and verifies is reused, so a second ``mfgtx demo`` goes straight to the
-dashboard. ``quick`` trains tiny models for two epochs (a smoke test of the whole chain, not
-a useful model).
+ViT; a ViT on the tiles of full-size strip photos), training each and scoring with it, and
+writes where those files say (``runs/sample/``), so ``mfgtx evaluate
+pipelines/configs/sample_rul.yaml`` works right after it. ``data`` and ``out`` replace the
+files' ``sample_data/`` and ``runs/sample/`` prefixes. A bundle that already exists and
+verifies is reused, so a second ``mfgtx demo`` goes straight to the dashboard. ``quick``
+trains tiny models for two epochs (a smoke test of the whole chain, not a useful model).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ JOBS = {
     "sample_rul": "sensor",
     "sample_forecast": "forecast",
     "sample_defects": "vit",
+    "sample_inspection": "vit",
 }
 #: Where they are: ``pipelines/configs`` of the repository.
 CONFIGS = Path(__file__).resolve().parents[2] / "pipelines" / "configs"
@@ -39,7 +40,13 @@ DATA, OUT = "sample_data", "runs/sample"
 
 _TINY = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32}
 _TINY_VIT = {"d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64}
-_MINUTES = {"sample_quality": 0.3, "sample_rul": 0.2, "sample_forecast": 0.3, "sample_defects": 1.0}
+_MINUTES = {
+    "sample_quality": 0.3,
+    "sample_rul": 0.2,
+    "sample_forecast": 0.3,
+    "sample_defects": 1.0,
+    "sample_inspection": 1.0,
+}
 
 
 def _moved(value: Any, data: str, out: str) -> Any:

@@ -205,7 +205,13 @@ def _score_images(config: JobConfig, predictor: Any) -> ScoreOutcome:
     with output_lock(target):
         remove_leftovers(target)
         remove_leftovers(errors_path)
-        scored = predictor.score(source, batch_size=sc.batch_size)
+        if sc.per_tile and not predictor.input_spec.tiled:
+            raise ConfigError(
+                f"{config.source_file}: score.per_tile: the bundle reads whole images, not "
+                "tiles; nothing was written"
+            )
+        options = {"per_tile": True} if sc.per_tile else {}
+        scored = predictor.score(source, batch_size=sc.batch_size, **options)
         for e in scored.errors:
             log.warning("image not scored: %s: %s", e["file"], e["reason"])
         if not len(scored.rows):
@@ -213,10 +219,11 @@ def _score_images(config: JobConfig, predictor: Any) -> ScoreOutcome:
             raise DataError(
                 f"{source}: no image could be scored ({len(scored.errors)} bad, see {errors_path})"
             )
-        rows = write_scores(sc.output, scored.rows, predictor.keys)
+        keys = ("image", "top", "left") if sc.per_tile else predictor.keys
+        rows = write_scores(sc.output, scored.rows, keys)
         write_errors(errors_path, scored.errors)
     seconds = time.perf_counter() - t0
-    n = len(scored.rows)
+    n = scored.lots
     log.info("scored %d images in %.2f s (%d bad)", n, seconds, len(scored.errors))
     return ScoreOutcome(
         bundle_id=predictor.bundle_id,

@@ -193,7 +193,13 @@ def _fit_images(
         raise ConfigError(f"{config.source_file}: train.ensemble: is for sensor and forecast jobs")
     prep = prepare_images(images, config.split, seed=config.train.seed)
     seen = np.concatenate([prep.train, prep.val])
-    key = run_key(config, kind, prep.images[seen].numpy(), prep.labels[seen], prep.train)
+    if images.tiles is not None:  # photos: their pixels, tile labels and the split
+        _write_left_out(config, prep.errors)
+        rows = prep.tiles_of(seen)
+        pixels = [prep.photos[int(i)] for i in seen]
+        key = run_key(config, kind, *pixels, prep.tiles["label"].to_numpy()[rows], prep.train)
+    else:
+        key = run_key(config, kind, prep.images[seen].numpy(), prep.labels[seen], prep.train)
     return kind.fit(  # type: ignore[attr-defined]
         prep,
         images=images,
@@ -205,6 +211,26 @@ def _fit_images(
         on_step=on_step,
         judge=judge,
     )
+
+
+def left_out_path(config: JobConfig) -> Path:
+    """Where a tiled job lists the photos and masks it left out: ``<bundle>.errors.csv``."""
+    return Path(f"{config.bundle}.errors.csv")
+
+
+def _write_left_out(config: JobConfig, errors: list[dict[str, Any]]) -> None:
+    """The errors file of a tiled training job (always written; a header only when every
+    photo and mask could be used), after the path rules."""
+    from mfgtx.jobs._paths import PathRules, job_inputs
+    from mfgtx.jobs.sinks import write_errors
+
+    if rank() != 0:
+        return
+    rules = PathRules(config.source_file, job_inputs(config))
+    path = rules.errors_file("bundle", left_out_path(config))
+    write_errors(path, errors)
+    if errors:
+        log.warning("%d photo(s) left out of training, listed in %s", len(errors), path)
 
 
 def _outcome(

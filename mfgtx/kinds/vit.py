@@ -33,6 +33,7 @@ from mfgtx._config import config_from, section_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.calibration import class_probabilities, fit_calibration
 from mfgtx.kinds._base import Fitted, Kind, Predictor, Scored, Trained
+from mfgtx.kinds._tiles import TILE_CLASSES, MasksSection, PreparedTiles, TilesSection
 from mfgtx.models import DefectViT, ViTConfig
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig, fit, predict
@@ -40,7 +41,10 @@ from mfgtx.train import TrainConfig, fit, predict
 __all__ = [
     "VIT",
     "ImagesSection",
+    "MasksSection",
     "PreparedImages",
+    "PreparedTiles",
+    "TilesSection",
     "VitKind",
     "VitPredictor",
     "VitSection",
@@ -70,6 +74,12 @@ class ImagesSection:
         rot90: also rotate by 90 degrees (only where orientation carries no class cue).
         good_class: the defect-free class; its complement is the flagged P(defect) whose
             threshold comes from ``calibration.cost_ratio`` (none: no threshold).
+        tiles: full-size photos: cut each into tiles (:class:`TilesSection`); the model
+            reads one tile (resized to ``image_size`` if the sizes differ) and a photo is as
+            bad as its worst tile. ``path`` is then a folder of photos or a manifest with
+            ``path`` (and ``lot`` with ``timestamp``, ``mask``), no ``label``.
+        masks: with ``tiles``: the defect masks that label the tiles (:class:`MasksSection`);
+            the classes are ``good`` and ``defect``.
     """
 
     path: str
@@ -80,12 +90,32 @@ class ImagesSection:
     augment: bool = True
     rot90: bool = False
     good_class: str | None = None
+    tiles: TilesSection | None = None
+    masks: MasksSection | None = None
 
     def __post_init__(self) -> None:
         if self.image_size < 8:
             raise ValueError(f"image_size must be >= 8 pixels, found {self.image_size}")
         if self.min_size < 1:
             raise ValueError(f"min_size must be >= 1, found {self.min_size}")
+        if (self.tiles is None) != (self.masks is None):
+            raise ValueError(
+                "tiles and masks go together: full-size photos are cut into tiles (tiles: "
+                "{size, stride}) that their masks label (masks: {format, min_defect_px})"
+            )
+        if self.tiles is not None and self.masks is not None:
+            if self.masks.min_defect_px > self.tiles.size**2:
+                raise ValueError(
+                    f"masks.min_defect_px={self.masks.min_defect_px} is more pixels than a "
+                    f"{self.tiles.size}x{self.tiles.size} tile holds"
+                )
+            if self.good_class not in (None, TILE_CLASSES[0]):
+                raise ValueError(
+                    f"good_class: a tiled job's classes are {list(TILE_CLASSES)} (from the "
+                    f"masks); found {self.good_class!r}"
+                )
+            if self.subdir:
+                raise ValueError("subdir: a tiled job reads a folder of photos or a manifest")
 
     @property
     def is_manifest(self) -> bool:
@@ -122,16 +152,18 @@ VitSection = section_of(
 
 @dataclass(frozen=True)
 class VitSpec:
-    """What a defect ViT reads, and how: saved in its bundle (``input_spec``, version 1).
+    """What a defect ViT reads, and how: saved in its bundle (``input_spec``, version 2).
 
     Attributes:
-        image_size, mode, min_size: how every image is read and resized.
+        image_size, mode, min_size: how every image (or tile) is read and resized.
         mean, std: the normalisation of pixels in [0, 1].
         class_names: class index -> name.
         good_class: the defect-free class's name (``p_defect`` = 1 - its probability).
+        tile_size, tile_stride: full-size photos are cut into tiles of this side, this far
+            apart (``None``: whole images, as every version-1 spec).
     """
 
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2
     task: ClassVar[str] = "classification"
 
     image_size: int
@@ -141,6 +173,12 @@ class VitSpec:
     std: float
     class_names: tuple[str, ...]
     good_class: str | None
+    tile_size: int | None = None
+    tile_stride: int | None = None
+
+    @property
+    def tiled(self) -> bool:
+        return self.tile_size is not None
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "vit", "version": self.VERSION, **{
@@ -149,8 +187,10 @@ class VitSpec:
 
     @classmethod
     def from_dict(cls, state: dict[str, Any]) -> VitSpec:
-        if state.get("version") != cls.VERSION:
-            raise ValueError(f"input_spec version {state.get('version')!r}, expected 1")
+        if state.get("version") not in (1, cls.VERSION):  # version 1: whole images only
+            raise ValueError(
+                f"input_spec version {state.get('version')!r}, expected 1 or {cls.VERSION}"
+            )
         fields = {k: v for k, v in state.items() if k not in ("kind", "version")}
         return cls(**{**fields, "class_names": tuple(fields["class_names"])})
 
@@ -229,15 +269,23 @@ class PreparedImages:
         }
 
 
-def prepare_images(images: ImagesSection, plan: SplitPlan, *, seed: int = 0) -> PreparedImages:
+def prepare_images(
+    images: ImagesSection, plan: SplitPlan, *, seed: int = 0
+) -> PreparedImages | PreparedTiles:
     """Read ``images`` and split them as ``train vit`` does (the same seed gives the same
-    split, so ``evaluate`` judges a bundle on its own test images).
+    split, so ``evaluate`` judges a bundle on its own test images). With ``images.tiles``:
+    the photos, their tiles and tile labels (:func:`mfgtx.kinds._tiles.prepare_tiles`).
 
     Raises:
         ValueError: shares that are not in (0, 1), an unknown good class, a set left empty.
         DataError: no image could be read.
     """
     from mfgtx.data import DataError
+
+    if images.tiles is not None:
+        from mfgtx.kinds._tiles import prepare_tiles
+
+        return prepare_tiles(images, plan, seed=seed)
     from mfgtx.images import load_images, split_images
 
     test_size, val_size = plan.test_size, plan.val_size
@@ -322,10 +370,25 @@ class VitExplanation:
     row: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class FittedTiles(Fitted):
+    """A tiled ViT's :class:`~mfgtx.kinds.Fitted`: ``report`` is per photo, ``tile_report``
+    the same comparison per tile."""
+
+    tile_report: Any = None
+
+
 class VitPredictor(Predictor):
     """The :class:`~mfgtx.kinds.Predictor` of a DefectViT bundle (see the module docstring)."""
 
     keys = ("image",)
+
+    def tile_p(self, tiles: np.ndarray) -> np.ndarray:
+        """``(N,)`` P(defect) of uint8 tiles ``(N, S, S[, C])`` of a tiled bundle."""
+        from mfgtx.kinds._tiles import tile_tensor
+
+        logits = self.logits(tile_tensor(tiles, self.input_spec.image_size))
+        return class_probabilities(logits, self.calibration)[:, 1].astype(np.float64)
 
     def logits(self, images: torch.Tensor, batch_size: int = 64) -> np.ndarray:
         """Logits for images ``(N, C, S, S)`` in [0, 1], normalised as in training."""
@@ -362,27 +425,56 @@ class VitPredictor(Predictor):
                 cols["decision"] = cal.decide(logits).astype(np.int64)
         return cols
 
+    @property
+    def tile_report(self) -> Any:
+        """A tiled bundle's per-tile comparison with the baselines (``None`` otherwise)."""
+        from mfgtx.baselines import EvaluationReport
+
+        state = (self.bundle.manifest.get("metrics") or {}).get("tiles")
+        return EvaluationReport.from_dict(state) if state else None
+
     def score(
         self,
         data: str | Path | Iterable[tuple[str, bytes]],
         *,
         batch_size: int = 256,
+        per_tile: bool = False,
     ) -> Scored:
         """Output rows and errors for ``data``: a folder, a ``.zip`` or a CSV manifest of
         images, or ``(name, bytes)`` pairs. A file that cannot be used (unreadable, corrupt,
         truncated, too large, 16-bit, palette, alpha, too small, listed twice) is an error
-        row; the others are scored."""
+        row; the others are scored.
+
+        A tiled bundle writes one row per photo: ``image``, ``bundle_id``, ``top`` and
+        ``left`` of its worst tile, ``tiles`` (how many were scored), that tile's
+        ``predicted``, ``predicted_class``, ``p_<k>``, ``p_defect`` (the photo's score) and
+        ``decision``; with ``per_tile`` one row per tile instead (keys ``image``, ``top``,
+        ``left``)."""
         from mfgtx.images import ImageError
 
+        if per_tile and not self.input_spec.tiled:
+            raise ValueError("per_tile: this bundle reads whole images, not tiles")
         parts: list[pd.DataFrame] = []
         errors: list[dict[str, object]] = []
-        for batch in _batches(data, batch_size, errors):
+        # a tiled bundle reads a few photos at a time and scores batch_size tiles a pass
+        group = 8 if self.input_spec.tiled else batch_size
+        for batch in _batches(data, group, errors):
             sources = []
             for key, where in batch:
                 try:
                     sources.append(_read(key, where))
                 except ImageError as e:
                     errors.append(_error_of(e.source, e.reason))
+            if self.input_spec.tiled:
+                from mfgtx.kinds._tiles import score_photos
+
+                rows, bad_photos = score_photos(
+                    self, sources, batch_size=batch_size, per_tile=per_tile
+                )
+                errors += [_error_of(e.source, e.reason) for e in bad_photos]
+                if rows is not None:
+                    parts.append(rows)
+                continue
             images, kept, bad = self.load(sources)
             errors += [_error_of(e.source, e.reason) for e in bad]
             if not kept:
@@ -394,7 +486,8 @@ class VitPredictor(Predictor):
                 )
             )
         rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["image"])
-        return Scored(rows, errors, lots=len(rows), windows=len(rows))
+        n = rows["image"].nunique() if len(rows) else 0
+        return Scored(rows, errors, lots=n, windows=len(rows))
 
     def explain(
         self, data: tuple[str, bytes], *, which: str = "rollout", deletion: bool = True
@@ -407,18 +500,38 @@ class VitPredictor(Predictor):
         from mfgtx.data import DataError
         from mfgtx.explain import attention_maps, deletion_test
 
-        images, _, errors = self.load([data])
-        if errors:
-            raise DataError(f"{data[0]}: {errors[0].reason}")
         spec = self.input_spec
+        if spec.tiled:
+            images, row = self._worst_tile(data)
+        else:
+            images, _, errors = self.load([data])
+            if errors:
+                raise DataError(f"{data[0]}: {errors[0].reason}")
         x = (images - spec.mean) / spec.std  # (1, C, S, S)
         maps = attention_maps(self.model, x)
         logits = maps.prediction.numpy()
-        row = {"image": data[0], **{k: v[0] for k, v in self.columns_of(logits).items()}}
+        if not spec.tiled:
+            row = {"image": data[0], **{k: v[0] for k, v in self.columns_of(logits).items()}}
         check = None
         if deletion:
             check = deletion_test(self.model, x, maps, which=which, fraction=0.1, n_random=5)
         return VitExplanation(maps, check, images[0].mean(0), row)
+
+    def _worst_tile(self, data: tuple[str, bytes]) -> tuple[torch.Tensor, dict[str, Any]]:
+        """The worst tile of a photo ``(1, C, S, S)`` and the photo's output row."""
+        from mfgtx.data import DataError
+        from mfgtx.images import cut_tiles, read_image
+        from mfgtx.kinds._tiles import TileSpec, score_photos, tile_tensor
+
+        spec = self.input_spec
+        rows, bad = score_photos(self, [data], batch_size=256, per_tile=False)
+        if rows is None:
+            raise DataError(f"{data[0]}: {bad[0].reason}")
+        row = rows.iloc[0].to_dict()
+        photo = read_image(data, mode=spec.mode, min_size=1)
+        tiles, pos = cut_tiles(photo, TileSpec(spec.tile_size, spec.tile_stride), name=data[0])
+        k = int(np.flatnonzero((pos[:, 0] == row["top"]) & (pos[:, 1] == row["left"]))[0])
+        return tile_tensor(tiles[k : k + 1], spec.image_size), row
 
 
 def _read(key: str, where: Any) -> tuple[str, bytes]:
@@ -505,6 +618,11 @@ class VitKind(Kind):
         audit_report = prep.audit_report()
         if not audit_report.passed:
             raise LeakageError(audit_report)
+        if isinstance(prep, PreparedTiles):
+            return self._fit_tiles(
+                prep, audit_report, images=images, section=section, plan=plan, train=train,
+                cost_ratio=cost_ratio, run_key=run_key, on_step=on_step, judge=judge,
+            )  # fmt: skip
         names, labels = prep.names, prep.labels
         try:
             config = config_from(
@@ -565,12 +683,164 @@ class VitKind(Kind):
         report, extra = self.judge(predictor, prep)
         return replace(result, report=report, calibration=calibration, extra_metrics=extra)
 
+    def _fit_tiles(
+        self,
+        prep: PreparedTiles,
+        audit_report: Any,
+        *,
+        images: ImagesSection,
+        section: Any,
+        plan: SplitPlan,
+        train: TrainConfig,
+        cost_ratio: float | None,
+        run_key: dict[str, Any] | None,
+        on_step: Any,
+        judge: bool,
+    ) -> Fitted:
+        """:meth:`fit` on tiles (see :mod:`mfgtx.kinds._tiles`): class weights when a class
+        is rare, temperature on the validation tiles, threshold on the validation photos."""
+        from mfgtx.calibration import Calibration
+        from mfgtx.images import SurfaceAugment, plan_balancing
+        from mfgtx.kinds._tiles import image_threshold, photo_scores, tile_tensor
+
+        train_rows = prep.tiles_of(prep.train, labelled=True)
+        val_rows = prep.tiles_of(prep.val, labelled=True)
+        labels = prep.tiles["label"].to_numpy()
+        balancing = plan_balancing(labels[train_rows], 2)
+        if balancing.method != "none":
+            log.info(
+                "rare class(es) %s: %s of %d training tiles; the loss weighs classes by "
+                "inverse frequency %s",
+                [prep.names[k] for k in balancing.rare],
+                [balancing.counts[k] for k in balancing.rare],
+                len(train_rows),
+                [round(w, 4) for w in balancing.class_weights or ()],
+            )
+        try:
+            config = config_from(
+                ViTConfig, section, image_size=images.image_size,
+                in_chans=1 if images.mode == "L" else 3, num_classes=2,
+                class_weights=balancing.class_weights,
+            )  # fmt: skip
+        except ValueError as e:
+            raise ValueError(f"{self.section_key}: {e}") from e
+        # no random crop: a pit at a tile's edge would be cut off and keep its label
+        augment = (
+            SurfaceAugment(rot90=images.rot90, crop_scale=(1.0, 1.0)) if images.augment else None
+        )
+        torch.manual_seed(train.seed)
+        model = DefectViT(config)
+        fitted = fit(
+            model, prep.dataset(train_rows, augment), prep.dataset(val_rows), train,
+            on_step=on_step, run_key=run_key,
+        )  # fmt: skip
+        tiles = images.tiles
+        assert tiles is not None
+        spec = VitSpec(
+            image_size=images.image_size, mode=images.mode, min_size=images.min_size,
+            mean=MEAN, std=STD, class_names=TILE_CLASSES, good_class=TILE_CLASSES[0],
+            tile_size=tiles.size, tile_stride=tiles.stride,
+        )  # fmt: skip
+        split_info = {
+            **plan.to_dict(),
+            "method": prep.split.method,
+            "seed": train.seed,
+            "duplicate_files_across_sets": prep.duplicates_across,
+            "unit": "photo" if prep.split.method == "stratified" else "lot",
+            "balancing": balancing.method,
+            "left_out": prep.errors[:50],
+        }
+        result = FittedTiles(
+            model=model, spec=spec, fit=fitted, report=None, audit=audit_report,
+            split=split_info, counts=prep.counts, train_config=train,
+        )  # fmt: skip
+        if not judge:
+            return result
+        predictor = VitPredictor(self, Trained(model, None), spec)
+        val_logits = predictor.logits(tile_tensor(prep.cut(val_rows), images.image_size))
+        calibration = fit_calibration(
+            val_logits, labels[val_rows], cost_ratio=cost_ratio, good_class=0
+        )
+        where = "validation tiles"
+        if calibration is not None and cost_ratio is not None:
+            predictor = VitPredictor(self, Trained(model, calibration), spec)
+            val = photo_scores(prep, prep.val, predictor.tile_p)
+            choice, why = image_threshold(val.image, prep.image_labels[prep.val], cost_ratio)
+            if choice is None:
+                log.warning("threshold chosen on the validation tiles: %s", why)
+            else:
+                calibration = Calibration(calibration.temperature, choice, good_class=0)
+                where = "validation photos"
+        split_info["threshold_chosen_on"] = where
+        predictor = VitPredictor(self, Trained(model, calibration), spec)
+        report, tile_report, extra = self._judge_tiles(predictor, prep, cost_ratio)
+        return replace(
+            result, report=report, calibration=calibration, extra_metrics=extra,
+            tile_report=tile_report,
+        )  # fmt: skip
+
+    def _judge_tiles(
+        self,
+        predictor: VitPredictor,
+        prep: PreparedTiles,
+        cost_ratio: float | None,
+        model_name: str = "DefectViT",
+    ) -> tuple[Any, Any, dict[str, float]]:
+        from mfgtx.kinds._tiles import judge_tiles
+
+        cal = predictor.calibration
+        threshold = None if cal is None or cal.threshold is None else cal.threshold.threshold
+        return judge_tiles(
+            prep, predictor.tile_p, threshold, cost_ratio=cost_ratio or 1.0, model_name=model_name
+        )
+
+    def save(self, path: str | Path, fitted: Fitted, *, job: Any = None) -> Path:
+        """:meth:`Kind.save`; a tiled bundle also keeps its per-tile report beside the
+        per-photo one (``metrics.tiles``)."""
+        tile_report = getattr(fitted, "tile_report", None)
+        if tile_report is None:
+            return super().save(path, fitted, job=job)
+        from mfgtx.artifacts import save_bundle
+
+        return save_bundle(
+            path,
+            fitted.model,
+            model_name=self.model_name,
+            kind=self.name,
+            input_spec=fitted.spec,
+            split=fitted.split,
+            audit=fitted.audit,
+            metrics={
+                **fitted.report.to_dict(),
+                "extra": dict(fitted.extra_metrics),
+                "tiles": tile_report.to_dict(),
+            }
+            if fitted.report is not None
+            else None,
+            train_config=fitted.train_config,
+            calibration=fitted.calibration,
+            precision=fitted.fit.precision,
+            extra={"job_file": dict(job)} if job is not None else None,
+            overwrite=True,
+        )
+
     def judge(
-        self, predictor: VitPredictor, prep: PreparedImages, *, model_name: str = "DefectViT"
+        self,
+        predictor: VitPredictor,
+        prep: PreparedImages | PreparedTiles,
+        *,
+        model_name: str = "DefectViT",
     ) -> tuple[Any, dict[str, float]]:
         """The report of ``predictor`` on ``prep``'s test images beside the majority class
         and HOG + logistic regression fitted on the training and validation images, and
-        the flag recall and false-alarm rate at the bundle's threshold."""
+        the flag recall and false-alarm rate at the bundle's threshold. Tiled: the
+        per-photo report, with the per-tile metrics in the extra figures."""
+        if isinstance(prep, PreparedTiles):
+            cost = None
+            if predictor.calibration is not None and predictor.calibration.threshold is not None:
+                cost = predictor.calibration.threshold.cost_missed_defect
+            report, _, extra = self._judge_tiles(predictor, prep, cost, model_name)
+            return report, extra
         logits = predictor.logits(prep.images[prep.test])
         prob = class_probabilities(logits, predictor.calibration)
         report = compare_images(prep, prob, model_name=model_name)

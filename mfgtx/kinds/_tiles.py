@@ -1,0 +1,679 @@
+"""Full-size photos for the ``vit`` kind: tiles cut on the fly, labelled from masks, split by
+photo, judged per tile and per photo.
+
+Shape legend: ``M`` photos, ``N`` tiles, ``S`` tile side, ``s`` model input side, ``C``
+channels.
+
+Job file: ``images.tiles: {size, stride}`` (:class:`TilesSection`) and ``images.masks:
+{format, path, min_defect_px, missing_ok}`` (:class:`MasksSection`). ``images.path`` is a
+folder of photos (searched recursively) or a CSV manifest with ``path`` and optionally
+``lot`` with ``timestamp``, and ``mask`` (a mask file per photo, overriding the pairing rule
+of :func:`mfgtx.images.mask_path`; the rule's photo folder is the manifest's deepest common
+folder of the photos). Tiles are never written to disk: the photos stay in memory as uint8
+and :class:`TileDataset` slices each tile when it is drawn.
+
+* **Labels** (:func:`mfgtx.images.label_tiles`): a tile with at least ``min_defect_px`` mask
+  pixels is ``defect`` (class 1), one with none ``good`` (class 0), one with a few
+  *ambiguous*: left out of training and of tile metrics, still scored. A photo is defective
+  when its mask holds at least ``min_defect_px`` pixels.
+* **Split**: by photo (lot = the photo) unless the manifest gives lots, through
+  :func:`mfgtx.images.split_images`, so the tiles of one photo never straddle two sets; the
+  audit checks it on the tiles themselves (``photos_in_one_set``).
+* **Rare defects** (:func:`mfgtx.images.plan_balancing`): when a class is under 5 % of the
+  training tiles, the loss weighs classes by inverse frequency (logged).
+* **Decision**: a photo's P(defect) is its worst tile's (:func:`mfgtx.images.image_scores`).
+  The temperature is fitted on the validation tiles; the cost threshold is chosen on the
+  validation photos' scores (the decision is made per photo), or on the validation tiles
+  when the validation photos hold one class only.
+* **Judging**: DefectViT beside the majority class and HOG + logistic regression, both
+  fitted on the training tiles with their threshold chosen on the validation photos by the
+  same cost rule, scored with the same max-over-tiles rule on the same test photos: AUROC,
+  average precision, recall and false-alarm rate at the threshold, per photo (the bundle's
+  report) and per tile.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch.utils.data import Dataset
+
+from mfgtx.images import AMBIGUOUS, TileSpec
+
+__all__ = [
+    "MasksSection",
+    "PreparedTiles",
+    "TileDataset",
+    "TilesSection",
+    "baseline_scorers",
+    "judge_tiles",
+    "prepare_tiles",
+    "tile_tensor",
+]
+
+log = logging.getLogger("mfgtx.kinds")
+
+#: Class names of a tiled job: index 0 is good surface, 1 is a defect (any mask pixel).
+TILE_CLASSES = ("good", "defect")
+
+
+@dataclass(frozen=True)
+class TilesSection:
+    """``images.tiles``: cut each photo into ``size``-px tiles ``stride`` px apart.
+
+    Args:
+        size: tile side in pixels.
+        stride: pixels between neighbouring tiles (default ``size``: tiles touch).
+    """
+
+    size: int = 64
+    stride: int | None = None
+
+    def __post_init__(self) -> None:
+        self.spec()  # TileSpec's checks, with its messages
+
+    def spec(self) -> TileSpec:
+        return TileSpec(self.size, self.stride)
+
+
+@dataclass(frozen=True)
+class MasksSection:
+    """``images.masks``: where the defect masks are and how a tile is labelled from them.
+
+    Args:
+        format: ``png`` (a mask image per photo, 0 = good, nonzero = defect) or ``labelme``
+            (polygon outlines in a labelme JSON file).
+        path: the mask folder, mirroring the photo folder (required for ``png``; for
+            ``labelme`` the default is beside each photo, where labelme saves them).
+        min_defect_px: mask pixels that make a tile (and a photo) a defect; a tile with
+            fewer but some is ambiguous and left out.
+        missing_ok: a photo without a mask file is all good surface (else an error).
+    """
+
+    format: Literal["png", "labelme"] = "png"
+    path: str | None = None
+    min_defect_px: int = 8
+    missing_ok: bool = False
+
+    def __post_init__(self) -> None:
+        if self.format == "png" and self.path is None:
+            raise ValueError(
+                "path: PNG masks need their own folder (e.g. masks/, mirroring the photos); "
+                "labelme files may sit beside the photos"
+            )
+        if self.min_defect_px < 1:
+            raise ValueError(f"min_defect_px must be >= 1 pixel, found {self.min_defect_px}")
+
+
+# --------------------------------------------------------------------------- tensors
+
+
+def tile_tensor(tiles: np.ndarray, size: int) -> torch.Tensor:
+    """``(N, C, s, s)`` float32 in [0, 1] of uint8 tiles ``(N, S, S)`` or ``(N, S, S, C)``,
+    resized (bilinear, antialiased, as whole images are) when ``S != s``: the one conversion
+    of training, judging and scoring."""
+    t = torch.from_numpy(np.ascontiguousarray(tiles)).float().div_(255.0)
+    t = t[:, None] if t.dim() == 3 else t.permute(0, 3, 1, 2)  # (N, C, S, S)
+    if t.shape[-1] != size:
+        t = F.interpolate(t, size=(size, size), mode="bilinear", antialias=True)
+    return t.clamp_(0.0, 1.0)
+
+
+class TileDataset(Dataset):
+    """Tiles sliced from in-memory photos when drawn, as ``{"images", "y"}`` samples.
+
+    Args:
+        photos: uint8 photos ``(H, W)`` or ``(H, W, C)``.
+        photo, top, left: ``(N,)`` each tile's photo and corner.
+        labels: ``(N,)`` classes.
+        size: tile side ``S``; image_size: model input side ``s``.
+        augment: a :class:`~mfgtx.images.SurfaceAugment` (``None``: none).
+        mean, std: normalisation after augmentation.
+    """
+
+    def __init__(
+        self,
+        photos: Sequence[np.ndarray],
+        photo: np.ndarray,
+        top: np.ndarray,
+        left: np.ndarray,
+        labels: np.ndarray,
+        *,
+        size: int,
+        image_size: int,
+        augment: Any = None,
+        mean: float = 0.5,
+        std: float = 0.5,
+    ) -> None:
+        self.photos, self.size, self.image_size = photos, size, image_size
+        self.photo, self.top, self.left = (np.asarray(a, np.int64) for a in (photo, top, left))
+        self.y = torch.as_tensor(np.asarray(labels, np.int64))
+        self.augment, self.mean, self.std = augment, mean, std
+
+    def __len__(self) -> int:
+        return len(self.photo)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        t, left, s = int(self.top[i]), int(self.left[i]), self.size
+        tile = self.photos[int(self.photo[i])][t : t + s, left : left + s]
+        x = tile_tensor(tile[None], self.image_size)[0]  # (C, s, s)
+        if self.augment is not None:
+            x = self.augment(x)
+        return {"images": (x - self.mean) / self.std, "y": self.y[i]}
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class _Listed:
+    keys: list[str]  # each photo's name relative to the folder or manifest (the output key)
+    paths: list[Path]
+    lines: list[int | None]  # CSV line of a manifest row
+    lots: list[str] | None
+    times: pd.Series | None
+    masks: list[Path | None]
+    root: Path  # the photo folder of the mask pairing rule
+
+
+def _list_photos(path: str) -> _Listed:
+    from mfgtx.images import iter_image_files
+
+    src = Path(path)
+    if src.suffix.lower() != ".csv":
+        try:
+            found = list(iter_image_files(src))
+        except ValueError as e:
+            raise ValueError(f"images.path: {e}") from e
+        if not found:
+            raise ValueError(f"images.path: {src} holds no photo")
+        keys = [k for k, _ in found]
+        return _Listed(keys, [Path(p) for _, p in found], [None] * len(keys), None, None,
+                       [None] * len(keys), src)  # fmt: skip
+    frame = pd.read_csv(src, dtype=str, keep_default_na=False)
+    if "path" not in frame.columns:
+        raise ValueError(f"{src}: a manifest needs a 'path' column; found {list(frame.columns)}")
+    lines = [i + 2 for i in range(len(frame))]
+    for col in ("path", *(c for c in ("lot", "timestamp") if c in frame.columns)):
+        empty = [ln for ln, v in zip(lines, frame[col], strict=True) if not v.strip()]
+        if empty:
+            raise ValueError(f"{src}: empty {col!r} on CSV line(s) {empty[:10]}")
+    again = frame["path"].duplicated().to_numpy()
+    if again.any():
+        raise ValueError(
+            f"{src}: CSV line(s) {[lines[i] for i in np.flatnonzero(again)][:10]} list a photo "
+            "a second time; list each photo once"
+        )
+    if "lot" in frame.columns and "timestamp" not in frame.columns:
+        raise ValueError(
+            f"{src}: a 'lot' column needs a 'timestamp' column, so that the split can keep "
+            "lots and time apart"
+        )
+    times = None
+    if "timestamp" in frame.columns:
+        times = pd.to_datetime(frame["timestamp"], utc=True, errors="coerce")
+        bad = [lines[i] for i in np.flatnonzero(times.isna().to_numpy())]
+        if bad:
+            raise ValueError(f"{src}: timestamp not ISO 8601 on CSV line(s) {bad[:10]}")
+    base = src.parent
+    paths = [base / p for p in frame["path"]]
+    absent = [(ln, str(p)) for ln, p in zip(lines, frame["path"], strict=True)
+              if not (base / p).is_file()]  # fmt: skip
+    if absent:
+        raise ValueError(
+            f"{src}: listed photo(s) do not exist, first (CSV line, path): {absent[:5]}"
+        )
+    masks: list[Path | None] = [None] * len(paths)
+    if "mask" in frame.columns:
+        masks = [base / m if m.strip() else None for m in frame["mask"]]
+    root = Path(os.path.commonpath([str(p.parent) for p in paths]))
+    lots = list(frame["lot"]) if "lot" in frame.columns else None
+    return _Listed(list(frame["path"]), paths, lines, lots, times, masks, root)  # type: ignore[arg-type]
+
+
+def _error(file: str, reason: str, *, lot: str | None = None, line: int | None = None) -> dict:
+    return {"lot": lot, "file": file, "line": line, "column": None, "reason": reason}
+
+
+@dataclass(frozen=True)
+class PreparedTiles:
+    """A tiled ViT job's photos, read, labelled, split and audited.
+
+    Attributes:
+        names: ``("good", "defect")``.
+        spec: the tiling.
+        image_size: the model input side (tiles are resized to it when they differ).
+        photos: the readable photos, uint8.
+        keys: their names (as ``score`` writes them).
+        image_labels: ``(M,)`` 1 where the photo is defective.
+        tiles: one row per tile: ``photo`` (position in ``photos``), ``top``, ``left``,
+            ``label`` (0, 1 or -1 ambiguous), ``defect_px``.
+        train, val, test: photo positions of each set.
+        groups: ``(M,)`` the split group of each photo (its lot, else the photo).
+        errors: errors-file rows of the photos left out (unreadable photo or mask).
+        split: the :class:`~mfgtx.images.ImageSplit` of the readable photos.
+        audit: the lot-and-time audit (a manifest with lots), else ``None``.
+        duplicates_across: byte-identical photos in two sets (0 unless a bug).
+    """
+
+    names: list[str]
+    spec: TileSpec
+    image_size: int
+    photos: list[np.ndarray]
+    keys: list[str]
+    image_labels: np.ndarray
+    tiles: pd.DataFrame
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    groups: np.ndarray
+    errors: list[dict[str, Any]]
+    split: Any
+    audit: Any
+    duplicates_across: int
+    min_defect_px: int = 8
+
+    def tiles_of(self, photos: np.ndarray, *, labelled: bool = False) -> np.ndarray:
+        """Tile rows of ``photos`` (only the non-ambiguous ones with ``labelled``)."""
+        mask = np.isin(self.tiles["photo"].to_numpy(), np.asarray(photos))
+        if labelled:
+            mask &= self.tiles["label"].to_numpy() != AMBIGUOUS
+        return np.flatnonzero(mask)
+
+    def dataset(self, rows: np.ndarray, augment: Any = None) -> TileDataset:
+        t = self.tiles.iloc[rows]
+        return TileDataset(
+            self.photos, t["photo"].to_numpy(), t["top"].to_numpy(), t["left"].to_numpy(),
+            np.maximum(t["label"].to_numpy(), 0), size=self.spec.size,
+            image_size=self.image_size, augment=augment,
+        )  # fmt: skip
+
+    def cut(self, rows: np.ndarray) -> np.ndarray:
+        """uint8 tiles ``(n, S, S[, C])`` of tile ``rows``."""
+        s, t = self.spec.size, self.tiles.iloc[rows]
+        cols = (t["photo"].to_numpy(), t["top"].to_numpy(), t["left"].to_numpy())
+        return np.stack(
+            [self.photos[p][a : a + s, b : b + s] for p, a, b in zip(*cols, strict=True)]
+        )
+
+    def audit_report(self) -> Any:
+        """Byte-identical photos in one set, every photo's tiles in one set (checked on the
+        tiles of each set), and the lot-and-time checks when the manifest has lots."""
+        from mfgtx.split import AuditReport, Check
+
+        n = self.duplicates_across
+        dup = Check(
+            "duplicates_together",
+            n == 0,
+            "byte-identical photos share one set"
+            if n == 0
+            else f"{n} byte-identical photo(s) appear in two sets: the test set is not unseen",
+        )
+        where: dict[int, set[str]] = {}
+        for name, photos in (("train", self.train), ("val", self.val), ("test", self.test)):
+            for p in self.tiles["photo"].to_numpy()[self.tiles_of(photos)]:
+                where.setdefault(int(p), set()).add(name)
+        split_photos = sorted(self.keys[p] for p, sets in where.items() if len(sets) > 1)
+        whole = Check(
+            "photos_in_one_set",
+            not split_photos,
+            f"the tiles of each of the {len(where)} photos lie in one set"
+            if not split_photos
+            else f"tiles of {len(split_photos)} photo(s) lie in two sets: {split_photos[:5]}",
+        )
+        checks = (dup, whole, *(self.audit.checks if self.audit is not None else ()))
+        summary = dict(self.audit.summary) if self.audit is not None else {}
+        summary.update(method=self.split.method, images=self.counts)
+        not_checked = self.audit.not_checked if self.audit is not None else ()
+        return AuditReport(checks, summary, not_checked=not_checked)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        label = self.tiles["label"].to_numpy()
+        out = {"train": len(self.train), "val": len(self.val), "test": len(self.test),
+               "unreadable": len(self.errors)}  # fmt: skip
+        for name, photos in (("train", self.train), ("val", self.val), ("test", self.test)):
+            rows = self.tiles_of(photos, labelled=True)
+            out[f"{name}_tiles"] = len(rows)
+            out[f"{name}_defect_tiles"] = int((label[rows] == 1).sum())
+        out["ambiguous_tiles"] = int((label == AMBIGUOUS).sum())
+        return out
+
+
+def prepare_tiles(images: Any, plan: Any, *, seed: int = 0) -> PreparedTiles:
+    """Read, label and split a tiled ViT job's photos as ``train vit`` does.
+
+    A photo (or its mask) that cannot be used is left out and listed in
+    :attr:`PreparedTiles.errors`, naming the file.
+
+    Raises:
+        ValueError: a bad manifest or folder, shares outside (0, 1), a set left empty.
+        DataError: no photo could be used.
+    """
+    import hashlib
+
+    from mfgtx.data import DataError
+    from mfgtx.images import (
+        ImageError,
+        ImageRecords,
+        label_tiles,
+        read_image,
+        read_image_file,
+        read_mask,
+        split_images,
+    )
+
+    tiles_cfg, masks = images.tiles, images.masks
+    if masks is None:
+        raise ValueError("images.masks: a tiled job needs masks to label its tiles")
+    spec = tiles_cfg.spec()
+    listed = _list_photos(images.path)
+    masks_root = Path(masks.path) if masks.path is not None else None
+    photos, keys, hashes, labels, parts, kept, errors = [], [], [], [], [], [], []
+    for i, (key, path) in enumerate(zip(listed.keys, listed.paths, strict=True)):
+        lot = listed.lots[i] if listed.lots is not None else None
+        try:
+            data = read_image_file(path)
+            photo = read_image((str(path), data), mode=images.mode, min_size=images.min_size)
+            spec.check(photo.shape[0], photo.shape[1], name=str(path))
+            mask = read_mask(
+                path, photo.shape[:2], format=masks.format, images_root=listed.root,
+                masks_root=masks_root, mask_file=listed.masks[i], missing_ok=masks.missing_ok,
+            )  # fmt: skip
+        except ImageError as e:
+            photo_of = getattr(e, "photo", "")
+            why = f"{e.reason} (mask of photo {photo_of}); photo left out" if photo_of else e.reason
+            errors.append(_error(e.source, why, lot=lot, line=listed.lines[i]))
+            log.warning("photo left out: %s: %s", e.source, why)
+            continue
+        except ValueError as e:  # the pairing rule cannot place the mask
+            errors.append(_error(str(path), str(e), lot=lot, line=listed.lines[i]))
+            continue
+        labelled = label_tiles(mask, spec, min_defect_px=masks.min_defect_px, name=str(path))
+        n = len(photos)
+        columns = {"photo": n, "top": labelled.top, "left": labelled.left,
+                   "label": labelled.labels, "defect_px": labelled.defect_px}  # fmt: skip
+        parts.append(pd.DataFrame(columns))
+        photos.append(photo)
+        keys.append(key)
+        hashes.append(hashlib.sha256(data).hexdigest())
+        labels.append(int(labelled.image_is_defect))
+        kept.append(i)
+    if not photos:
+        raise DataError(f"{images.path}: none of the {len(listed.keys)} photos could be used")
+    image_labels = np.asarray(labels, dtype=np.int64)
+    frame = pd.DataFrame({"path": keys, "label": image_labels})
+    if listed.lots is not None and listed.times is not None:
+        frame["lot"] = [listed.lots[i] for i in kept]
+        frame["timestamp"] = listed.times.iloc[kept].to_numpy()
+    records = ImageRecords(frame=frame, class_names=TILE_CLASSES, root=Path(images.path).parent)
+    test_size, val_size = plan.test_size, plan.val_size
+    if not (0 < test_size < 1 and 0 < val_size < 1):
+        raise ValueError(
+            f"split: train vit takes test_size and val_size as shares of the photos (or lots) "
+            f"in (0, 1), found {test_size} and {val_size}"
+        )
+    split = split_images(
+        records, test_size=test_size, val_size=val_size, seed=seed, gap=plan.gap, hashes=hashes
+    )
+    for set_name, idx in (
+        ("training", split.train),
+        ("validation", split.val),
+        ("test", split.test),
+    ):
+        if len(idx) == 0:
+            raise ValueError(f"split: the {set_name} set has no photo")
+    audit_report = None
+    if split.lot_sets is not None:
+        from mfgtx.split import audit
+
+        t = frame["timestamp"]
+        lots = pd.DataFrame({"lot": frame["lot"].astype(str), "start": t, "end": t})
+        audit_report = audit(lots, split.lot_sets, strict=False)
+    where: dict[str, set[str]] = {}
+    for name, idx in (("train", split.train), ("val", split.val), ("test", split.test)):
+        for i in idx:
+            where.setdefault(hashes[int(i)], set()).add(name)
+    return PreparedTiles(
+        names=list(TILE_CLASSES),
+        spec=spec,
+        image_size=images.image_size,
+        photos=photos,
+        keys=keys,
+        image_labels=image_labels,
+        tiles=pd.concat(parts, ignore_index=True),
+        train=split.train,
+        val=split.val,
+        test=split.test,
+        groups=split.groups,
+        errors=errors,
+        split=split,
+        audit=audit_report,
+        duplicates_across=sum(1 for s in where.values() if len(s) > 1),
+        min_defect_px=masks.min_defect_px,
+    )
+
+
+# --------------------------------------------------------------------------- judging
+
+
+@dataclass(frozen=True)
+class PhotoScores:
+    """P(defect) of the tiles of some photos and of the photos (their worst tile)."""
+
+    tile: np.ndarray  # (N,) every tile of the photos, ambiguous ones included
+    rows: np.ndarray  # (N,) their rows in PreparedTiles.tiles
+    image: np.ndarray  # (M,) worst tile of each photo, in the order given
+
+
+def photo_scores(prep: PreparedTiles, photos: np.ndarray, tile_p: Any) -> PhotoScores:
+    """Score every tile of ``photos`` with ``tile_p`` (uint8 tiles -> P(defect)) and each
+    photo by its worst tile."""
+    from mfgtx.images import image_scores
+
+    photos = np.asarray(photos)
+    rows = prep.tiles_of(photos)
+    p = np.asarray(tile_p(prep.cut(rows)), dtype=np.float64)
+    local = np.searchsorted(np.sort(photos), prep.tiles["photo"].to_numpy()[rows])
+    order = np.argsort(photos)  # sorted position -> given position
+    t = prep.tiles.iloc[rows]
+    s = image_scores(p, local, top=t["top"].to_numpy(), left=t["left"].to_numpy(),
+                     n_images=len(photos))  # fmt: skip
+    image = np.empty(len(photos))
+    image[order] = s.score
+    return PhotoScores(p, rows, image)
+
+
+def image_threshold(
+    scores: np.ndarray, labels: np.ndarray, cost_ratio: float
+) -> tuple[Any, str | None]:
+    """The cost threshold on photo scores, or ``(None, why)`` when it cannot be chosen."""
+    from mfgtx.calibration import choose_threshold
+
+    if len(np.unique(labels)) < 2:
+        return None, "the validation photos hold one class only"
+    return choose_threshold(scores, labels, cost_missed_defect=cost_ratio), None
+
+
+def _report(rows: list[Any], y: np.ndarray, preds: dict[str, np.ndarray], groups: np.ndarray,
+            unit: str, drawn: str, n_train: int, notes: list[str],
+            n_resamples: int | None) -> Any:  # fmt: skip
+    """An :class:`EvaluationReport` on average precision, with a paired bootstrap of the
+    model's lead over the best baseline drawn by ``groups``."""
+    from mfgtx.baselines import Difference, EvaluationReport
+    from mfgtx.metrics import average_precision, paired_bootstrap
+
+    differences = []
+    n_groups = int(np.unique(groups).size)
+    base = [r for r in rows if r.kind == "baseline" and np.isfinite(r.metrics["average_precision"])]
+    model = rows[0]
+    if n_resamples is not None and n_groups < 2:
+        notes.append(f"one of the {drawn}: no interval for the difference to the baselines")
+    elif n_resamples is not None and base and np.isfinite(model.metrics["average_precision"]):
+        import warnings
+
+        best = max(base, key=lambda r: r.metrics["average_precision"])
+        with warnings.catch_warnings():  # draws without a defect have no AP; left out
+            warnings.simplefilter("ignore")
+            d = paired_bootstrap(y, preds[model.name], preds[best.name], average_precision,
+                                 groups=groups, n_resamples=n_resamples)  # fmt: skip
+        differences.append(Difference(model.name, best.name, "average_precision", *d,
+                                      n_groups=n_groups, unit=drawn))  # fmt: skip
+    return EvaluationReport(
+        "classification", n_test=len(y), rows=tuple(rows), primary="average_precision",
+        n_train=n_train, unit=unit, notes=tuple(notes), differences=tuple(differences),
+    )  # fmt: skip
+
+
+def baseline_scorers(
+    prep: PreparedTiles, *, cost_ratio: float, notes: list[str] | None = None
+) -> dict[str, tuple[Any, float]]:
+    """``{name: (tile_p, threshold)}`` of the majority class and HOG + logistic regression:
+    fitted on the training tiles (ambiguous ones left out), each threshold chosen on the
+    validation photos' scores (worst tile) by the cost rule the model's was chosen by."""
+    from mfgtx.baselines import HogLogistic, MajorityImageClass
+
+    fit_rows = prep.tiles_of(prep.train, labelled=True)
+    y_fit = prep.tiles["label"].to_numpy()[fit_rows]
+    size = prep.image_size
+
+    def grey(tiles: np.ndarray) -> np.ndarray:
+        return tile_tensor(tiles, size).mean(1).numpy()  # (n, s, s)
+
+    fit_x = grey(prep.cut(fit_rows))
+    out: dict[str, tuple[Any, float]] = {}
+    for baseline in (
+        MajorityImageClass(),
+        HogLogistic(cell=16 if size >= 64 else max(4, size // 4)),
+    ):
+        fitted = baseline.fit(fit_x, y_fit, 2)
+
+        def p_of(tiles: np.ndarray, b: Any = fitted) -> np.ndarray:
+            return b.predict_proba(grey(tiles))[:, 1]
+
+        val = photo_scores(prep, prep.val, p_of)
+        choice, why = image_threshold(val.image, prep.image_labels[prep.val], cost_ratio)
+        if choice is None and notes is not None:
+            notes.append(f"{baseline.name}: no threshold ({why}); flagged above 0.5")
+        out[baseline.name] = (p_of, 0.5 if choice is None else choice.threshold)
+    return out
+
+
+def judge_tiles(
+    prep: PreparedTiles,
+    tile_p: Any,
+    threshold: float | None,
+    *,
+    cost_ratio: float,
+    model_name: str = "DefectViT",
+    n_resamples: int | None = 1000,
+) -> tuple[Any, Any, dict[str, float]]:
+    """``(photo report, tile report, extra)`` of the model (``tile_p``: uint8 tiles ->
+    P(defect), its ``threshold``) beside :func:`baseline_scorers`, all scored on the test
+    photos with the same max-over-tiles rule."""
+    from mfgtx.baselines import ReportRow
+    from mfgtx.metrics import detection_metrics
+
+    fit_rows = prep.tiles_of(prep.train, labelled=True)
+    notes: list[str] = []
+    predictors: dict[str, tuple[Any, float | None]] = {model_name: (tile_p, threshold)}
+    predictors.update(baseline_scorers(prep, cost_ratio=cost_ratio, notes=notes))
+    y_img = prep.image_labels[prep.test]
+    labelled = prep.tiles["label"].to_numpy() != AMBIGUOUS
+    img_rows, tile_rows, img_p, tile_preds = [], [], {}, {}
+    y_tile = None
+    for name, (p_of, thr) in predictors.items():
+        s = photo_scores(prep, prep.test, p_of)
+        keep = labelled[s.rows]
+        y_tile = prep.tiles["label"].to_numpy()[s.rows][keep]
+        t = 0.5 if thr is None else float(thr)
+        kind = "model" if name == model_name else "baseline"
+        img_rows.append(ReportRow(name, kind, detection_metrics(y_img, s.image, t, reasons=notes)))
+        tile_rows.append(
+            ReportRow(name, kind, detection_metrics(y_tile, s.tile[keep], t, reasons=notes))
+        )
+        img_p[name], tile_preds[name] = s.image, s.tile[keep]
+        tile_photos = prep.tiles["photo"].to_numpy()[s.rows][keep]
+    assert y_tile is not None
+    drawn = "test lots" if prep.split.method == "lot_time" else "test photos"
+    photo_report = _report(img_rows, y_img, img_p, prep.groups[prep.test], "photos", drawn,
+                           len(prep.train), list(dict.fromkeys(notes)), n_resamples)  # fmt: skip
+    # the tiles of one photo are drawn together (they share its lighting and its defects)
+    tile_report = _report(tile_rows, y_tile, tile_preds, tile_photos, "tiles", "test photos",
+                          len(fit_rows), list(dict.fromkeys(notes)), n_resamples)  # fmt: skip
+    extra = {f"tile_{k}": round(float(v), 6) for k, v in tile_rows[0].metrics.items()}
+    return photo_report, tile_report, extra
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def tile_columns(predictor: Any, logits: np.ndarray) -> dict[str, Any]:
+    """Output columns of tile ``logits``: ``predicted``, ``predicted_class``, ``p_<k>``,
+    ``p_defect`` (P(class 1)) and, with a threshold, ``decision``."""
+    from mfgtx.calibration import class_probabilities
+
+    cal, names = predictor.calibration, predictor.input_spec.class_names
+    prob = class_probabilities(logits, cal)
+    pred = prob.argmax(1)
+    cols: dict[str, Any] = {
+        "predicted": pred.astype(np.int64),
+        "predicted_class": [names[int(k)] for k in pred],
+    }
+    for k in range(prob.shape[1]):
+        cols[f"p_{k}"] = prob[:, k].astype(np.float64)
+    cols["p_defect"] = prob[:, 1].astype(np.float64)
+    if cal is not None and cal.threshold is not None:
+        cols["decision"] = (cols["p_defect"] > cal.threshold.threshold).astype(np.int64)
+    return cols
+
+
+def score_photos(
+    predictor: Any, sources: Iterable[tuple[str, bytes]], *, batch_size: int, per_tile: bool
+) -> tuple[pd.DataFrame | None, list[Any]]:
+    """Rows of a group of photos ``(name, bytes)``: one per photo (its worst tile and where
+    it is) or, with ``per_tile``, one per tile; and the photos that could not be tiled."""
+    from mfgtx.images import ImageError, image_scores, iter_tiles
+
+    spec = predictor.input_spec
+    tiling = TileSpec(spec.tile_size, spec.tile_stride)
+    sources = list(sources)
+    bad: list[ImageError] = []
+    photo, top, left, logits = [], [], [], []
+    for batch in iter_tiles(sources, tiling, batch_size=batch_size, mode=spec.mode, errors=bad):
+        logits.append(predictor.logits(tile_tensor(batch.tiles, spec.image_size), batch_size))
+        photo.append(batch.image)
+        top.append(batch.top)
+        left.append(batch.left)
+    if not photo:
+        return None, bad
+    img, t, lf = np.concatenate(photo), np.concatenate(top), np.concatenate(left)
+    z = np.concatenate(logits)
+    cols = tile_columns(predictor, z)
+    names = [sources[int(i)][0] for i in img]
+    if per_tile:
+        head = {"image": names, "top": t, "left": lf, "bundle_id": predictor.bundle_id}
+        return pd.DataFrame({**head, **cols}), bad
+    scored = np.unique(img)  # photo positions that were tiled, ascending
+    local = np.searchsorted(scored, img)
+    s = image_scores(cols["p_defect"], local, top=t, left=lf, n_images=len(scored))
+    worst = s.tile
+    head = {
+        "image": [sources[int(i)][0] for i in scored],
+        "bundle_id": predictor.bundle_id,
+        "top": s.top,
+        "left": s.left,
+        "tiles": s.n_tiles,
+    }
+    rest = {k: (np.asarray(v)[worst] if not isinstance(v, list) else [v[int(w)] for w in worst])
+            for k, v in cols.items()}  # fmt: skip
+    return pd.DataFrame({**head, **rest}), bad
