@@ -167,9 +167,9 @@ def quality() -> None:
             )
         else:
             st.metric(f"Predicted {target}", value)
-    st.markdown(set_sentence(info.manifest, None if uploaded else lot))
+    st.markdown(set_sentence(info.manifest, lot))  # by lot id, uploaded or not
     if uploaded:
-        st.caption("Uploaded data: its inspection results are not known here.")
+        st.caption("Uploaded data: its lot's inspection result is not looked up here.")
     else:
         st.caption(known_label(info, lot, windows.end[at] if task != "classification" else None))
     if not np.isfinite(score):
