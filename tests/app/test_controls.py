@@ -193,3 +193,28 @@ def test_rul_page_warns_when_a_baseline_beats_the_model(demo_env) -> None:
     assert deletion["layout"]["yaxis"]["title"]["text"].endswith("(cycles)")
     as_of = at.select_slider(key="quality_as_of")
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", as_of.options[-1]), as_of.options[-1]
+
+
+# --------------------------------------------------------------------------- overview
+
+
+def test_overview_speaks_plant_words(demo_env) -> None:
+    at = _app("views/overview.py")
+    frames = [d.value for d in at.dataframe]
+    bundles = next(f for f in frames if "bundle" in f.columns)
+    assert bundles["task"].notna().all() and "None" not in set(bundles["task"].astype(str))
+    tasks = dict(zip(bundles["bundle"], bundles["task"], strict=True))
+    assert tasks["sample_forecast"] == "forecast" and tasks["sample_defects"] == "classification"
+    metrics = [f for f in frames if "predictor" in f.columns]
+    assert metrics and all(
+        c.endswith((" ↑", " ↓"))
+        for f in metrics
+        for c in f.columns
+        if c not in ("predictor", "kind")
+    )
+    audits = [f for f in frames if "check" in f.columns]
+    details = " ".join(" ".join(f["detail"]) for f in audits)
+    assert "gap=30 min" in details and "days 00:" not in details, details
+    texts = _texts(at.markdown)
+    assert any(t.startswith("Judged on 60 test images from 3 test lots") for t in texts), texts
+    assert not any("Test windows" in t for t in texts)

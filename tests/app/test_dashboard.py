@@ -23,6 +23,7 @@ PAGES = [
     "views/forecast.py",
     "views/defects.py",
     "views/evaluation.py",
+    "views/score.py",
 ]
 INTERNAL = "internal error"
 

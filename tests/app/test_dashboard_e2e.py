@@ -38,6 +38,7 @@ PAGES = [  # (url path, heading)
     ("forecast", "Forecast"),
     ("defects", "Defect inspection"),
     ("evaluation", "Evaluation"),
+    ("score", "Score a file"),
 ]
 TIMEOUT_MS = 120_000
 

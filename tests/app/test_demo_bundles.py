@@ -18,9 +18,11 @@ from .conftest import MAIN
 from .test_dashboard import INTERNAL, _specs, _texts
 
 PAGES = ["views/overview.py", "views/quality.py", "views/forecast.py", "views/defects.py",
-         "views/evaluation.py"]  # fmt: skip
+         "views/evaluation.py", "views/score.py"]  # fmt: skip
 #: words of library internals that a page must never show
-LIBRARY_WORDS = ("Traceback", "DataFrame", "ColumnMap", "KeyError", "NoneType")
+LIBRARY_WORDS = ("Traceback", "DataFrame", "ColumnMap", "KeyError", "NoneType", "class 1",
+                 "on_short", "Pillow", "window + horizon", "q0.1", ".000000000", "task None",
+                 "0 days 00:")  # fmt: skip
 
 
 def _sorted(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
@@ -62,22 +64,28 @@ BUNDLE_KEYS = {
     "views/evaluation.py": "evaluation_bundle",
     "views/forecast.py": "forecast_bundle",
     "views/defects.py": "defect_bundle",
+    "views/score.py": "score_bundle",
 }
 KIND_OF_PAGE = {
     "views/quality.py": "sensor",
     "views/evaluation.py": "sensor",
     "views/forecast.py": "forecast",
     "views/defects.py": "vit",
+    "views/score.py": "any",
 }
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_works_with_every_demo_bundle(demo_env, page) -> None:
-    names = [n for n, (k, _) in demo_env["jobs"].items() if KIND_OF_PAGE.get(page) == k]
+    names = [n for n, (k, _) in demo_env["jobs"].items() if KIND_OF_PAGE.get(page) in (k, "any")]
     for bundle in names or [None]:
         at = _app(demo_env["out"], page, BUNDLE_KEYS.get(page), bundle)
         assert not at.exception, (page, bundle, at.exception)
-        shown = " ".join(_texts(at.error) + _texts(at.warning) + _texts(at.markdown))
+        shown = " ".join(
+            _texts(at.error) + _texts(at.warning) + _texts(at.markdown) + _texts(at.caption)
+            + _texts(at.success) + _texts(at.info) + [m.label + m.value for m in at.metric]
+        )  # fmt: skip
+        shown += " ".join(df.value.to_csv() for df in at.dataframe)  # tables too: task words, gaps
         assert INTERNAL not in shown, (page, bundle, shown)
         for word in LIBRARY_WORDS:
             assert word not in shown, (page, bundle, word, shown)
