@@ -276,8 +276,8 @@ def check_image(name: str, data: bytes) -> CheckedImage:
         return CheckedImage(name, None, f"{len(data) / 2**20:.1f} MB is over {MAX_IMAGE_MB} MB")
     try:
         arr = read_image((name, data), mode="L", max_pixels=MAX_IMAGE_PIXELS)
-    except ImageError as e:
-        return CheckedImage(name, None, e.reason)
+    except ImageError as e:  # the reader's words, without the name of its library
+        return CheckedImage(name, None, e.reason.replace("Pillow can identify", "that can be read"))
     return CheckedImage(name, arr.astype(np.float64) / 255.0, None)
 
 

@@ -40,7 +40,10 @@ def is_flat(weights: np.ndarray) -> bool:
 
 
 def _meta(fig: go.Figure, title: str) -> go.Figure:
-    fig.update_layout(title={"text": f"{title} ({KIND})"}, meta={"kind": KIND, "notice": NOTICE})
+    """``title`` with the kind on its first line; ``layout.meta`` for programs and tests."""
+    head, _, rest = title.partition("<br>")
+    text = f"{head} ({KIND})" + (f"<br>{rest}" if rest else "")
+    fig.update_layout(title={"text": text}, meta={"kind": KIND, "notice": NOTICE})
     return fig
 
 
@@ -77,7 +80,7 @@ def attention_bars(maps: Any, labels: Sequence[str], *, axis_title: str) -> go.F
     fig.update_xaxes(title=axis_title, automargin=True)
     title = "Attention rollout"
     if flat:
-        title += f" ({FLAT_LABEL})"
+        title += f"<br><sup>{FLAT_LABEL}</sup>"
     _meta(fig, title)
     fig.update_layout(height=360, margin={"b": 40})
     fig.layout.meta["flat"] = flat
@@ -107,8 +110,8 @@ def image_overlay(
     fig.add_trace(
         go.Heatmap(
             z=up,
-            zmin=float(up.min()),
-            zmax=float(up.max()) if up.max() > up.min() else float(up.min()) + 1e-9,
+            zmin=0.0,  # from zero: a flat map looks flat, not like magnified noise
+            zmax=float(up.max()) if up.max() > 0 else 1.0,
             colorscale="Inferno",
             opacity=opacity,
             name="attention",
@@ -119,7 +122,7 @@ def image_overlay(
     fig.update_yaxes(autorange="reversed", scaleanchor="x", showticklabels=False)
     fig.update_xaxes(showticklabels=False)
     name = "Attention rollout" if which == "rollout" else "Last layer attention (heads averaged)"
-    _meta(fig, name + (f" ({FLAT_LABEL})" if flat else ""))
+    _meta(fig, name + (f"<br><sup>{FLAT_LABEL}</sup>" if flat else ""))
     fig.update_layout(height=520, margin={"l": 10, "r": 10, "t": 60, "b": 10})
     fig.layout.meta["flat"] = flat
     return fig

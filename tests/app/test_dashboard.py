@@ -152,6 +152,7 @@ def test_defect_page_checks_each_image_and_says_no_bundle(app_env, tmp_path):
     assert any(t.startswith("odd-mode.png: unexpected mode 'I;16'") for t in errors), errors
     for name in ("corrupt.png", "truncated.png", "bomb.png"):
         assert any(t.startswith(f"{name}:") for t in errors), (name, errors)
+    assert not any("Pillow" in t for t in errors), errors  # no library names
     assert len(_specs(at)) == 1  # the readable image is drawn
     at.slider(key="defect_opacity").set_value(0.2).run()
     _clean(at)
