@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 MAIN = ROOT / "app" / "dashboard.py"
 
 
-def _page(page: str, key: str | None, bundle: str | None, setup=None):
+def _page(app: Path, page: str, key: str | None, bundle: str | None, setup=None):
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(MAIN), default_timeout=600).run()
+    at = AppTest.from_file(str(app), default_timeout=600).run()
     at.switch_page(page).run()
     if key:
         at.selectbox(key=key).set_value(bundle).run()
@@ -69,7 +69,13 @@ def main() -> None:
     parser.add_argument("models", type=Path)
     parser.add_argument("--data", type=Path, default=ROOT / "sample_data")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--app", type=Path, default=MAIN, help="the dashboard script (e.g. an older checkout's)"
+    )
+    parser.add_argument("--only", default="", help="comma-separated case names to run")
     args = parser.parse_args()
+    app = args.app.resolve()
+    only = {c.strip() for c in args.only.split(",") if c.strip()}
     os.environ.update(
         MFGTX_MODELS_DIR=str(args.models.resolve()),
         MFGTX_DATA_DIR=str(args.data.resolve()),
@@ -84,8 +90,10 @@ def main() -> None:
     warnings.simplefilter("ignore")
     opened = []
     for name, page, key, bundle, setup, control in cases():
+        if only and name not in only:
+            continue
         t = time.perf_counter()
-        at = _page(page, key, bundle, setup)
+        at = _page(app, page, key, bundle, setup)
         opened.append((name, at, control, time.perf_counter() - t))
     times: dict[str, list[float]] = {name: [] for name, *_ in opened}
     for i in range(args.repeats):  # interleaved: one change of each control per round
@@ -95,6 +103,7 @@ def main() -> None:
             at.run()
             times[name].append(time.perf_counter() - t)
             assert not at.exception, (name, at.exception)
+    print(f"app {app}")
     print(f"torch {torch.__version__}, CPU capability {torch.backends.cpu.get_cpu_capability()}, "
           f"threads {torch.get_num_threads()}, {os.cpu_count()} CPUs")  # fmt: skip
     print(f"{'control':32} {'open s':>8} {'median s':>9} {'max s':>7}  (n={args.repeats})")
