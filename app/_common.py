@@ -361,14 +361,15 @@ def known_label(info: BundleInfo, lot: str, end: Any = None) -> str:
         word = "bad (a defect was found)" if y >= 0.5 else "good (passed inspection)"
         return f"Known result: lot {lot} was inspected {word}."
     at = mine[-1]
-    if end is not None:
-        same = mine[windows.end[mine] == np.asarray(end, dtype=windows.end.dtype)]
-        if not len(same):
-            return f"Known {target}: no label at {when(end)} in the bundle's data."
-        at = same[-1]
+    if end is not None:  # the labelled window ending at or just before ``end``
+        ends = windows.end[mine]
+        before = mine[ends <= np.asarray(end, dtype=ends.dtype)]
+        at = before[-1] if len(before) else mine[0]
     y = float(windows.y[at, 0])
     unit = UNITS.get(target, "")
-    return f"Known {target} at {when(windows.end[at])}: {y:.1f} {unit}".rstrip() + "."
+    exact = end is None or windows.end[at] == np.asarray(end, dtype=windows.end.dtype)
+    note = "" if exact else " (the nearest labelled reading before it)"
+    return f"Known {target} at {when(windows.end[at])}{note}: {y:.1f} {unit}".rstrip() + "."
 
 
 def when(value: Any, time_name: str = "cycle") -> str:

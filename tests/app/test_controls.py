@@ -218,3 +218,19 @@ def test_overview_speaks_plant_words(demo_env) -> None:
     texts = _texts(at.markdown)
     assert any(t.startswith("Judged on 60 test images from 3 test lots") for t in texts), texts
     assert not any("Test windows" in t for t in texts)
+
+
+def test_rul_page_shows_the_machines_known_rul_from_its_data(demo_env) -> None:
+    at = _app("views/quality.py", "quality_bundle", "sample_rul")
+    machine = at.selectbox(key="quality_lot").value
+    at.select_slider(key="quality_as_of").set_value(
+        at.select_slider(key="quality_as_of").options[3]
+    )
+    at.run()
+    known = next(t for t in _texts(at.caption) if t.startswith("Known rul_cycles at "))
+    m = re.match(r"Known rul_cycles at (\S+ \S+) UTC.*: ([\d.]+) cycles\.$", known)
+    assert m, known
+    rows = pd.read_csv(SAMPLE / "degradation.csv")
+    rows = rows[rows["machine"] == machine]
+    at_time = pd.to_datetime(rows["timestamp"], utc=True).dt.strftime("%Y-%m-%d %H:%M")
+    assert float(rows.loc[at_time == m.group(1), "rul_cycles"].iloc[0]) == float(m.group(2))
