@@ -234,3 +234,10 @@ def test_rul_page_shows_the_machines_known_rul_from_its_data(demo_env) -> None:
     rows = rows[rows["machine"] == machine]
     at_time = pd.to_datetime(rows["timestamp"], utc=True).dt.strftime("%Y-%m-%d %H:%M")
     assert float(rows.loc[at_time == m.group(1), "rul_cycles"].iloc[0]) == float(m.group(2))
+    # the labelled reading at or just before the prediction's time (within one training stride)
+    import mfgtx
+
+    stride = mfgtx.load(demo_env["jobs"]["sample_rul"][1].bundle).windowing.stride
+    as_of = at.select_slider(key="quality_as_of").value.removesuffix(" UTC")
+    between = ((at_time >= m.group(1)) & (at_time <= as_of)).sum()
+    assert 1 <= between <= stride + 1, (m.group(1), as_of, between)
