@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import tomllib
 import warnings
 from collections.abc import Callable
@@ -158,7 +159,10 @@ def find_bundles(models_dir: Path) -> tuple[list[BundleInfo], list[str]]:
                 bundle_id=verified["bundle_id"],
                 kind=manifest.get("kind") or _KIND_OF_CLASS.get(name),
                 model_class=name,
-                task=spec.get("task") or model.get("config", {}).get("task"),
+                task=spec.get("task")
+                or model.get("config", {}).get("task")
+                or (manifest.get("metrics") or {}).get("task")
+                or ("forecast" if manifest.get("kind") == "forecast" else None),
                 manifest=manifest,
                 signature=verified.get("signature", "unsigned"),
             )
@@ -214,19 +218,38 @@ def frame_for(cmap: ColumnMap, data_dir: Path) -> pd.DataFrame:
 
 def read_upload_csv(upload: Any, predictor: Any) -> tuple[pd.DataFrame | None, str | None]:
     """An uploaded CSV checked as the bundle reads its input: ``(frame, None)`` or
-    ``(None, why)``."""
+    ``(None, why)``; ``why`` names the file's line, as a spreadsheet numbers it."""
     if upload.size > MAX_CSV_MB * 2**20:
         size = upload.size / 2**20
         return None, f"{upload.name}: {size:.1f} MB is over the {MAX_CSV_MB} MB limit"
     try:
-        df = pd.read_csv(io.BytesIO(upload.getvalue()))
+        df = pd.read_csv(io.BytesIO(upload.getvalue()), skip_blank_lines=False)
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
-        return None, f"{upload.name}: not a readable CSV file ({e})"
+        return None, f"{upload.name}: not a readable CSV file ({_first_line(e)})"
+    df = df.dropna(how="all")  # blank lines: kept above so that positions are file lines
     try:
-        predictor.table(df)
+        predictor.table(df)  # positions in df order: mapped back to lines below
     except DataError as e:
-        return None, f"{upload.name}: {e}"
+        return None, _upload_reason(upload.name, df, e)
     return df, None
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _upload_reason(name: str, df: pd.DataFrame, e: DataError) -> str:
+    """``e`` worded with the upload's own CSV lines (``df.index`` holds each row's data
+    position, blank lines counted)."""
+    positions = df.index.to_numpy()
+
+    def line(m: re.Match[str]) -> str:
+        i = int(m.group(1))
+        return f"line {int(positions[i]) + 2 if i < len(positions) else i + 2}"
+
+    text = re.sub(r"DataFrame rows? (\d+)", lambda m: f"{name} " + line(m), str(e))
+    text = text.replace("DataFrame", name)
+    return text if text.startswith(name) else f"{name}: {text}"
 
 
 def lot_windows(predictor: Any, rows: pd.DataFrame, *, stride: int | None = None) -> Any:
@@ -253,8 +276,8 @@ def check_image(name: str, data: bytes) -> CheckedImage:
         return CheckedImage(name, None, f"{len(data) / 2**20:.1f} MB is over {MAX_IMAGE_MB} MB")
     try:
         arr = read_image((name, data), mode="L", max_pixels=MAX_IMAGE_PIXELS)
-    except ImageError as e:
-        return CheckedImage(name, None, e.reason)
+    except ImageError as e:  # the reader's words, without the name of its library
+        return CheckedImage(name, None, e.reason.replace("Pillow can identify", "that can be read"))
     return CheckedImage(name, arr.astype(np.float64) / 255.0, None)
 
 
@@ -289,3 +312,96 @@ def sensor_figure(df: pd.DataFrame, time: str, sensors: list[str], title: str) -
     )
     fig.update_layout(title=title, height=180 * len(sensors) + 80, showlegend=False)
     return fig
+
+
+# ----------------------------------------------------------------- labels and times
+
+
+@st.cache_resource(show_spinner="reading the bundle's labelled data", max_entries=4, ttl=300)
+def labelled_windows(bundle_id: str, path: str) -> tuple[Any, str]:
+    """The bundle's labelled windows, read by its recorded job exactly as training read
+    them (labels joined, ``defect`` and label times derived as the job file says), and the
+    name of their source.
+
+    Raises:
+        DataError: the bundle records no job (saved from Python), or its data is gone.
+    """
+    from mfgtx.jobs import read_windows, recorded_job
+
+    predictor = _load(bundle_id, path)
+    job = recorded_job(predictor.bundle.manifest)
+    if job is None:
+        raise DataError(
+            f"{Path(path).name} records no training job (it was saved from Python): the labels "
+            "of its data are unknown here; judge it with `mfgtx evaluate JOB.yaml`"
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        windows, _ = read_windows(job, predictor.kind)
+    source = job.data.source.path or job.data.source.table or "query"
+    return windows, str(source)
+
+
+def known_label(info: BundleInfo, lot: str, end: Any = None) -> str:
+    """The lot's known label (inspection result, or RUL as of ``end``) in words, from the
+    bundle's labelled data; says so when it is not known."""
+    predictor = load(info)
+    try:
+        windows, _ = labelled_windows(info.bundle_id, str(info.path))
+    except DataError as e:
+        return f"Known result: not available here ({e})."
+    mine = np.flatnonzero(windows.lot.astype(str) == str(lot))
+    if not len(mine) or windows.y is None:
+        return f"Known result: lot {lot} has no label in the bundle's data."
+    target = predictor.input_spec.targets[0]
+    if predictor.task == "classification":
+        y = windows.y[mine[-1], 0]
+        if np.isnan(y):
+            return f"Known result: lot {lot} is not inspected yet."
+        word = "bad (a defect was found)" if y >= 0.5 else "good (passed inspection)"
+        return f"Known result: lot {lot} was inspected {word}."
+    at = mine[-1]
+    if end is not None:  # the labelled window ending at or just before ``end``
+        ends = windows.end[mine]
+        before = mine[ends <= np.asarray(end, dtype=ends.dtype)]
+        at = before[-1] if len(before) else mine[0]
+    y = float(windows.y[at, 0])
+    unit = UNITS.get(target, "")
+    exact = end is None or windows.end[at] == np.asarray(end, dtype=windows.end.dtype)
+    note = "" if exact else " (the nearest labelled reading before it)"
+    return f"Known {target} at {when(windows.end[at])}{note}: {y:.1f} {unit}".rstrip() + "."
+
+
+def when(value: Any, time_name: str = "cycle") -> str:
+    """A time for people: ``2026-03-02 10:38 UTC`` for timestamps, ``cycle 45`` for numbers."""
+    if isinstance(value, str):
+        try:
+            value = pd.Timestamp(value)
+        except ValueError:
+            return value
+    if isinstance(value, (np.datetime64, pd.Timestamp)) or hasattr(value, "tzinfo"):
+        t = pd.Timestamp(value)
+        t = t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+        return t.strftime("%Y-%m-%d %H:%M UTC")
+    v = float(value)
+    return f"{time_name} {v:g}"
+
+
+def data_key(df: pd.DataFrame) -> str:
+    """A short fingerprint of a frame, to key cached results of the data it holds."""
+    import hashlib
+
+    digest = hashlib.sha256(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def csv_download(frame: pd.DataFrame, label: str, file_name: str, key: str) -> None:
+    """A download button for ``frame`` as CSV (UTF-8, no index)."""
+    st.download_button(
+        label,
+        frame.to_csv(index=False).encode("utf-8"),
+        file_name=file_name,
+        mime="text/csv",
+        key=key,
+        on_click="ignore",
+    )

@@ -32,6 +32,7 @@ if _auth.signed_in():
         st.Page(VIEWS / "forecast.py", title="Forecast"),
         st.Page(VIEWS / "defects.py", title="Defect inspection"),
         st.Page(VIEWS / "evaluation.py", title="Evaluation"),
+        st.Page(VIEWS / "score.py", title="Score a file"),
     ]
     st.navigation(pages).run()
 else:

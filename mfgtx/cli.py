@@ -19,6 +19,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -404,6 +405,17 @@ def _exit_code(err: BaseException) -> int:
     return 1
 
 
+def _plain_warning(command: str) -> Callable[..., None]:
+    """``warnings.showwarning`` for a terminal: one line, ``mfgtx CMD: warning: message``,
+    without Python's file, line, warning class and source line."""
+
+    def show(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+        text = " ".join(str(message).split())  # one line, whatever the message holds
+        sys.stderr.write(f"mfgtx {command}: warning: {text}\n")
+
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mfgtx`` console script; returns the exit code."""
     parser = _build_parser()
@@ -423,7 +435,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return int(func(args))
+        with warnings.catch_warnings():
+            warnings.showwarning = _plain_warning(args.command)
+            return int(func(args))
     except KeyboardInterrupt:
         log.error("interrupted")
         return 130

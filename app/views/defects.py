@@ -3,66 +3,118 @@ classify them with a defect-model bundle, with the attention overlay and its del
 
 Each image is read by the same reader as ``mfgtx score`` (:func:`_common.check_image`), and
 classified by the bundle's predictor (:func:`mfgtx.load`): its row is the one ``mfgtx score``
-writes for the image.
+writes for the image. Beside each result: P(defect), the bundle's threshold and its decision,
+how far to trust the bundle, and, for an image of the data folder, its lot's set and known
+label. The explanation is cached per image, so moving the opacity only redraws.
 """
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 from _common import (
     MAX_IMAGE_MB,
     bundles_of,
     check_image,
+    csv_download,
     guarded,
     load,
     no_bundle_message,
     pick_bundle,
 )
-
-from mfgtx.explain import NOTICE, attention_figure, deletion_figure
+from _figures import (
+    deletion_bars,
+    deletion_sentence,
+    image_figure,
+    image_overlay,
+    notice,
+)
+from _trust import set_sentence, show_trust
 
 IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
 
 
-def classify(predictor, name: str, data: bytes, which: str = "rollout"):
-    """``(class name, probability, flagged or None, attention figure, deletion figure)``.
+@st.cache_resource(max_entries=64, show_spinner="classifying the image and its deletion test")
+def _explained(bundle_id: str, name: str, digest: str, which: str, _predictor: Any, _data: bytes):
+    return _predictor.explain((name, _data), which=which)
 
-    The image is read and resized exactly as in training and scoring; probabilities are the
-    bundle's calibrated ones, the flag is its threshold on P(defect).
-    """
-    explained = predictor.explain((name, data), which=which)
-    row = explained.row
+
+def decision_of(predictor: Any, row: dict) -> dict[str, Any]:
+    """``p_defect``, ``threshold``, ``flagged`` (``None`` when the bundle has none) and the
+    predicted class with its probability, from the predictor's output row."""
     k = int(row["predicted"])
-    flagged = None if "decision" not in row else bool(row["decision"])
-    attention = attention_figure(explained.maps, 0, which=which, image=explained.image)
-    return (
-        row["predicted_class"],
-        float(row[f"p_{k}"]),
-        flagged,
-        attention,
-        deletion_figure(explained.deletion),
-    )
+    cal = predictor.calibration
+    choice = cal.threshold if cal is not None else None
+    p_defect = float(row["p_defect"]) if "p_defect" in row else None
+    if p_defect is None and len(predictor.input_spec.class_names) == 2:
+        p_defect = float(row["p_1"])
+    return {
+        "label": str(row["predicted_class"]),
+        "p_label": float(row[f"p_{k}"]),
+        "p_defect": p_defect,
+        "threshold": None if choice is None else float(choice.threshold),
+        "cost_ratio": None if choice is None else float(choice.cost_ratio),
+        "flagged": None if "decision" not in row else bool(row["decision"]),
+    }
 
 
-def _image_figure(image, name: str) -> go.Figure:
-    hover = "x %{x} px, y %{y} px<br>grey %{z:.2f}<extra></extra>"
-    fig = go.Figure(go.Heatmap(z=image, colorscale="gray", showscale=False, hovertemplate=hover))
-    fig.update_yaxes(autorange="reversed", scaleanchor="x", title="y (px)")
-    fig.update_xaxes(title="x (px)")
-    fig.update_layout(title=name)
-    return fig
+def classify(predictor, name: str, data: bytes, which: str = "rollout"):
+    """``(decision dict, explanation)`` of one image (cached by its content)."""
+    digest = hashlib.sha256(data).hexdigest()
+    explained = _explained(predictor.bundle_id, name, digest, which, predictor, data)
+    return decision_of(predictor, explained.row), explained
+
+
+def decision_text(d: dict[str, Any]) -> str:
+    if d["flagged"] is None:
+        tail = "no operating threshold in this bundle (train it with a cost ratio): no decision"
+    else:
+        verb = "**flagged as defective**" if d["flagged"] else "**passed**"
+        side = "above" if d["flagged"] else "at or below"
+        tail = f"decision: {verb} (P(defect) {side} the threshold {d['threshold']:.1%}"
+        tail += (
+            f", chosen for a missed defect costing {d['cost_ratio']:g} false alarms)"
+            if d["cost_ratio"]
+            else ")"
+        )
+    p = "P(defect) unknown (the bundle names no good class)"
+    if d["p_defect"] is not None:
+        p = f"P(defect) **{d['p_defect']:.1%}**"
+    return f"Most likely class **{d['label']}** ({d['p_label']:.1%}); {p}; {tail}."
+
+
+def _manifest_rows(data_dir: Path) -> pd.DataFrame:
+    """The data folder's image manifests (``path``, ``lot``, ``label`` where given), keyed by
+    the image's path relative to the data folder."""
+    parts = []
+    for m in sorted(data_dir.rglob("manifest.csv")) if data_dir.is_dir() else []:
+        try:
+            frame = pd.read_csv(m)
+        except (ValueError, OSError):
+            continue
+        if "path" not in frame.columns:
+            continue
+        rel = m.parent.relative_to(data_dir)
+        frame["key"] = [str(rel / p) for p in frame["path"].astype(str)]
+        parts.append(frame)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["key"])
 
 
 @guarded
 def defects() -> None:
     st.title("Defect inspection")
     cfg, infos = bundles_of("vit")
-    bundle = None
+    bundle = info = None
     if not infos:
         no_bundle_message("defect", cfg.models_dir, "mfgtx demo")
     else:
-        bundle = load(pick_bundle(infos, "defect_bundle"))
+        info = pick_bundle(infos, "defect_bundle")
+        bundle = load(info)
+        show_trust(info.manifest)
     uploads = st.file_uploader(
         f"Upload images (up to {MAX_IMAGE_MB} MB each)",
         type=IMAGE_TYPES,
@@ -70,7 +122,7 @@ def defects() -> None:
         key="defect_uploads",
         max_upload_size=MAX_IMAGE_MB,
     )
-    files = [(u.name, u.getvalue()) for u in uploads or []]
+    files = [(u.name, u.getvalue(), None) for u in uploads or []]
     found = (
         sorted(
             p
@@ -86,7 +138,7 @@ def defects() -> None:
             [str(p.relative_to(cfg.data_dir)) for p in found],
             key="defect_samples",
         )
-        files += [(name, (cfg.data_dir / name).read_bytes()) for name in picked]
+        files += [(name, (cfg.data_dir / name).read_bytes(), name) for name in picked]
     else:
         st.caption(f"No images in the data folder {cfg.data_dir} to pick from.")
     opacity = st.slider(
@@ -107,30 +159,52 @@ def defects() -> None:
         horizontal=True,
         key="defect_map",
     )
-    for name, data in files:
+    listed = _manifest_rows(cfg.data_dir) if files else pd.DataFrame(columns=["key"])
+    results = []
+    if bundle is not None and files:
+        st.subheader("Results")
+        notice()
+    for name, data, key in files:
         checked = check_image(name, data)
         if checked.message:
             st.error(f"{name}: {checked.message}")
             continue
         st.success(f"{name}: {checked.image.shape[1]}x{checked.image.shape[0]} px, readable")
         if bundle is None:
-            st.plotly_chart(_image_figure(checked.image, name))
+            st.plotly_chart(image_figure(checked.image, name))
             continue
         try:
-            label, prob, flagged, attention, deletion = classify(bundle, name, data, which)
+            d, explained = classify(bundle, name, data, which)
         except ValueError as e:
             st.warning(f"{name}: {e}")
-            st.plotly_chart(_image_figure(checked.image, name))
+            st.plotly_chart(image_figure(checked.image, name))
             continue
-        if flagged is None:
-            decision = "no operating threshold in this bundle (train it with a cost ratio)"
+        st.markdown(decision_text(d))
+        entry = listed[listed["key"] == key] if key is not None else listed.iloc[0:0]
+        lot = str(entry["lot"].iloc[0]) if len(entry) and "lot" in entry else None
+        known = str(entry["label"].iloc[0]) if len(entry) and "label" in entry else None
+        if key is None:
+            st.caption("Uploaded image: its lot and inspection result are not known here.")
         else:
-            decision = f"{'flagged' if flagged else 'not flagged'} at the bundle's threshold"
-        st.markdown(f"**{label}**, probability {prob:.1%}: {decision}")
-        attention.update_traces(opacity=opacity, selector={"type": "heatmap", "showscale": True})
-        st.plotly_chart(attention)
-        st.caption(NOTICE)
-        st.plotly_chart(deletion)
+            st.caption(
+                set_sentence(info.manifest, lot, what="Its lot")
+                + (f" Known label: {known}." if known else "")
+            )
+        left, right = st.columns(2)
+        left.plotly_chart(image_figure(checked.image, f"{name} (full size)"), key=f"img-{name}")
+        right.plotly_chart(
+            image_overlay(explained.image.numpy(), explained.maps, opacity=opacity, which=which),
+            key=f"overlay-{name}",
+        )
+        if explained.deletion is not None:
+            kw = {"scale": 100.0, "unit": "percentage points", "watched": f"P({d['label']})"}
+            st.plotly_chart(deletion_bars(explained.deletion, **kw), key=f"del-{name}")
+            st.caption(deletion_sentence(explained.deletion, **kw))
+        results.append({"image": name, **{k: v for k, v in explained.row.items() if k != "image"}})
+    if results:
+        csv_download(
+            pd.DataFrame(results), "Download these results (CSV)", "defect_results.csv", "def_dl"
+        )
 
 
 defects()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -10,15 +10,15 @@ import plotly.graph_objects as go
 import streamlit as st
 from _common import (
     UNITS,
-    _load,
     bundles_of,
     guarded,
+    labelled_windows,
+    load,
     no_bundle_message,
     pick_bundle,
 )
 
 from mfgtx.calibration import reliability_curve
-from mfgtx.data import DataError
 
 
 class _Pred(NamedTuple):
@@ -26,10 +26,6 @@ class _Pred(NamedTuple):
     end: np.ndarray
     score: np.ndarray
     truth: np.ndarray
-
-
-def load_path(bundle_id: str, path: str) -> Any:
-    return _load(bundle_id, path)
 
 
 def _confusion(y: np.ndarray, flagged: np.ndarray) -> go.Figure:
@@ -71,22 +67,13 @@ def _reliability(p: np.ndarray, y: np.ndarray) -> go.Figure:
     return fig
 
 
-@st.cache_resource(show_spinner="reading the bundle's training data", max_entries=4, ttl=300)
-def _labelled(bundle_id: str, path: str) -> tuple[Any, Any, str]:
-    """The bundle's labelled windows, read by its recorded job exactly as training read
-    them (labels joined, ``defect`` and label times derived as the job file says)."""
-    from mfgtx.jobs import read_windows, recorded_job
-
-    predictor = load_path(bundle_id, path)
-    job = recorded_job(predictor.bundle.manifest)
-    if job is None:
-        raise DataError(
-            f"{path} records no training job (it was saved from Python): the labels of its "
-            "data are unknown here; judge it with `mfgtx evaluate JOB.yaml`"
-        )
-    windows, _ = read_windows(job, predictor.kind)
-    source = job.data.source.path or job.data.source.table or "query"
-    return windows, predictor, str(source)
+@st.cache_resource(max_entries=4, ttl=300, show_spinner="scoring the bundle's labelled data")
+def _scored(bundle_id: str, path: str, _predictor, _windows):
+    """Each labelled lot's rows (classifiers: its last window; regression: every window),
+    once per bundle: moving the what-if threshold only recounts."""
+    classifier = _predictor.task == "classification"
+    idx = _windows.last_per_lot() if classifier else np.arange(len(_windows))
+    return idx, _predictor.rows(_windows, idx)
 
 
 @guarded
@@ -101,10 +88,10 @@ def evaluation() -> None:
         )
         return
     info = pick_bundle(infos, "evaluation_bundle")
-    windows, predictor, source = _labelled(info.bundle_id, str(info.path))
+    windows, source = labelled_windows(info.bundle_id, str(info.path))
+    predictor = load(info)
     classifier = predictor.task == "classification"
-    idx = windows.last_per_lot() if classifier else np.arange(len(windows))
-    rows = predictor.rows(windows, idx)
+    idx, rows = _scored(info.bundle_id, str(info.path), predictor, windows)
     st.caption(
         f"Every labelled lot of the bundle's training data ({source}; classifiers: its last "
         "window; regression: every window), training lots included: the held-out comparison "

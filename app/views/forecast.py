@@ -1,11 +1,15 @@
-"""Forecast: sensor history, and the forecast with its quantile band from a forecaster bundle.
+"""Forecast: sensor history, the forecast with its quantile band, the naive baseline and, from a
+past origin the user picks, what actually happened.
 
-The forecast is what ``mfgtx score`` writes for the lot's latest window (the bundle's
-predictor, :func:`mfgtx.load`): its columns, window and stride are the bundle's, read from its
-input specification, never the sample plant's.
+The forecast is what ``mfgtx score`` writes for the window ending at the origin (the bundle's
+predictor, :func:`mfgtx.load`): its columns, window and horizon are the bundle's, read from
+its input specification, never the sample plant's. The horizon control is bounded by the
+model's horizon; nothing beyond it is offered.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,18 +18,30 @@ import streamlit as st
 from _common import (
     UNITS,
     bundles_of,
+    csv_download,
     frame_for,
     guarded,
     load,
     lot_windows,
     no_bundle_message,
     pick_bundle,
+    when,
 )
+from _trust import set_sentence, show_trust
 
 
-def forecast_band(predictor, history: pd.DataFrame, sensor: str, horizon: int) -> pd.DataFrame:
-    """Columns ``time, median, low, high`` for the next ``horizon`` minutes of ``sensor`` (at
-    most the model's own horizon), from the lot's latest window.
+def reading_minutes(history: pd.DataFrame, time: str) -> float:
+    """Median minutes between the lot's readings."""
+    t = pd.to_datetime(history[time], utc=True)
+    return float(max(t.diff().median() / pd.Timedelta(minutes=1), 1e-9))
+
+
+def forecast_band(
+    predictor: Any, history: pd.DataFrame, sensor: str, steps: int, origin: int = -1
+) -> pd.DataFrame:
+    """Columns ``time, median, low, high`` for the next ``steps`` readings of ``sensor``
+    (at most the model's horizon) from the window ending at reading ``origin`` of the lot
+    (``-1``: the latest).
 
     The band is the model's outer quantiles when it was trained with quantiles, else none
     (``low``/``high`` equal the point forecast). Raises ``ValueError`` with a message for
@@ -34,19 +50,18 @@ def forecast_band(predictor, history: pd.DataFrame, sensor: str, horizon: int) -
     spec = predictor.input_spec
     targets = list(spec.targets)  # the other sensors: past covariates
     if sensor not in targets:
-        raise ValueError(f"this forecaster forecasts {targets}, not {sensor!r}")
+        raise ValueError(f"this forecaster forecasts {', '.join(targets)}, not {sensor}")
     window = spec.windowing.window
     if len(history) < window:
         raise ValueError(
             f"the lot has {len(history)} readings; this forecaster needs the last {window}"
         )
-    windows = lot_windows(predictor, history.reset_index(drop=True))
+    history = history.reset_index(drop=True)
+    end = len(history) if origin < 0 else origin + 1
+    windows = lot_windows(predictor, history.iloc[:end])
     rows = predictor.rows(windows, np.array([len(windows) - 1]))
     rows = rows[rows["sensor"] == sensor]
-    t = pd.to_datetime(history[spec.columns.time], utc=True)
-    minutes = max(t.diff().median() / pd.Timedelta(minutes=1), 1e-9)
-    steps = max(1, min(round(horizon / minutes), spec.horizon))
-    rows = rows[rows["step"] <= steps]
+    rows = rows[rows["step"] <= max(1, min(steps, spec.horizon))]
     qs = sorted(c for c in rows.columns if c.startswith("q") and c[1:].isdigit())
     low = rows[qs[0]] if qs else rows["forecast"]
     high = rows[qs[-1]] if qs else rows["forecast"]
@@ -61,41 +76,85 @@ def forecast_band(predictor, history: pd.DataFrame, sensor: str, horizon: int) -
     )
 
 
-def _figure(history: pd.DataFrame, time: str, sensor: str, band: pd.DataFrame | None) -> go.Figure:
+def band_words(predictor: Any) -> str | None:
+    """The band's quantiles and nominal coverage in words, with the test lots' coverage."""
+    qs = list(getattr(predictor.model.config, "quantiles", None) or ())
+    if len(qs) < 2:
+        return None
+    lo, hi = round(min(qs) * 100), round(max(qs) * 100)
+    words = (
+        f"The band runs from the model's {lo}% to its {hi}% quantile: nominally {hi - lo} in "
+        "100 actual readings fall inside it"
+    )
+    extra = (predictor.bundle.manifest.get("metrics") or {}).get("extra") or {}
+    if "interval_coverage" in extra:
+        words += f"; on the bundle's test lots {float(extra['interval_coverage']):.0%} did"
+    return words + "."
+
+
+def _figure(
+    history: pd.DataFrame,
+    time: str,
+    sensor: str,
+    band: pd.DataFrame | None,
+    origin: int,
+    naive: float | None,
+) -> go.Figure:
     unit = UNITS.get(sensor, "")
+    t = pd.to_datetime(history[time], utc=True)
+    hover = f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:.3f}} {unit}<extra>%{{fullData.name}}</extra>"
+    past = slice(0, origin + 1)
     fig = go.Figure()
     fig.add_scatter(
-        x=pd.to_datetime(history[time], utc=True),
-        y=history[sensor],
-        mode="lines",
-        name="history",
-        hovertemplate=f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:.3f}} {unit}<extra></extra>",
-    )
+        x=t.iloc[past], y=history[sensor].iloc[past], mode="lines", name="history",
+        line={"color": "#1f77b4"}, hovertemplate=hover,
+    )  # fmt: skip
     if band is not None:
+        after = history.iloc[origin + 1 : origin + 1 + len(band)]
+        if len(after):
+            fig.add_scatter(
+                x=pd.to_datetime(after[time], utc=True), y=after[sensor], mode="lines+markers",
+                name="actual", line={"color": "black"}, marker={"size": 4}, hovertemplate=hover,
+            )  # fmt: skip
         fig.add_scatter(
-            x=band["time"],
-            y=band["high"],
-            mode="lines",
-            line={"width": 0},
-            name="upper quantile",
-            showlegend=False,
-        )
+            x=band["time"], y=band["high"], mode="lines", line={"width": 0},
+            name="upper quantile", showlegend=False, hoverinfo="skip",
+        )  # fmt: skip
         fig.add_scatter(
-            x=band["time"],
-            y=band["low"],
-            mode="lines",
-            line={"width": 0},
-            fill="tonexty",
-            name="quantile band",
-        )
-        fig.add_scatter(x=band["time"], y=band["median"], mode="lines", name="forecast")
+            x=band["time"], y=band["low"], mode="lines", line={"width": 0}, fill="tonexty",
+            fillcolor="rgba(255,127,14,0.25)", name="quantile band", hoverinfo="skip",
+        )  # fmt: skip
+        if naive is not None:
+            fig.add_scatter(
+                x=band["time"], y=np.full(len(band), naive), mode="lines",
+                name="Naive baseline (last reading held)", line={"dash": "dash", "color": "gray"},
+                hovertemplate=hover,
+            )  # fmt: skip
+        fig.add_scatter(
+            x=band["time"], y=band["median"], mode="lines", name="forecast",
+            line={"color": "#ff7f0e"}, hovertemplate=hover,
+        )  # fmt: skip
+        fig.add_vline(x=t.iloc[origin], line={"dash": "dot", "color": "gray"})
     fig.update_layout(
-        title=f"{sensor}",
+        title=sensor,
         xaxis_title="time (UTC)",
-        yaxis_title=f"{sensor} ({unit})",
+        yaxis_title=f"{sensor} ({unit})" if unit else sensor,
         hovermode="x unified",
+        legend={"orientation": "h", "y": -0.25},
+        height=420,
     )
     return fig
+
+
+def _best_baseline(manifest: dict) -> str | None:
+    metrics = manifest.get("metrics") or {}
+    primary = metrics.get("primary")
+    higher = (metrics.get("higher_is_better") or {}).get(primary)
+    rows = [r for r in metrics.get("rows") or [] if r.get("kind") == "baseline"]
+    if not rows or primary is None or higher is None:
+        return None
+    pick = max if higher else min
+    return pick(rows, key=lambda r: r["metrics"][primary])["name"]
 
 
 @guarded
@@ -105,24 +164,81 @@ def forecast() -> None:
     if not infos:
         no_bundle_message("forecaster", cfg.models_dir, "mfgtx demo")
         return
-    predictor = load(pick_bundle(infos, "forecast_bundle"))
+    info = pick_bundle(infos, "forecast_bundle")
+    predictor = load(info)
     spec = predictor.input_spec
     cols = predictor.columns
     df = frame_for(cols, cfg.data_dir)
-    lot = st.selectbox("Lot", list(dict.fromkeys(df[cols.lot].astype(str))), key="forecast_lot")
-    sensors = list(cols.sensors or ())
-    chosen = st.multiselect(
-        "Sensors", sensors, default=list(spec.targets[:1]), key="forecast_sensors"
+    with st.sidebar:
+        lot = st.selectbox("Lot", list(dict.fromkeys(df[cols.lot].astype(str))), key="forecast_lot")
+        targets = list(spec.targets)
+        chosen = st.multiselect(
+            "Sensors", targets, default=targets[:1], key="forecast_sensors",
+            help="The sensors this forecaster forecasts.",
+        )  # fmt: skip
+    history = df[df[cols.lot].astype(str) == lot].reset_index(drop=True)
+    window = spec.windowing.window
+    show_trust(info.manifest)
+    st.markdown(set_sentence(info.manifest, lot))
+    if len(history) < window:
+        st.warning(
+            f"Lot {lot} has {len(history)} readings; this forecaster needs the last {window}, "
+            "so it makes no forecast for it yet."
+        )
+        return
+    minutes = reading_minutes(history, cols.time)
+    steps = st.select_slider(
+        "Horizon",
+        options=list(range(1, spec.horizon + 1)),
+        value=min(spec.horizon, max(1, round(30 / minutes))),
+        format_func=lambda k: f"{k * minutes:g} min ({k} readings)",
+        key="forecast_horizon",
+        help=f"At most the model's horizon: {spec.horizon} readings.",
     )
-    horizon = st.slider("Horizon (minutes)", 5, 120, 30, 5, key="forecast_horizon")
-    history = df[df[cols.lot].astype(str) == lot]
+    ends = list(range(window - 1, len(history)))
+    times = pd.to_datetime(history[cols.time], utc=True)
+    origin = st.select_slider(
+        "Forecast from",
+        options=ends,
+        value=ends[-1],
+        format_func=lambda i: when(times.iloc[i]),
+        key="forecast_origin",
+        help="Pick a past origin to see what actually happened against the forecast.",
+    )
+    words = band_words(predictor)
+    best = _best_baseline(info.manifest)
+    note = "Grey dashes: the Naive baseline (the last reading held flat)"
+    if best and best != "Naive":
+        note += f"; the bundle's best baseline on its test lots was {best} (not drawn here)"
+    st.caption(note + "." + (f" {words}" if words else ""))
+    table = []
     for sensor in chosen:
         band = None
         try:
-            band = forecast_band(predictor, history, sensor, horizon)
+            band = forecast_band(predictor, history, sensor, steps, origin)
         except ValueError as e:
             st.warning(str(e))
-        st.plotly_chart(_figure(history, cols.time, sensor, band))
+        naive = float(history[sensor].iloc[: origin + 1].dropna().iloc[-1])
+        st.plotly_chart(_figure(history, cols.time, sensor, band, origin, naive))
+        if band is None:
+            continue
+        after = history[sensor].iloc[origin + 1 : origin + 1 + len(band)].to_numpy()
+        if len(after):
+            b = band.iloc[: len(after)]
+            inside = float(np.mean((after >= b["low"]) & (after <= b["high"])))
+            mae = float(np.mean(np.abs(after - b["median"])))
+            mae_naive = float(np.mean(np.abs(after - naive)))
+            unit = UNITS.get(sensor, "")
+            st.caption(
+                f"From {when(times.iloc[origin])}: {len(after)} actual readings, "
+                f"{inside:.0%} inside the band; mean |error| {mae:.3f} {unit} for the "
+                f"forecast, {mae_naive:.3f} {unit} for Naive."
+            )
+        table.append(band.assign(sensor=sensor))
+    if table:
+        out = pd.concat(table, ignore_index=True)
+        out["time"] = out["time"].dt.strftime("%Y-%m-%d %H:%M UTC")
+        csv_download(out, "Download the forecast (CSV)", f"forecast_{lot}.csv", "forecast_dl")
 
 
 forecast()

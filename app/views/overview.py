@@ -2,18 +2,76 @@
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
 from _common import app_config, find_bundles, guarded
+from _trust import trust_of
+
+TASK_WORDS = {
+    "classification": "classification",
+    "regression": "regression",
+    "forecast": "forecast",
+}
 
 
 def _metrics_table(metrics: dict) -> pd.DataFrame:
+    """One row per predictor; each metric's column says which way is better."""
     rows = metrics.get("rows") or []
+    higher = metrics.get("higher_is_better") or {}
+
+    def name(m: str) -> str:
+        arrow = {True: " ↑", False: " ↓"}.get(higher.get(m), "")
+        return m.replace("_", " ") + arrow
+
     return pd.DataFrame(
-        [{"predictor": r["name"], "kind": r.get("kind", ""), **r["metrics"]} for r in rows]
+        [
+            {
+                "predictor": r["name"],
+                "kind": r.get("kind", ""),
+                **{name(k): v for k, v in r["metrics"].items()},
+            }
+            for r in rows
+        ]
     )
+
+
+def duration_words(text: str) -> str:
+    """``gap=0 days 00:30:00`` (pandas' text of a Timedelta) as ``gap=30 min``."""
+
+    def words(m: re.Match[str]) -> str:
+        t = pd.Timedelta(m.group(0))
+        minutes = t.total_seconds() / 60
+        if minutes == 0:
+            return "0 min"
+        if minutes % 1440 == 0:
+            return f"{minutes / 1440:g} days"
+        if minutes % 60 == 0:
+            return f"{minutes / 60:g} h"
+        return f"{minutes:g} min"
+
+    return re.sub(r"-?\d+ days? \d{2}:\d{2}:\d{2}(?:\.\d+)?", words, text)
+
+
+def judged_on(metrics: dict) -> str:
+    """E.g. "Judged on 60 test images from 3 test lots"."""
+    unit = metrics.get("unit") or "windows"
+    n = metrics.get("n_test")
+    lots = next(
+        (d.get("n_groups") for d in metrics.get("differences") or [] if d.get("n_groups")), None
+    )
+    text = f"Judged on {n} test {unit}"
+    if lots and str(lots) != str(n):
+        text += f" from {lots} test lots"
+    elif lots:
+        text += " (one per test lot)"
+    primary = metrics.get("primary")
+    higher = (metrics.get("higher_is_better") or {}).get(primary)
+    arrow = {True: " (↑ higher is better)", False: " (↓ lower is better)"}.get(higher, "")
+    return f"{text}; primary metric: **{str(primary).replace('_', ' ')}**{arrow}"
 
 
 def _freshness(data_dir) -> None:
@@ -65,7 +123,7 @@ def overview() -> None:
                         "bundle": b.path.name,
                         "kind": b.kind,
                         "model": b.model_class,
-                        "task": b.task,
+                        "task": TASK_WORDS.get(b.task or "", b.task or "not recorded"),
                         "created (UTC)": b.manifest.get("created_utc"),
                         "parameters": b.manifest["model"].get("parameters"),
                         "signature": b.signature,
@@ -80,10 +138,8 @@ def overview() -> None:
         with st.expander(f"{b.path.name}: metrics and split audit", expanded=True):
             metrics = b.manifest.get("metrics") or {}
             if metrics.get("rows"):
-                st.markdown(
-                    f"Test windows: {metrics.get('n_test')}; primary metric: "
-                    f"**{metrics.get('primary')}**"
-                )
+                st.markdown(f"**{trust_of(b.manifest).headline}**")
+                st.markdown(judged_on(metrics))
                 st.dataframe(_metrics_table(metrics), hide_index=True)
                 if metrics.get("verdict"):
                     st.markdown(f"Verdict: {metrics['verdict']}")
@@ -100,7 +156,11 @@ def overview() -> None:
                 st.dataframe(
                     pd.DataFrame(
                         [
-                            {"check": c["name"], "passed": c["passed"], "detail": c["detail"]}
+                            {
+                                "check": c["name"].replace("_", " "),
+                                "passed": c["passed"],
+                                "detail": duration_words(c["detail"]),
+                            }
                             for c in checks
                         ]
                     ),
@@ -114,6 +174,22 @@ def overview() -> None:
                     )
             else:
                 st.write("No split audit stored in this bundle.")
+            report = {
+                "bundle": b.path.name,
+                "bundle_id": b.bundle_id,
+                "metrics": metrics,
+                "audit": audit,
+                "split": b.manifest.get("split"),
+                "calibration": b.manifest.get("calibration"),
+            }
+            st.download_button(
+                "Download this bundle's report (JSON)",
+                json.dumps(report, indent=2, default=str).encode("utf-8"),
+                file_name=f"{b.path.name}_report.json",
+                mime="application/json",
+                key=f"report-{b.path.name}",
+                on_click="ignore",
+            )
     _freshness(cfg.data_dir)
 
 

@@ -1,29 +1,65 @@
 """Quality & RUL: one lot's sensors and the sensor model's calibrated call or RUL interval.
 
 The prediction is the row ``mfgtx score`` writes for the lot's window (the bundle's
-predictor, :func:`mfgtx.load`); the attention map and its deletion test come from the
-predictor's ``explain``.
+predictor, :func:`mfgtx.load`); beside it, how far to trust it (the bundle's verdict against
+its baselines), which set of the bundle's split the lot was in, and its known result. The
+attention map and its deletion test come from the predictor's ``explain``, cached per lot and
+window so that moving a control does not rerun them.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import pandas as pd
 import streamlit as st
 from _common import (
     MAX_CSV_MB,
     UNITS,
     bundles_of,
+    csv_download,
+    data_key,
     frame_for,
     guarded,
+    known_label,
     load,
     lot_windows,
     no_bundle_message,
     pick_bundle,
     read_upload_csv,
     sensor_figure,
+    when,
 )
+from _figures import attention_bars, deletion_bars, deletion_sentence, notice, token_labels
+from _trust import set_sentence, show_trust
 
-from mfgtx.explain import attention_figure, deletion_figure
+
+@st.cache_resource(max_entries=32, show_spinner="running the deletion test")
+def _explained(bundle_id: str, source: str, lot: str, at: int, _predictor: Any, _windows: Any):
+    """The attention maps and deletion test of window ``at`` of one lot (keyed by bundle,
+    data fingerprint, lot and window; the predictor and windows follow from those)."""
+    return _predictor.explain(_windows, window=at)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _lot_windows(bundle_id: str, source: str, lot: str, stride: int | None, _p: Any, _rows: Any):
+    return lot_windows(_p, _rows, stride=stride)
+
+
+def _window_times(rows: pd.DataFrame, time: str, windows: Any, at: int) -> list[str]:
+    """Each step of window ``at`` as a short time (HH:MM for timestamps, the cycle number)."""
+    values = rows[time].to_numpy()
+    start = int(windows.row_start[at]) - int(0 if windows.pad is None else windows.pad[at])
+    out = []
+    for s in range(start, start + windows.window):
+        if s < 0 or s >= len(values):
+            out.append("before the lot")
+        elif pd.api.types.is_numeric_dtype(rows[time]):
+            out.append(f"{float(values[s]):g}")
+        else:
+            out.append(pd.Timestamp(values[s]).strftime("%H:%M"))
+    return out
 
 
 @guarded
@@ -37,44 +73,60 @@ def quality() -> None:
             "mfgtx train sensor pipelines/configs/sample_quality.yaml",
         )
         return
-    predictor = load(pick_bundle(infos, "quality_bundle"))
+    info = pick_bundle(infos, "quality_bundle")
+    predictor = load(info)
     spec = predictor.input_spec
     cmap = predictor.columns
     upload = st.file_uploader(
         "Or upload a sensor CSV (same columns as the bundle's data)",
         "csv",
         max_upload_size=MAX_CSV_MB,
+        key="quality_upload",
     )
-    df = None
-    if upload is not None:
+    uploaded = upload is not None
+    if uploaded:
         df, problem = read_upload_csv(upload, predictor)  # new data: no labels yet
         if problem:
             st.error(f"Upload refused: {problem}")
-    if df is None:
+            st.info("Nothing is drawn for a refused file. Fix it and upload it again, or "
+                    "remove it (the ✕ beside its name) to see the data folder's lots.")  # fmt: skip
+            return
+    else:
         df = frame_for(cmap, cfg.data_dir)
+    source = data_key(df)
     line_col = cmap.keys[0] if cmap.keys else None
     lines = sorted(df[line_col].astype(str).unique()) if line_col else []
     line = st.selectbox("Line", lines, key="quality_line") if lines else None
     lots_df = df if line is None else df[df[line_col].astype(str) == line]
     lot = st.selectbox("Lot", list(dict.fromkeys(lots_df[cmap.lot].astype(str))), key="quality_lot")
-    rows = lots_df[lots_df[cmap.lot].astype(str) == lot]
+    rows = lots_df[lots_df[cmap.lot].astype(str) == lot].reset_index(drop=True)
     sensors = list(cmap.sensors or ())
-    st.plotly_chart(sensor_figure(rows, cmap.time, sensors, f"Sensors of lot {lot}"))
 
     task = spec.task
     window = spec.windowing.window
-    stride = None if task == "classification" else max(1, window // 4)
-    windows = lot_windows(predictor, rows.reset_index(drop=True), stride=stride)
-    if len(windows) == 0:
-        st.warning(f"Lot {lot} is shorter than the model's window of {window} rows.")
+    need = spec.windowing.min_rows or window
+    if len(rows) < need:
+        st.plotly_chart(sensor_figure(rows, cmap.time, sensors, f"Sensors of lot {lot}"))
+        st.warning(
+            f"Lot {lot} has {len(rows)} readings; this model reads the last {need} of a lot, "
+            "so it makes no prediction for it yet."
+        )
         return
+    stride = None if task == "classification" else max(1, window // 4)
+    windows = _lot_windows(info.bundle_id, source, lot, stride, predictor, rows)
     at = len(windows) - 1
     if task != "classification" and len(windows) > 1:  # RUL: predict as of any window end
-        ends = [str(e) for e in windows.end]
-        at = ends.index(st.select_slider("Predict as of", ends, ends[-1], key="quality_as_of"))
-    row = predictor.rows(windows, np.array([at])).iloc[0]
+        ends = [when(e, cmap.time) for e in windows.end]
+        picked = st.select_slider("Predict as of", ends, ends[-1], key="quality_as_of")
+        at = ends.index(picked)
+
     st.subheader("Prediction")
-    st.caption(f"From the model's window of {window} rows ending {row['window_end']}.")
+    show_trust(info.manifest)
+    rows_out = predictor.rows(windows, np.array([at]))
+    row = rows_out.iloc[0]
+    st.caption(
+        f"From the model's window of {window} readings ending {when(windows.end[at], cmap.time)}."
+    )
     if task == "classification":
         choice = predictor.calibration.threshold if predictor.calibration else None
         default = float(choice.threshold) if choice is not None else 0.5
@@ -103,21 +155,46 @@ def quality() -> None:
         target = spec.targets[0]
         unit = UNITS.get(target, "")
         score = float(row[target])
-        value = f"{score:.1f} {unit}"
-        qs = [c for c in row.index if c.startswith(f"{target}_q")]
+        value = f"{score:.1f} {unit}".rstrip()
+        qs = sorted(c for c in row.index if c.startswith(f"{target}_q"))
         if len(qs) >= 2:
-            value += (
-                f" (interval {row[qs[0]]:.1f} to {row[qs[-1]]:.1f}, {qs[0][-3:]}-{qs[-1][-3:]})"
+            lo, hi = (int(q.rsplit("_q", 1)[1]) for q in (qs[0], qs[-1]))
+            value += f" (interval {row[qs[0]]:.1f} to {row[qs[-1]]:.1f})"
+            st.metric(f"Predicted {target}", value)
+            st.caption(
+                f"The interval runs from the model's {lo}% to its {hi}% quantile: nominally "
+                f"{hi - lo} in 100 true values fall inside it."
             )
-        st.metric(f"Predicted {target}", value)
-
-    st.subheader("Attention (non-causal diagnostic) and deletion test")
-    explained = predictor.explain(windows, window=at)
-    st.plotly_chart(attention_figure(explained.maps, 0))
-    st.plotly_chart(deletion_figure(explained.deletion))
-    st.caption(explained.deletion.sentence())
+        else:
+            st.metric(f"Predicted {target}", value)
+    st.markdown(set_sentence(info.manifest, lot))  # by lot id, uploaded or not
+    if uploaded:
+        st.caption("Uploaded data: its lot's inspection result is not looked up here.")
+    else:
+        st.caption(known_label(info, lot, windows.end[at] if task != "classification" else None))
     if not np.isfinite(score):
-        st.warning("The prediction is not a finite number; check the input data.")
+        st.warning("The prediction is not a finite number; check the lot's readings.")
+    csv_download(
+        rows_out, "Download this prediction (CSV)", f"{info.path.name}_{lot}.csv", "quality_dl"
+    )
+
+    st.plotly_chart(sensor_figure(rows, cmap.time, sensors, f"Sensors of lot {lot}"))
+
+    st.subheader("Attention and deletion test")
+    notice()
+    explained = _explained(info.bundle_id, source, lot, at, predictor, windows)
+    times = _window_times(rows, cmap.time, windows, at)
+    labels = token_labels(explained.maps, sensors, times)
+    axis = "sensor" if explained.maps.axis == "sensor" else "readings of the window (time)"
+    left, right = st.columns(2)
+    left.plotly_chart(attention_bars(explained.maps, labels, axis_title=axis))
+    if task == "classification":
+        scale, unit, watched = 100.0, "percentage points", "P(bad lot)"
+    else:
+        target = spec.targets[0]
+        scale, unit, watched = 1.0, UNITS.get(target, "") or target, f"the predicted {target}"
+    right.plotly_chart(deletion_bars(explained.deletion, scale=scale, unit=unit, watched=watched))
+    st.caption(deletion_sentence(explained.deletion, scale=scale, unit=unit, watched=watched))
 
 
 quality()

@@ -13,6 +13,7 @@ column it leaves out (non-numeric columns when sensors are not listed) comes wit
 
 from __future__ import annotations
 
+import difflib
 import logging
 import warnings
 from dataclasses import dataclass
@@ -139,6 +140,19 @@ def _load(source: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, _Where]:
     )
 
 
+#: What each mapped column is, in the words of a job file's ``data.columns``.
+_ROLE_WORDS = {
+    "lot": "the lot column, data.columns.lot",
+    "time": "the time column, data.columns.time",
+    "label_time": "the label-time column, data.columns.label_time",
+    "targets": "a target, data.columns.targets",
+    "keys": "a key column, data.columns.keys",
+    "sensor_name": "the sensor-name column, data.columns.sensor_name",
+    "value": "the value column, data.columns.value",
+    "sensors": "a sensor, data.columns.sensors",
+}
+
+
 def _require(df: pd.DataFrame, columns: ColumnMap, where: _Where) -> None:
     needed: list[tuple[str, str]] = [("lot", columns.lot), ("time", columns.time)]
     if columns.label_time is not None:
@@ -150,9 +164,17 @@ def _require(df: pd.DataFrame, columns: ColumnMap, where: _Where) -> None:
         needed += [("sensors", s) for s in columns.sensors or ()]
     missing = [(role, name) for role, name in needed if name not in df.columns]
     if missing:
-        listed = ", ".join(f"{name!r} (ColumnMap.{role})" for role, name in missing)
+        found = [str(c) for c in df.columns]
+        unclaimed = [c for c in found if c not in {n for _, n in needed}]
+
+        def one(role: str, name: str) -> str:
+            close = difflib.get_close_matches(name, unclaimed, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            return f"{name!r} ({_ROLE_WORDS[role]}{hint})"
+
+        listed = ", ".join(one(role, name) for role, name in missing)
         raise DataError(
-            f"{where.source}: missing column(s) {listed}; found columns {list(df.columns)}",
+            f"{where.source}: missing column(s) {listed}; found columns {found}",
             column=missing[0][1],
         )
 
@@ -457,7 +479,8 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
             if left_out:
                 note = (
                     f"{where.source}: non-numeric column(s) left out of the sensors: "
-                    f"{', '.join(left_out)}; list ColumnMap.sensors to choose explicitly"
+                    f"{', '.join(left_out)}; list the sensors (data.columns.sensors in a job "
+                    "file) to choose them yourself"
                 )
                 notes.append(note)
                 warnings.warn(note, DataWarning, stacklevel=2)

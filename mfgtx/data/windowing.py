@@ -134,7 +134,7 @@ def make_windows(
     for lot, (a, b) in table.lot_bounds().items():
         n = b - a
         if n < need:
-            short.append(f"{lot} ({n} rows)")
+            short.append(f"{lot} ({n} readings)")
             continue
         first_step = a if min_rows is None else a + min_rows - window
         final = b - window - horizon  # the start of the window ending at the last usable row
@@ -144,20 +144,30 @@ def make_windows(
         starts.append(lot_starts)
         firsts.append(np.full(len(lot_starts), a))
     if short:
+        if min_rows is not None:
+            needed = f"the {need} readings a lot needs before its first prediction (min_rows)"
+        elif horizon:
+            needed = (
+                f"the {need} readings of a window ({window}) and its forecast horizon ({horizon})"
+            )
+        else:
+            needed = f"the model's window of {window} readings"
         msg = (
-            f"{len(short)} lot(s) shorter than "
-            f"{'window + horizon' if min_rows is None else 'min_rows'} = {need} rows: "
+            f"{len(short)} lot(s) shorter than {needed}: "
             f"{', '.join(short[:10])}{' ...' if len(short) > 10 else ''}"
         )
         if on_short == "error":
+            fix = "a smaller windows.min_rows" if min_rows is not None else "a shorter window"
             raise DataError(
-                msg + f"; use a {'shorter window' if min_rows is None else 'smaller min_rows'} "
-                "or on_short='skip'",
+                msg + f"; use {fix}, or leave such lots out (windows.on_short: skip in the "
+                "job file)",
                 lot=short[0].split()[0],
             )
         warnings.warn(msg + "; left out", DataWarning, stacklevel=2)
     if not starts:
-        raise DataError(f"no lot of {table.source} is long enough for one window of {need} rows")
+        raise DataError(
+            f"no lot of {table.source} is long enough for one window of {need} readings"
+        )
     step_start = np.concatenate(starts).astype(np.int64)
     row_start = np.maximum(step_start, np.concatenate(firsts))  # (N,) first real row
     pad = row_start - step_start  # (N,) steps before the lot began

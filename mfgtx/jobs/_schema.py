@@ -175,6 +175,21 @@ def _yaml_loader() -> type:
             finally:
                 self._depth -= 1
 
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str | int | float | bool) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"found duplicate key {key!r} (first on line {seen[key].line + 1}); "
+                        "keep one",
+                        key_node.start_mark,
+                    )
+                seen[key] = key_node.start_mark
+            return super().construct_mapping(node, deep=deep)
+
     Loader.yaml_implicit_resolvers = {
         k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
         for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
@@ -187,12 +202,71 @@ def _yaml_loader() -> type:
     return Loader
 
 
+#: PyYAML's problems in the words of a person editing a job file: (problem pattern,
+#: context pattern or "", plain text). ``{context_line}`` is the line where it began.
+_PLAIN_YAML = (
+    (
+        r"^mapping values are not allowed here",
+        "",
+        "a ':' where a value was expected: put a value that holds ': ' in quotes, or give "
+        "the key its own line",
+    ),
+    (
+        r"^found character '\\t' that cannot start any token",
+        "",
+        "a tab character: indent job files with spaces",
+    ),
+    (
+        r"^found unexpected end of stream",
+        "quoted scalar",
+        "a quote opened on line {context_line} is never closed",
+    ),
+    (
+        r"^expected <block end>, but found",
+        "",
+        "this line's indentation does not line up with the lines above it",
+    ),
+    (
+        r"^expected ',' or '\]'",
+        "",
+        "a list opened with '[' on line {context_line} is not closed with ']'",
+    ),
+    (
+        r"^expected ',' or '\}'",
+        "",
+        "a section opened with '{{' on line {context_line} is not closed with '}}'",
+    ),
+    (r"^could not find expected ':'", "", "a key without ':' after it"),
+    (r"^found duplicate key", "", "{problem}"),
+)
+
+
 def yaml_message(err: Exception, file: str) -> str:
-    """A YAML error as ``file:line:column: what is wrong`` (lines and columns from 1)."""
+    """A YAML error as ``file:line:column: what is wrong`` (lines and columns from 1), in
+    the words of a person editing the file rather than the parser's.
+
+    Example:
+        >>> import yaml
+        >>> try:
+        ...     yaml.safe_load("data:\\n\\tsource: x\\n")
+        ... except yaml.YAMLError as e:
+        ...     print(yaml_message(e, "job.yaml"))
+        job.yaml:2:1: not valid YAML: a tab character: indent job files with spaces
+    """
+    import re
+
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     problem = getattr(err, "problem", None) or str(err)
-    context = getattr(err, "context", None)
-    what = f"{problem} ({context})" if context and context not in problem else problem
+    context = getattr(err, "context", None) or ""
+    begun = getattr(err, "context_mark", None)
+    what = None
+    for pattern, in_context, text in _PLAIN_YAML:
+        if re.search(pattern, problem) and in_context in context:
+            line = begun.line + 1 if begun is not None else "?"
+            what = text.format(context_line=line, problem=problem)
+            break
+    if what is None:  # a rarer problem: PyYAML's words, with what it was reading
+        what = f"{problem} ({context})" if context and context not in problem else problem
     if mark is None:
         return f"{file}: not valid YAML: {what}"
     return f"{file}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {what}"

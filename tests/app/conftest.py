@@ -107,3 +107,31 @@ def _rul_models_dir(tmp_path_factory: pytest.TempPathFactory, *, min_rows: int |
     )  # fmt: skip
     save(out / "sample_rul", model, spec=spec, train_config=config)
     return out
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The quick demo's four bundles and scores (the sample job files, tiny models)."""
+    import os
+
+    from mfgtx.jobs.demo import demo_jobs, run_demo
+
+    out = tmp_path_factory.mktemp("demo")
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            steps = list(run_demo(SAMPLE, out, quick=True))
+        jobs = demo_jobs(SAMPLE, out, quick=True)
+    finally:
+        os.chdir(here)
+    assert {s["job"] for s in steps if s.get("command") == "score"} == set(jobs)
+    return {"out": out, "jobs": jobs}
+
+
+@pytest.fixture
+def demo_env(demo: dict, app_env: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """The app pointed at the demo's bundles."""
+    monkeypatch.setenv("MFGTX_MODELS_DIR", str(demo["out"] / "models"))
+    return demo

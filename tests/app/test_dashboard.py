@@ -23,6 +23,7 @@ PAGES = [
     "views/forecast.py",
     "views/defects.py",
     "views/evaluation.py",
+    "views/score.py",
 ]
 INTERNAL = "internal error"
 
@@ -103,27 +104,32 @@ def test_quality_widgets_change_lot_and_what_if_decision(app_env):
     assert any("**pass**" in t for t in _texts(at.markdown))
 
 
-def test_every_attention_figure_carries_the_notice(app_env):
+def test_every_attention_figure_carries_the_notice_once_and_off_the_axes(app_env):
     at = _app("views/quality.py")
     _clean(at)
-    attention = [s for s in _specs(at) if "Attention" in s["layout"]["title"]["text"]]
-    assert attention, "the quality page shows an attention map"
-    for spec in attention:
+    diagnostics = [s for s in _specs(at) if KIND in s["layout"]["title"]["text"]]
+    assert len(diagnostics) == 2, "the attention map and its deletion test"
+    for spec in diagnostics:
         assert spec["layout"]["meta"]["kind"] == KIND
         assert spec["layout"]["meta"]["notice"] == NOTICE
-        notes = " ".join(a["text"] for a in spec["layout"]["annotations"]).replace("<br>", " ")
-        assert NOTICE in notes
-        assert KIND in spec["layout"]["title"]["text"]
+        notes = " ".join(a["text"] for a in spec["layout"].get("annotations", []))
+        assert "non-causal" not in notes, "the notice is never drawn over a chart"
+    shown = [t for t in _texts(at.caption) if NOTICE in t]
+    assert len(shown) == 1, shown  # once for the section
 
 
-def test_bad_csv_gives_a_message_and_the_page_keeps_working(app_env):
+def test_bad_csv_gives_a_message_with_its_line_and_draws_nothing(app_env):
     at = _app("views/quality.py")
-    bad = b"line,lot,timestamp,temperature_c\nL1,L1-0001,not a time,180\n"
-    at.file_uploader[0].set_value(("bad.csv", bad, "text/csv")).run()
+    bad = b"line,lot,timestamp,temperature_c,pressure_bar,vibration_mm_s,motor_current_a\n"
+    bad += b"L1,L1-0001,2026-03-02T07:22:00+00:00,180,5,2,12\n"
+    bad += b"L1,L1-0001,2026-03-02T07:23:00+00:00,hot,5,2,12\n"  # line 3 of the file
+    at.file_uploader(key="quality_upload").set_value(("bad.csv", bad, "text/csv")).run()
     _clean(at)
     errors = _texts(at.error)
-    assert any(e.startswith("Upload refused: bad.csv") for e in errors), errors
-    assert _specs(at), "the sample data is still shown"
+    assert any(e.startswith("Upload refused: bad.csv line 3") for e in errors), errors
+    assert not any("DataFrame" in e for e in errors), errors
+    assert not _specs(at), "a refused upload leaves no chart of other data"
+    assert not at.metric, "and no prediction"
 
 
 def test_defect_page_checks_each_image_and_says_no_bundle(app_env, tmp_path):
@@ -146,6 +152,7 @@ def test_defect_page_checks_each_image_and_says_no_bundle(app_env, tmp_path):
     assert any(t.startswith("odd-mode.png: unexpected mode 'I;16'") for t in errors), errors
     for name in ("corrupt.png", "truncated.png", "bomb.png"):
         assert any(t.startswith(f"{name}:") for t in errors), (name, errors)
+    assert not any("Pillow" in t for t in errors), errors  # no library names
     assert len(_specs(at)) == 1  # the readable image is drawn
     at.slider(key="defect_opacity").set_value(0.2).run()
     _clean(at)
@@ -238,7 +245,7 @@ def test_rul_bundle_shows_interval_and_per_machine_errors(app_env, monkeypatch, 
     machines = pd.read_csv(SAMPLE / "degradation.csv")
     lot = at.selectbox(key="quality_lot").value
     latest = machines.loc[machines["machine"] == lot, "cycle"].max()
-    assert slider.value == slider.options[-1] == f"{float(latest)}"
+    assert slider.options[-1] == f"cycle {latest:g}"
     slider.set_value(slider.options[0]).run()
     _clean(at)
     assert at.metric[0].value != first  # predicting earlier in the machine's life
@@ -256,8 +263,8 @@ def test_a_history_bundle_predicts_from_the_machines_first_rows(
     at = _app("views/quality.py")
     _clean(at)
     slider = at.select_slider(key="quality_as_of")
-    assert slider.options[0] == "5.0"  # cycle 5 (the plain bundle's first is cycle 20)
-    slider.set_value(slider.options[0]).run()
+    assert slider.options[0] == "cycle 5"  # (the plain bundle's first is cycle 20)
+    slider.set_value("cycle 5").run()
     _clean(at)
     assert at.metric[0].label == "Predicted rul_cycles" and "interval" in at.metric[0].value
 
@@ -297,9 +304,10 @@ def test_good_csv_upload_replaces_the_sample_data(app_env):
     sensors = pd.read_csv(SAMPLE / "sensors.csv")
     one_lot = sensors[sensors["lot"] == "L3-0004"].to_csv(index=False).encode()
     at = _app("views/quality.py")
-    at.file_uploader[0].set_value(("line3.csv", one_lot, "text/csv")).run()
+    at.file_uploader(key="quality_upload").set_value(("line3.csv", one_lot, "text/csv")).run()
     _clean(at)
     assert not at.error
+    assert any(t.startswith("Lot L3-0004 is a ") for t in _texts(at.markdown))
     assert at.selectbox(key="quality_lot").options == ["L3-0004"]
     assert _specs(at)[0]["layout"]["title"]["text"] == "Sensors of lot L3-0004"
 

@@ -38,6 +38,7 @@ PAGES = [  # (url path, heading)
     ("forecast", "Forecast"),
     ("defects", "Defect inspection"),
     ("evaluation", "Evaluation"),
+    ("score", "Score a file"),
 ]
 TIMEOUT_MS = 120_000
 
@@ -188,15 +189,41 @@ def test_every_page_in_a_real_browser(server):
                     page.get_by_text("broken.png: not an image").wait_for(timeout=TIMEOUT_MS)
                     _wait_ready(page, heading)
                     text = page.inner_text("body")
-                    # the DefectViT bundle's prediction, with the map's notice beside it
-                    page.get_by_text("probability").first.wait_for(timeout=TIMEOUT_MS)
+                    # the DefectViT bundle's decision, with the map's notice beside it
+                    page.get_by_text("P(defect)").first.wait_for(timeout=TIMEOUT_MS)
                     text = page.inner_text("body")
-                    assert "at the bundle's threshold" in text
-                    assert "non-causal diagnostic" in text
+                    assert "the threshold 50.0%" in text and "decision:" in text
+                    assert "Non-causal diagnostic" in text
+                    _check_opacity_changes_pixels(page, heading, out)
                 page.screenshot(path=str(out / f"{path or 'overview'}.png"), full_page=True)
         finally:
             browser.close()
     assert "Traceback" not in log.read_text(), "a page failed; see the server log"
+
+
+def _check_opacity_changes_pixels(page, heading: str, out: Path) -> None:
+    """Moving the overlay opacity slider changes the drawn overlay's pixels."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    overlay = page.locator("[data-testid='stPlotlyChart']").nth(1)  # image, overlay, deletion
+    overlay.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)  # plotly draws after the script run ends
+    before = np.asarray(Image.open(io.BytesIO(overlay.screenshot())).convert("RGB"), float)
+    thumb = page.locator("[data-testid='stSlider'] input[type='range']").first
+    thumb.focus()
+    thumb.press("End")  # opacity 1.0
+    _wait_ready(page, heading)
+    page.wait_for_timeout(1000)
+    overlay = page.locator("[data-testid='stPlotlyChart']").nth(1)
+    after_png = overlay.screenshot(path=str(out / "defects-opacity-1.png"))
+    after = np.asarray(Image.open(io.BytesIO(after_png)).convert("RGB"), float)
+    assert thumb.get_attribute("value") == "1", thumb.get_attribute("value")
+    assert before.shape == after.shape
+    changed = np.abs(before - after).max(axis=2) > 8
+    assert changed.mean() > 0.05, f"opacity 0.5 -> 1 changed {changed.mean():.1%} of the pixels"
 
 
 def _assert_signed_out_everywhere(url: str, expect: str, shots: str) -> None:

@@ -4,8 +4,6 @@ dashboard shows the same values, and every page works with every bundle the demo
 from __future__ import annotations
 
 import math
-import os
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -14,33 +12,17 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import mfgtx
-from mfgtx.jobs.demo import demo_jobs, run_demo
 from mfgtx.jobs.sources import read_frame, without_position
 
-from .conftest import MAIN, ROOT, SAMPLE
+from .conftest import MAIN
 from .test_dashboard import INTERNAL, _specs, _texts
 
 PAGES = ["views/overview.py", "views/quality.py", "views/forecast.py", "views/defects.py",
-         "views/evaluation.py"]  # fmt: skip
+         "views/evaluation.py", "views/score.py"]  # fmt: skip
 #: words of library internals that a page must never show
-LIBRARY_WORDS = ("Traceback", "DataFrame", "ColumnMap", "KeyError", "NoneType")
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> dict:
-    """The quick demo's four bundles and scores (the sample job files, tiny models)."""
-    out = tmp_path_factory.mktemp("demo")
-    here = os.getcwd()
-    os.chdir(ROOT)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            steps = list(run_demo(SAMPLE, out, quick=True))
-        jobs = demo_jobs(SAMPLE, out, quick=True)
-    finally:
-        os.chdir(here)
-    assert {s["job"] for s in steps if s.get("command") == "score"} == set(jobs)
-    return {"out": out, "jobs": jobs}
+LIBRARY_WORDS = ("Traceback", "DataFrame", "ColumnMap", "KeyError", "NoneType", "class 1",
+                 "on_short", "Pillow", "window + horizon", "q0.1", ".000000000", "task None",
+                 "0 days 00:")  # fmt: skip
 
 
 def _sorted(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
@@ -82,28 +64,28 @@ BUNDLE_KEYS = {
     "views/evaluation.py": "evaluation_bundle",
     "views/forecast.py": "forecast_bundle",
     "views/defects.py": "defect_bundle",
+    "views/score.py": "score_bundle",
 }
 KIND_OF_PAGE = {
     "views/quality.py": "sensor",
     "views/evaluation.py": "sensor",
     "views/forecast.py": "forecast",
     "views/defects.py": "vit",
+    "views/score.py": "any",
 }
-
-
-@pytest.fixture
-def demo_env(demo, app_env, monkeypatch):
-    monkeypatch.setenv("MFGTX_MODELS_DIR", str(demo["out"] / "models"))
-    return demo
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_works_with_every_demo_bundle(demo_env, page) -> None:
-    names = [n for n, (k, _) in demo_env["jobs"].items() if KIND_OF_PAGE.get(page) == k]
+    names = [n for n, (k, _) in demo_env["jobs"].items() if KIND_OF_PAGE.get(page) in (k, "any")]
     for bundle in names or [None]:
         at = _app(demo_env["out"], page, BUNDLE_KEYS.get(page), bundle)
         assert not at.exception, (page, bundle, at.exception)
-        shown = " ".join(_texts(at.error) + _texts(at.warning) + _texts(at.markdown))
+        shown = " ".join(
+            _texts(at.error) + _texts(at.warning) + _texts(at.markdown) + _texts(at.caption)
+            + _texts(at.success) + _texts(at.info) + [m.label + m.value for m in at.metric]
+        )  # fmt: skip
+        shown += " ".join(df.value.to_csv() for df in at.dataframe)  # tables too: task words, gaps
         assert INTERNAL not in shown, (page, bundle, shown)
         for word in LIBRARY_WORDS:
             assert word not in shown, (page, bundle, word, shown)
@@ -150,5 +132,6 @@ def test_defect_page_shows_the_scored_probability(demo_env) -> None:
     row = written.loc[image]
     k = int(row["predicted"])
     text = " ".join(m.value for m in at.markdown)
-    assert f"**{row['predicted_class']}**, probability {row[f'p_{k}']:.1%}" in text
+    assert f"class **{row['predicted_class']}** ({row[f'p_{k}']:.1%})" in text
+    assert f"P(defect) **{row['p_defect']:.1%}**" in text
     assert not math.isnan(row[f"p_{k}"])

@@ -84,13 +84,27 @@ def test_nan_is_kept_not_filled(tmp_path: Path) -> None:
 def test_missing_column_named(tmp_path: Path) -> None:
     df = wide_frame().drop(columns="inspected_at")
     with pytest.raises(
-        DataError, match=r"missing column\(s\) 'inspected_at' \(ColumnMap.label_time\)"
+        DataError,
+        match=r"missing column\(s\) 'inspected_at' \(the label-time column, "
+        r"data.columns.label_time\)",
     ):
         read_table(write_csv(tmp_path, df), COLS)
     cols = ColumnMap(lot="lot", time="timestamp", sensors=("temperature_c", "flow"))
-    with pytest.raises(DataError, match=r"'flow' \(ColumnMap.sensors\); found columns") as err:
+    with pytest.raises(
+        DataError, match=r"'flow' \(a sensor, data.columns.sensors\); found columns"
+    ) as err:
         read_table(write_csv(tmp_path, wide_frame()), cols)
     assert err.value.column == "flow"
+    assert "ColumnMap" not in str(err.value)
+
+
+def test_misspelt_sensor_gets_a_did_you_mean(tmp_path: Path) -> None:
+    cols = ColumnMap(lot="lot", time="timestamp", sensors=("temperatur_c",))
+    with pytest.raises(
+        DataError, match=r"'temperatur_c' \(a sensor, data.columns.sensors; did you mean "
+        r"'temperature_c'\?\)"
+    ):  # fmt: skip
+        read_table(write_csv(tmp_path, wide_frame()), cols)
 
 
 def test_non_numeric_sensor_value_names_column_line_and_lot(tmp_path: Path) -> None:

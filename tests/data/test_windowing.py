@@ -104,10 +104,14 @@ def test_forecast_windows() -> None:
 def test_short_lots_error_or_skip_with_warning() -> None:
     t = table((10, 3, 8))
     with pytest.raises(
-        DataError, match=r"1 lot\(s\) shorter than window \+ horizon = 5 rows: L1 \(3 rows\)"
-    ):
+        DataError, match=r"1 lot\(s\) shorter than the model's window of 5 readings: L1 \(3 "
+        r"readings\); use a shorter window, or leave such lots out \(windows.on_short: skip"
+    ):  # fmt: skip
         make_windows(t, 5)
-    with pytest.warns(DataWarning, match=r"L1 \(3 rows\); left out"):
+    with pytest.raises(DataError, match=r"shorter than the 5 readings of a window \(4\) and "
+                       r"its forecast horizon \(1\)"):  # fmt: skip
+        make_windows(t, 4, horizon=1)
+    with pytest.warns(DataWarning, match=r"L1 \(3 readings\); left out"):
         w = make_windows(t, 5, on_short="skip")
     assert "L1" not in set(w.lot)
 
@@ -234,7 +238,8 @@ def test_history_window_errors_and_short_lots() -> None:
         make_windows(t, 4, min_rows=5)
     with pytest.raises(ValueError, match="min_rows needs horizon=0"):
         make_windows(t, 4, min_rows=2, horizon=1)
-    with pytest.raises(DataError, match=r"shorter than min_rows = 3 rows: L1 \(2 rows\)"):
+    with pytest.raises(DataError, match=r"shorter than the 3 readings a lot needs before its "
+                       r"first prediction \(min_rows\): L1 \(2 readings\)"):  # fmt: skip
         make_windows(t, 20, min_rows=3)
     with pytest.warns(DataWarning, match="L1"):
         w = make_windows(t, 20, min_rows=3, on_short="skip")

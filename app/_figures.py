@@ -1,0 +1,189 @@
+"""Diagnostic charts drawn for reading: attention maps with plant labels, deletion tests in the
+prediction's own units, the image overlay whose opacity the page controls.
+
+The maps and deletion results come from the predictor's ``explain`` (:mod:`mfgtx.explain`);
+these functions only draw them. Each figure keeps ``layout.meta`` (``kind`` and ``notice``)
+and the kind in its title, but the notice itself is written once per section by the page
+(:func:`notice`), never over the axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from mfgtx.explain import KIND, NOTICE
+
+#: A map whose weights spread less than this share of their mean is called flat.
+FLAT_SPREAD = 0.25
+FLAT_LABEL = "flat: this map does not single out any input"
+
+
+def notice() -> None:
+    """The non-causal notice, once per diagnostics section."""
+    st.caption(f"**{KIND.capitalize()}.** {NOTICE}")
+
+
+def spread(weights: np.ndarray) -> float:
+    """``(max - min) / mean`` of a map's weights: 0 for a perfectly flat map."""
+    w = np.asarray(weights, dtype=np.float64)
+    mean = float(np.mean(w)) if w.size else 0.0
+    return float((w.max() - w.min()) / mean) if mean > 0 else 0.0
+
+
+def is_flat(weights: np.ndarray) -> bool:
+    return spread(weights) < FLAT_SPREAD
+
+
+def _meta(fig: go.Figure, title: str) -> go.Figure:
+    """``title`` with the kind on its first line; ``layout.meta`` for programs and tests."""
+    head, _, rest = title.partition("<br>")
+    text = f"{head} ({KIND})" + (f"<br>{rest}" if rest else "")
+    fig.update_layout(title={"text": text}, meta={"kind": KIND, "notice": NOTICE})
+    return fig
+
+
+def token_labels(maps: Any, sensors: Sequence[str], times: Sequence[str] | None) -> list[str]:
+    """Names of a map's inputs: sensor names, or the time span each patch covers."""
+    m = int(maps.rollout.shape[-1])
+    if maps.axis == "sensor":
+        return list(sensors)[:m] if len(sensors) >= m else [f"sensor {i + 1}" for i in range(m)]
+    if maps.spans is None:
+        return [f"input {i + 1}" for i in range(m)]
+    out = []
+    for a, b in maps.spans.tolist()[:m]:
+        if times is not None and b - 1 < len(times):
+            out.append(times[a] if b - a == 1 else f"{times[a]} to {times[b - 1]}")
+        else:
+            out.append(f"readings {a + 1}-{b}")
+    return out
+
+
+def attention_bars(maps: Any, labels: Sequence[str], *, axis_title: str) -> go.Figure:
+    """The rollout of one sample as bars on the map's own scale, flat maps labelled."""
+    w = maps.rollout[0].detach().float().numpy()
+    flat = is_flat(w)
+    fig = go.Figure(
+        go.Bar(
+            x=list(labels),
+            y=w,
+            marker_color="#9e9e9e" if flat else "#1f77b4",
+            hovertemplate="%{x}<br>weight %{y:.3f}<extra></extra>",
+        )
+    )
+    top = float(w.max()) if w.size else 1.0
+    fig.update_yaxes(title="attention weight (sums to 1)", range=[0, top * 1.15], tickformat=".3f")
+    fig.update_xaxes(title=axis_title, automargin=True)
+    title = "Attention rollout"
+    if flat:
+        title += f"<br><sup>{FLAT_LABEL}</sup>"
+    _meta(fig, title)
+    fig.update_layout(height=360, margin={"b": 40})
+    fig.layout.meta["flat"] = flat
+    fig.layout.meta["spread"] = spread(w)
+    return fig
+
+
+def image_overlay(
+    model_image: np.ndarray, maps: Any, *, opacity: float, which: str = "rollout"
+) -> go.Figure:
+    """The map over the image the model read; ``opacity`` is the map's opacity, 0..1."""
+    rows = maps.rollout[0:1] if which == "rollout" else maps.query[0, -1]
+    up = maps.upsampled(rows.mean(0, keepdim=True)).numpy()[0]
+    img = np.asarray(model_image, dtype=np.float64)
+    span = float(img.max() - img.min()) or 1.0
+    flat = is_flat(up)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Heatmap(
+            z=(img - img.min()) / span,
+            colorscale="gray",
+            showscale=False,
+            name="image",
+            hoverinfo="skip",
+        )
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=up,
+            zmin=0.0,  # from zero: a flat map looks flat, not like magnified noise
+            zmax=float(up.max()) if up.max() > 0 else 1.0,
+            colorscale="Inferno",
+            opacity=opacity,
+            name="attention",
+            colorbar={"title": "weight"},
+            hovertemplate="x %{x}, y %{y}<br>weight %{z:.4f}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(autorange="reversed", scaleanchor="x", showticklabels=False)
+    fig.update_xaxes(showticklabels=False)
+    name = "Attention rollout" if which == "rollout" else "Last layer attention (heads averaged)"
+    _meta(fig, name + (f"<br><sup>{FLAT_LABEL}</sup>" if flat else ""))
+    fig.update_layout(height=520, margin={"l": 10, "r": 10, "t": 60, "b": 10})
+    fig.layout.meta["flat"] = flat
+    return fig
+
+
+def image_figure(image: np.ndarray, name: str, *, height: int = 520) -> go.Figure:
+    """The full-size image in grey, drawn large, pixel coordinates on hover."""
+    hover = "x %{x} px, y %{y} px<br>grey %{z:.2f}<extra></extra>"
+    fig = go.Figure(go.Heatmap(z=image, colorscale="gray", showscale=False, hovertemplate=hover))
+    fig.update_yaxes(autorange="reversed", scaleanchor="x", title="y (px)")
+    fig.update_xaxes(title="x (px)")
+    fig.update_layout(title=name, height=height, margin={"t": 60, "b": 40})
+    return fig
+
+
+def deletion_bars(result: Any, *, scale: float, unit: str, watched: str) -> go.Figure:
+    """Most-attended against random inputs removed, in the prediction's own units.
+
+    Args:
+        result: the :class:`~mfgtx.explain.DeletionResult`.
+        scale: multiplies the result's changes into ``unit`` (100 for percentage points).
+        unit: e.g. ``"percentage points"``, ``"cycles"``.
+        watched: what was watched, e.g. ``"P(bad lot)"``.
+    """
+    pct = f"{100 * result.fraction:g}%"
+    draws = int(result.random_change.shape[0])
+    y = [result.attended * scale, result.random_mean * scale]
+    fig = go.Figure(
+        go.Bar(
+            x=[f"{pct} most-attended {result.unit}", f"{pct} random {result.unit} ({draws} draws)"],
+            y=y,
+            error_y={"type": "data", "array": [0.0, result.random_std * scale], "visible": True},
+            marker_color=["#d62728", "#7f7f7f"],
+            hovertemplate=f"%{{x}}: %{{y:.2f}} {unit}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(
+        title=f"mean change of {watched} ({unit})", rangemode="tozero", tickformat=".2f"
+    )
+    fig.update_xaxes(title=f"{result.unit} masked")
+    _meta(fig, "Deletion test beside the attention map")
+    fig.update_layout(height=360)
+    return fig
+
+
+def deletion_sentence(result: Any, *, scale: float, unit: str, watched: str) -> str:
+    """The deletion test in words and in the prediction's units."""
+    pct = f"{100 * result.fraction:g}%"
+    attended, rand, sd = (
+        v * scale for v in (result.attended, result.random_mean, result.random_std)
+    )
+    draws = int(result.random_change.shape[0])
+    if attended > rand + 2 * sd:
+        reading = "the map points at inputs this prediction depends on"
+    else:
+        reading = (
+            "removing the most-attended inputs matters no more than removing random ones: "
+            "do not read the map as pointing at a cause"
+        )
+    return (
+        f"Masking the {pct} most-attended {result.unit} moved {watched} by {attended:.2f} "
+        f"{unit}; {pct} random {result.unit} moved it by {rand:.2f} ± {sd:.2f} {unit} "
+        f"({draws} draws): {reading}."
+    )
