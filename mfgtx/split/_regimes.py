@@ -35,7 +35,8 @@ def _apart(held: Regimes, found: Regimes) -> tuple[str, str] | None:
         if a.shape != b.shape:
             return (
                 words,
-                f"{a.size} values held, {b.size} recomputed ({a.tolist()} vs {b.tolist()})",
+                f"{words}: {a.size} held ({a.tolist()}), the training rows give {b.size} "
+                f"({b.tolist()})",
             )
         tol = 1e-9 * np.maximum(1.0, np.abs(np.nan_to_num(b)))
         close = (np.abs(a - b) <= tol) | (np.isnan(a) & np.isnan(b))
