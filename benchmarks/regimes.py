@@ -68,11 +68,11 @@ def _external(folder: Path, window: int) -> tuple[pd.DataFrame, pd.Series]:
     return test[test["machine"].isin(keep)].reset_index(drop=True), truth.loc[keep]
 
 
-def run(folder: Path, epochs: int, seeds: int, extra: list[str]) -> None:
+def run(folder: Path, epochs: int, seeds: int, extra: list[str], variants: tuple[str, ...]) -> None:
     logging.disable(logging.INFO)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for variant in ("regimes", "raw"):
+        for variant in variants:
             config = None
             for seed in range(seeds):
                 bundle = Path(tmp) / f"{variant}-{seed}"
@@ -162,8 +162,9 @@ def main() -> None:
     parser.add_argument(
         "--set", action="append", default=[], help="job-file override for both variants"
     )
+    parser.add_argument("--variants", default="regimes,raw", help="regimes, raw or both")
     args = parser.parse_args()
-    run(args.folder, args.epochs, args.seeds, args.set)
+    run(args.folder, args.epochs, args.seeds, args.set, tuple(args.variants.split(",")))
 
 
 if __name__ == "__main__":

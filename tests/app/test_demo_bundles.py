@@ -50,8 +50,8 @@ def _sorted(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
     return frame.sort_values(list(keys)).reset_index(drop=True)
 
 
-@pytest.mark.parametrize("name", ["sample_quality", "sample_rul", "sample_forecast",
-                                  "sample_defects"])  # fmt: skip
+@pytest.mark.parametrize("name", ["sample_quality", "sample_rul", "sample_regimes",
+                                  "sample_forecast", "sample_defects"])  # fmt: skip
 def test_load_predict_equals_the_rows_score_wrote(demo, name) -> None:
     kind, job = demo["jobs"][name]
     predictor = mfgtx.load(job.bundle)

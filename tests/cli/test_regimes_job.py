@@ -164,3 +164,11 @@ def test_the_baselines_read_the_normalised_windows(trained) -> None:
     pred = gb.predict(prep.windows, prep.test)[:, 0]
     rmse = float(np.sqrt(np.mean((pred - prep.windows.y[prep.test, 0]) ** 2)))
     assert boosting.metrics["rmse"] == pytest.approx(rmse, rel=1e-6)
+
+
+def test_evaluate_judges_the_bundle_as_training_did(trained, capsys) -> None:
+    path, bundle = trained
+    assert main(["evaluate", str(path)]) == 0, capsys.readouterr().err
+    out = summary(capsys.readouterr().out)
+    report = mfgtx.load(bundle).report
+    assert out["metrics"]["rmse"] == pytest.approx(report.rows[0].metrics["rmse"], rel=1e-5)
