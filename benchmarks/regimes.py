@@ -10,7 +10,7 @@ Each variant is ``pipelines/configs/sample_regimes.yaml`` with its paths moved t
 one-hot regime channels), ``raw`` without ``data.regimes`` (the settings read as three more
 plain sensors, so the model has the same information). Figures: RMSE on the job's own test
 lots (split from train.csv) and on the external test machines (last window of each machine
-of test.csv against test_rul.csv; machines shorter than the window are left out for every
+of test.csv against test_rul.csv; machines shorter than a window are left out for every
 model alike). Baselines are fitted on the same training windows as the encoder, on the
 windows as that variant's model reads them (per-regime normalised with ``regimes``).
 Encoder figures: median over ``--seeds`` training seeds, with the range.
@@ -83,7 +83,7 @@ def run(folder: Path, epochs: int, seeds: int, extra: list[str], variants: tuple
                 outcome = train("sensor", config)
                 seconds = time.perf_counter() - t0
                 predictor = mfgtx.load(bundle)
-                test, truth = _external(folder, config.windows.window)
+                test, truth = _external(folder, config.windows.need)
                 scored = predictor.score(test, last_per_lot=True)
                 ext = scored.rows.set_index("lot")["rul_cycles"].loc[truth.index]
                 rows.append(
@@ -139,7 +139,7 @@ def run(folder: Path, epochs: int, seeds: int, extra: list[str], variants: tuple
     table = pd.DataFrame(rows)
     print(f"\nRMSE (cycles), {folder}: encoder median [min, max] over {seeds} seeds")
     print(f"job: {CONFIG.name} {' '.join(extra)}")
-    print(f"external: {len(truth)} test machines of test.csv (shorter than the window: left out)")
+    print(f"external: {len(truth)} test machines of test.csv (shorter than a window: left out)")
     summary = []
     for (variant, model), part in table.groupby(["variant", "model"], sort=False):
         entry = {"variant": variant, "model": model}

@@ -60,7 +60,7 @@ def test_load_predict_equals_the_rows_score_wrote(demo, name) -> None:
     if kind == "vit":
         rows = predictor.predict(job.score.images)
     else:
-        frame = without_position(read_frame(job.data.source))
+        frame = without_position(read_frame(job.score.source or job.data.source))
         rows = predictor.predict(
             frame, stride=job.score.stride, last_per_lot=job.score.last_per_lot
         )

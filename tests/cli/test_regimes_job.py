@@ -172,3 +172,14 @@ def test_evaluate_judges_the_bundle_as_training_did(trained, capsys) -> None:
     out = summary(capsys.readouterr().out)
     report = mfgtx.load(bundle).report
     assert out["metrics"]["rmse"] == pytest.approx(report.rows[0].metrics["rmse"], rel=1e-5)
+
+
+def test_a_forecast_job_with_regimes_is_refused(tmp_path) -> None:
+    from mfgtx.kinds import FORECAST
+
+    fleet().to_csv(tmp_path / "fleet.csv", index=False)
+    job = regimes_job(tmp_path, {"column": "grade"})
+    job["forecast"] = {"horizon": 2, "targets": ["a"]}
+    config = load_config(write_job(tmp_path / "job.yaml", job))
+    with pytest.raises(ConfigError, match="data.regimes: operating regimes are for sensor jobs"):
+        read_windows(config, FORECAST)
