@@ -189,14 +189,6 @@ class DataSection:
                         "or grade column of the rows"
                     )
 
-    def column_map(self, *, targets: bool = True) -> ColumnMap:
-        """The :class:`~mfgtx.data.ColumnMap` of the rows, with the regime columns read
-        beside the listed sensors (``targets=False``: for scoring)."""
-        cols = self.columns.column_map(targets=targets)
-        if self.regimes is None or cols.sensors is None:
-            return cols
-        extra = tuple(c for c in self.regimes.settings if c not in cols.sensors)
-        return dataclasses.replace(cols, sensors=(*cols.sensors, *extra))
         if self.segment is not None:
             import pandas as pd
 
@@ -212,6 +204,15 @@ class DataSection:
             raise ValueError("pass_column makes a 'defect' target: list defect in columns.targets")
         if self.label_known == "lot_end" and self.columns.label_time is None:
             raise ValueError("label_known: lot_end needs columns.label_time (a name to create)")
+
+    def column_map(self, *, targets: bool = True) -> ColumnMap:
+        """The :class:`~mfgtx.data.ColumnMap` of the rows, with the regime columns read
+        beside the listed sensors (``targets=False``: for scoring)."""
+        cols = self.columns.column_map(targets=targets)
+        if self.regimes is None or cols.sensors is None:
+            return cols
+        extra = tuple(c for c in self.regimes.settings if c not in cols.sensors)
+        return dataclasses.replace(cols, sensors=(*cols.sensors, *extra))
 
 
 @dataclass(frozen=True)
