@@ -12,6 +12,7 @@ from mfgtx.data.dataset import WindowDataset
 from mfgtx.data.errors import DataError, DataWarning
 from mfgtx.data.forecast_dataset import ForecastWindows
 from mfgtx.data.plan import Windowing
+from mfgtx.data.regimes import RegimePlan, Regimes
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.table import TIME_KIND_WORDS, SensorTable, read_table
 from mfgtx.data.windowing import make_windows
@@ -23,6 +24,8 @@ __all__ = [
     "DataError",
     "DataWarning",
     "ForecastWindows",
+    "RegimePlan",
+    "Regimes",
     "SensorScaler",
     "SensorTable",
     "WindowDataset",

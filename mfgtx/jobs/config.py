@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mfgtx._config import config_from, section_of
-from mfgtx.data import ColumnMap, Windowing
+from mfgtx.data import ColumnMap, RegimePlan, Windowing
 from mfgtx.jobs._schema import (
     MAX_YAML_CHARS,
     ConfigError,
@@ -163,6 +163,12 @@ class DataSection:
             ``columns.lot``. Windows stay inside a block and the split keeps whole blocks
             apart in time; a block shorter than a window gives none. ``score`` reads the
             series whole (one lot named ``whole``), so the latest window is always scored.
+        regimes: operating regimes (sensor jobs, :class:`~mfgtx.data.RegimePlan`): a regime
+            column (``{column: grade}``, numbers) or setting columns clustered by k-means
+            (``{columns: [setting_1, setting_2], clusters: 6}``). Fitted on the training
+            rows only and saved in the bundle; the model and the baselines read each sensor
+            normalised within its row's regime plus one channel per regime. The regime
+            columns are read even when ``columns.sensors`` does not list them.
     """
 
     source: SourceSection
@@ -171,8 +177,20 @@ class DataSection:
     pass_column: str | None = None
     label_known: Literal["row", "lot_end"] = "row"
     segment: str | None = None
+    regimes: RegimePlan | None = None
 
     def __post_init__(self) -> None:
+        if self.regimes is not None:
+            c = self.columns
+            taken = {c.lot: "columns.lot", c.time: "columns.time"}
+            taken.update({t: "columns.targets" for t in c.targets})
+            for name in self.regimes.settings:
+                if name in taken:
+                    raise ValueError(
+                        f"regimes: {name!r} is {taken[name]}; a regime column is a setting "
+                        "or grade column of the rows"
+                    )
+
         if self.segment is not None:
             import pandas as pd
 
@@ -188,6 +206,15 @@ class DataSection:
             raise ValueError("pass_column makes a 'defect' target: list defect in columns.targets")
         if self.label_known == "lot_end" and self.columns.label_time is None:
             raise ValueError("label_known: lot_end needs columns.label_time (a name to create)")
+
+    def column_map(self, *, targets: bool = True) -> ColumnMap:
+        """The :class:`~mfgtx.data.ColumnMap` of the rows, with the regime columns read
+        beside the listed sensors (``targets=False``: for scoring)."""
+        cols = self.columns.column_map(targets=targets)
+        if self.regimes is None or cols.sensors is None:
+            return cols
+        extra = tuple(c for c in self.regimes.settings if c not in cols.sensors)
+        return dataclasses.replace(cols, sensors=(*cols.sensors, *extra))
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 The demo is not a copy of the job files: it runs ``pipelines/configs/sample_*.yaml`` as they
 are (lot pass/fail from ``sensors.csv`` and ``quality.csv``; remaining useful life with an
-80 % interval from ``degradation.csv``; a forecaster of the process sensors; a defect-patch
-ViT; a ViT on the tiles of full-size strip photos), training each and scoring with it, and
-writes where those files say (``runs/sample/``), so ``mfgtx evaluate
+80 % interval from ``degradation.csv`` and, per operating regime, from the multi-condition
+fleet of ``regimes/train.csv`` (scored on ``regimes/test.csv``); a forecaster of the process
+sensors; a defect-patch ViT; a ViT on the tiles of full-size strip photos), training each and
+scoring with it, and writes where those files say (``runs/sample/``), so ``mfgtx evaluate
 pipelines/configs/sample_rul.yaml`` works right after it. ``data`` and ``out`` replace the
 files' ``sample_data/`` and ``runs/sample/`` prefixes. A bundle that already exists and
 verifies is reused, so a second ``mfgtx demo`` goes straight to the dashboard. ``quick``
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 JOBS = {
     "sample_quality": "sensor",
     "sample_rul": "sensor",
+    "sample_regimes": "sensor",
     "sample_forecast": "forecast",
     "sample_defects": "vit",
     "sample_inspection": "vit",
@@ -43,6 +45,7 @@ _TINY_VIT = {"d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64}
 _MINUTES = {
     "sample_quality": 0.3,
     "sample_rul": 0.2,
+    "sample_regimes": 2.0,
     "sample_forecast": 0.3,
     "sample_defects": 1.0,
     "sample_inspection": 1.0,
@@ -83,6 +86,10 @@ def demo_jobs(
         images = (raw.get("images") or {}).get("path")
         if images is not None and not Path(images).exists():
             log.warning("%s: left out, %s does not exist", name, images)
+            continue
+        rows = ((raw.get("data") or {}).get("source") or {}).get("path")
+        if name == "sample_regimes" and rows is not None and not Path(rows).exists():
+            log.warning("%s: left out, %s does not exist", name, rows)  # an older sample_data
             continue
         out[name] = (kind, build(JobConfig, raw, file=path.name))
     return out

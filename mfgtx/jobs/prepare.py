@@ -156,9 +156,15 @@ def read_windows(config: JobConfig, kind: Kind) -> tuple[Windows, ColumnMap]:
     labelled: bool = getattr(kind, "labelled", True)
     if labelled and not data.columns.targets:
         raise ConfigError(f"{config.source_file}: data.columns.targets: name the target(s)")
+    cols = data.column_map(targets=labelled)  # with the regime columns
+    if data.regimes is not None and kind.name != "sensor":
+        raise ConfigError(
+            f"{config.source_file}: data.regimes: operating regimes are for sensor jobs "
+            f"(mfgtx train sensor), not {kind.name}"
+        )
     windows, columns = windows_by_chunk(
         config,
-        data.columns.column_map(targets=labelled),
+        cols,
         kind.cut(config.windows, section),  # type: ignore[attr-defined]
         kind.need(config.windows, section),  # type: ignore[attr-defined]
     )
@@ -180,7 +186,8 @@ def split(config: JobConfig, windows: Windows, *, strict: bool = True) -> SplitW
         ConfigError: sizes or a gap that leave a set empty.
     """
     try:
-        return split_windows(windows, config.split, strict=strict)
+        regimes = config.data.regimes if config.data is not None else None
+        return split_windows(windows, config.split, strict=strict, regimes=regimes)
     except DataError:
         raise
     except ValueError as e:

@@ -137,7 +137,7 @@ def score(config: JobConfig) -> ScoreOutcome:
         raise ConfigError(f"{config.source_file}: score.source: name the data to score")
     if config.data is not None:  # the job file's mapping (a new plant's export) wins
         try:
-            predictor = predictor.with_columns(config.data.columns.column_map(targets=False))
+            predictor = predictor.with_columns(config.data.column_map(targets=False))
         except ValueError as e:
             raise ConfigError(f"{config.source_file}: {e}") from e
     cols = predictor.columns

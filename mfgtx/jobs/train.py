@@ -166,6 +166,7 @@ def _train(
                 on_step=on_step,
                 judge=judge,
                 members=config.train.ensemble.members if config.train.ensemble else None,
+                **({"regimes": config.data.regimes} if config.data.regimes else {}),  # type: ignore[union-attr]
             )
     except (DataError, ConfigError):
         raise

@@ -22,7 +22,7 @@ import pandas as pd
 
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import EvaluationReport
-from mfgtx.data import DataError, SensorScaler, Windows
+from mfgtx.data import DataError, RegimePlan, Regimes, SensorScaler, Windows
 from mfgtx.split import AuditReport, SplitPlan, SplitSets, audit
 
 __all__ = [
@@ -84,12 +84,14 @@ class SplitWindows:
     """Windows split by lot and time, with the training-only scaler and the audit.
 
     Attributes:
-        windows: every window.
+        windows: every window, as the model reads them (normalised per regime with
+            ``regimes``).
         sets: the split (train / val / test / purged).
         scaler: fitted on the training windows only.
         report: the split audit (it passed, or :func:`split_windows` raised).
         val, test: the windows the model is judged on (every window, or each lot's last one
             with ``evaluate_on: last_per_lot``).
+        regimes: the operating regimes fitted on the training rows, or ``None``.
     """
 
     windows: Windows
@@ -98,6 +100,7 @@ class SplitWindows:
     report: AuditReport
     val: np.ndarray
     test: np.ndarray
+    regimes: Regimes | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -110,20 +113,39 @@ class SplitWindows:
         }
 
 
-def split_windows(windows: Windows, plan: SplitPlan, *, strict: bool = True) -> SplitWindows:
-    """Split by lot and time, fit the scaler on the training windows, audit the split.
+def split_windows(
+    windows: Windows,
+    plan: SplitPlan,
+    *,
+    strict: bool = True,
+    regimes: RegimePlan | None = None,
+) -> SplitWindows:
+    """Split by lot and time, fit the regimes (if any) and the scaler on the training
+    windows, audit the split.
 
     Raises:
         LeakageError: the audit failed (``strict``).
         ValueError: the sizes or gap leave a set empty.
     """
     (sets,) = plan.splitter().split_sets(windows)
-    scaler = SensorScaler.fit(windows, sets.train)
-    report = audit(windows, sets, scaler=scaler, strict=strict)
+    fitted, model_windows = _regimes(windows, sets.train, regimes)
+    scaler = SensorScaler.fit(model_windows, sets.train)
+    report = audit(windows, sets, scaler=scaler, regimes=fitted, strict=strict)
     last = plan.evaluate_on == "last_per_lot"
     val = windows.last_per_lot(sets.val) if last else np.asarray(sets.val)
     test = windows.last_per_lot(sets.test) if last else np.asarray(sets.test)
-    return SplitWindows(windows, sets, scaler, report, val, test)
+    return SplitWindows(model_windows, sets, scaler, report, val, test, fitted)
+
+
+def _regimes(
+    windows: Windows, train: Any, plan: RegimePlan | None
+) -> tuple[Regimes | None, Windows]:
+    """The regimes fitted on the rows of the ``train`` windows and the windows as the model
+    reads them (``windows`` itself without a plan)."""
+    if plan is None:
+        return None, windows
+    fitted = Regimes.fit(windows, train, plan)
+    return fitted, fitted.apply(windows)
 
 
 # --------------------------------------------------------------------------- results
@@ -392,6 +414,7 @@ class CrossFit:
     members: tuple[tuple[np.ndarray, np.ndarray], ...]
     scaler: SensorScaler
     report: AuditReport
+    regimes: Regimes | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -403,7 +426,14 @@ class CrossFit:
         }
 
 
-def cross_fit(windows: Windows, plan: SplitPlan, members: int, *, strict: bool = True) -> CrossFit:
+def cross_fit(
+    windows: Windows,
+    plan: SplitPlan,
+    members: int,
+    *,
+    strict: bool = True,
+    regimes: RegimePlan | None = None,
+) -> CrossFit:
     """Test lots as ``plan`` says; the other lots cut into ``members`` blocks in time order,
     member ``k`` validating (early stopping, calibration) on block ``k`` and training on the
     others. The lots are taken as exchangeable (machines of a fleet, engines of a test cell):
@@ -426,8 +456,15 @@ def cross_fit(windows: Windows, plan: SplitPlan, members: int, *, strict: bool =
             f"train.ensemble.members: {members} members need at least {members} lots outside "
             f"the test lots, found {len(lots)}"
         )
-    scaler = SensorScaler.fit(windows, train)
-    report = audit(windows, {"train": train, "test": sets.test}, gap=plan.gap, scaler=scaler)
+    fitted, model_windows = _regimes(windows, train, regimes)
+    scaler = SensorScaler.fit(model_windows, train)
+    report = audit(
+        windows,
+        {"train": train, "test": sets.test},
+        gap=plan.gap,
+        scaler=scaler,
+        regimes=fitted,
+    )
     splits, checks = [], []
     for k, block in enumerate(np.array_split(np.asarray(lots, dtype=object), members)):
         in_block = np.isin(windows.lot[train], block.astype(str))
@@ -454,7 +491,7 @@ def cross_fit(windows: Windows, plan: SplitPlan, members: int, *, strict: bool =
 
         raise LeakageError(report)
     test = windows.last_per_lot(sets.test) if plan.evaluate_on == "last_per_lot" else sets.test
-    return CrossFit(windows, train, np.asarray(test), tuple(splits), scaler, report)
+    return CrossFit(model_windows, train, np.asarray(test), tuple(splits), scaler, report, fitted)
 
 
 def merged_fit(fits: list[Any]) -> Any:

@@ -25,7 +25,17 @@ from mfgtx._config import config_from, section_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines
 from mfgtx.calibration import class_probabilities, fit_calibration
-from mfgtx.data import ColumnMap, SensorScaler, SensorTable, WindowDataset, Windowing, Windows
+from mfgtx.data import (
+    ColumnMap,
+    DataError,
+    RegimePlan,
+    Regimes,
+    SensorScaler,
+    SensorTable,
+    WindowDataset,
+    Windowing,
+    Windows,
+)
 from mfgtx.kinds._base import (
     Fitted,
     Kind,
@@ -85,7 +95,8 @@ def columns_from(state: dict[str, Any]) -> ColumnMap:
 
 @dataclass(frozen=True)
 class SensorSpec:
-    """What a sensor model reads, and how: saved in its bundle (``input_spec``, version 1).
+    """What a sensor model reads, and how: saved in its bundle (``input_spec``, version 2;
+    version 1, without regimes, still reads).
 
     Attributes:
         columns: the columns of its data (with the targets and label time it trained on).
@@ -94,12 +105,16 @@ class SensorSpec:
         targets: the target columns (one per regression output; a classifier's label).
         time_kind: the time axis it trained on (``utc``, ``naive`` or ``number``); lots
             written another way are refused when scoring. ``None``: not recorded.
-        scaler: the per-sensor scaler fitted on the training rows.
+        scaler: the per-sensor scaler fitted on the training rows (of the windows as the
+            model reads them: normalised per regime with ``regimes``).
         clip: per target, the ``(low, high)`` range of its training values that predictions
             are kept within, or ``None`` (not clipped).
+        regimes: the operating regimes (:class:`~mfgtx.data.Regimes`, ``data.regimes``)
+            fitted on the training rows, or ``None``: the model reads each sensor
+            normalised within its row's regime and one channel per regime.
     """
 
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2
 
     columns: ColumnMap
     windowing: Windowing
@@ -108,6 +123,7 @@ class SensorSpec:
     time_kind: str | None
     scaler: SensorScaler
     clip: tuple[tuple[float, float], ...] | None = None
+    regimes: Regimes | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,12 +136,15 @@ class SensorSpec:
             "targets": list(self.targets),
             "time_kind": self.time_kind,
             "scaler": self.scaler.to_dict(),
+            "regimes": None if self.regimes is None else self.regimes.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, state: dict[str, Any]) -> SensorSpec:
-        if state.get("version") != cls.VERSION:
-            raise ValueError(f"input_spec version {state.get('version')!r}, expected 1")
+        """Rebuild from :meth:`to_dict` (version 2, or 1 of bundles written before regimes)."""
+        if state.get("version") not in (1, cls.VERSION):
+            raise ValueError(f"input_spec version {state.get('version')!r}, expected 1 or 2")
+        regimes = state.get("regimes") if state["version"] >= 2 else None
         return cls(
             columns=columns_from(state["columns"]),
             windowing=Windowing(**state["windowing"]),
@@ -134,6 +153,7 @@ class SensorSpec:
             time_kind=state["time_kind"],
             scaler=SensorScaler.from_dict(state["scaler"]),
             clip=None if state.get("clip") is None else tuple(tuple(c) for c in state["clip"]),
+            regimes=None if regimes is None else Regimes.from_dict(regimes),
         )
 
 
@@ -165,13 +185,41 @@ class SensorPredictor(WindowPredictor):
     docstring for its output columns)."""
 
     def cut(self, table: SensorTable, *, stride: int | None = None) -> Windows:
-        return self.windowing.cut(table, stride=stride, on_short="error")
+        """The windows of ``table`` as the model reads them (normalised per regime).
+
+        Raises:
+            DataError: a lot runs a regime the model never saw in training.
+        """
+        windows = self.windowing.cut(table, stride=stride, on_short="error")
+        regimes = self.input_spec.regimes
+        if regimes is None:
+            return windows
+        unseen = regimes.unseen(windows)
+        if unseen:
+            lot, value, n = unseen[0]
+            raise DataError(
+                f"lot {lot} runs {regimes.plan.column} {value:g} in {n} row(s), a regime the "
+                f"model never saw in training (it knows {list(regimes.labels)}); it was not "
+                "scored: retrain with lots of that regime",
+                column=regimes.plan.column,
+                lot=lot,
+            )
+        return regimes.apply(windows)
+
+    def model_windows(self, windows: Windows) -> Windows:
+        """``windows`` as the model reads them: raw windows (the data's columns) normalised
+        per regime; windows already so (from :meth:`cut`) as they are."""
+        regimes = self.input_spec.regimes
+        if regimes is not None and tuple(windows.sensors) == regimes.inputs:
+            return regimes.apply(windows)
+        return windows
 
     def outputs(
         self, windows: Windows, idx: np.ndarray, *, batch_size: int = 256
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """Raw outputs ``(n, K)`` (logits or predictions) and quantiles ``(n, K, Q)``."""
         model, quantiles = self.model, tuple(self.model.config.quantiles or ())
+        windows = self.model_windows(windows)
         points, qs = [], []
         model.eval()
         with torch.no_grad():
@@ -295,11 +343,14 @@ class SensorKind(Kind):
         on_step: Any = None,
         judge: bool = True,
         members: int | None = None,
+        regimes: RegimePlan | None = None,
     ) -> Fitted:
         """Split and audit ``windows``, train the encoder (or ``members`` encoders
         cross-fitted by lot, :func:`~mfgtx.kinds._base.cross_fit`), calibrate a classifier on
         the validation lots (an ensemble: on each member's own validation lots), and compare
-        it with the baselines on the test lots.
+        it with the baselines on the test lots. With ``regimes`` the regimes and per-regime
+        statistics are fitted on the training rows and the model (and the baselines) read
+        the sensors normalised per regime with one channel per regime.
 
         Raises:
             LeakageError: the split fails its audit.
@@ -307,7 +358,8 @@ class SensorKind(Kind):
         """
         task = section.task
         if members:
-            cf = cross_fit(windows, plan, members)
+            cf = cross_fit(windows, plan, members, regimes=regimes)
+            windows, fitted_regimes = cf.windows, cf.regimes
             splits, scaler, report_audit, test, learn = (
                 cf.members,
                 cf.scaler,
@@ -317,7 +369,8 @@ class SensorKind(Kind):
             )
             counts = cf.counts
         else:
-            prep = split_windows(windows, plan)
+            prep = split_windows(windows, plan, regimes=regimes)
+            windows, fitted_regimes = prep.windows, prep.regimes
             splits = ((np.asarray(prep.sets.train), np.asarray(prep.sets.val)),)
             scaler, report_audit, test = prep.scaler, prep.report, prep.test
             learn, counts = np.asarray(prep.sets.train), prep.counts
@@ -373,6 +426,7 @@ class SensorKind(Kind):
             time_kind=windows.time_kind,
             scaler=scaler,
             clip=_target_range(windows, learn) if getattr(section, "clip", False) else None,
+            regimes=fitted_regimes,
         )
         result = Fitted(
             model=model,
@@ -416,6 +470,7 @@ class SensorKind(Kind):
         """The :class:`~mfgtx.baselines.EvaluationReport` of ``predictor`` on ``test_idx``
         beside the baselines fitted on ``train_idx`` (the same rule in train and evaluate)."""
         task = predictor.task
+        windows = predictor.model_windows(windows)  # baselines read what the model reads
         if task == "classification":
             pred = predictor.defect_probability(windows, test_idx)
         else:  # the predictions score writes (clipped where the bundle clips)

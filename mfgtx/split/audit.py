@@ -22,6 +22,10 @@ style ``(train, test)`` or ``(train, val, test)`` tuple, or the folds of a cross
    Not checked without a scaler.
 7. ``coverage`` (for :class:`~mfgtx.split.SplitSets`): every window is in exactly one of
    train, val, test, purged, unused.
+8. ``regimes_train_only`` (with ``regimes=``): the operating regimes (regime values or
+   k-means centroids, the settings' scaling) and the per-regime sensor statistics are
+   recomputed from the training rows and must match (see :mod:`mfgtx.split._regimes`);
+   the scaler is then checked on the windows as the regimes transform them.
 
 A check that cannot be made is listed in :attr:`AuditReport.not_checked`, never as passed.
 """
@@ -37,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mfgtx.split._regimes import regimes_check
 from mfgtx.split._scaler import scaler_check
 from mfgtx.split._times import WindowTimes, iso, parse_gap, window_times
 from mfgtx.split.report import AuditReport, Check, LeakageError, NotChecked
@@ -73,6 +78,7 @@ def audit(
     *,
     gap: Any = None,
     scaler: Any = None,
+    regimes: Any = None,
     strict: bool = True,
 ) -> AuditReport:
     """Check a split for leakage between its sets.
@@ -90,6 +96,8 @@ def audit(
         scaler: the fitted scaler (:class:`mfgtx.data.SensorScaler`, scikit-learn
             ``StandardScaler`` or ``RobustScaler``, or any object with ``mean_``/``scale_``
             or ``center_``/``scale_``), or one per fold; needs ``X`` to be a ``Windows``.
+        regimes: the fitted :class:`mfgtx.data.Regimes` of the raw windows ``X`` (the
+            scaler then holds statistics of the regime-normalised windows).
         strict: raise :class:`LeakageError` if any check fails.
 
     Returns:
@@ -120,11 +128,11 @@ def audit(
     times = window_times(X)
     folds = _folds(sets)
     if folds is None:
-        report = _audit_split(times, sets, gap, scaler)
+        report = _audit_split(times, sets, gap, scaler, regimes)
     else:
         scalers = _scaler_per_fold(scaler, len(folds))
         report = _combined(
-            [_audit_split(times, f, gap, sc) for f, sc in zip(folds, scalers, strict=True)]
+            [_audit_split(times, f, gap, sc, regimes) for f, sc in zip(folds, scalers, strict=True)]
         )
     if report.passed:
         logger.info(
@@ -140,16 +148,26 @@ def audit(
     return report
 
 
-def _audit_split(times: WindowTimes, sets: Any, gap: Any, scaler: Any) -> AuditReport:
+def _audit_split(
+    times: WindowTimes, sets: Any, gap: Any, scaler: Any, regimes: Any = None
+) -> AuditReport:
     split = _as_split(times, sets, gap)
     checks = [_index_disjoint(split), _lot_disjoint(split), _no_overlap(split)]
     checks.append(_time_order_gap(split))
     not_checked = []
+    scaled = split
+    if regimes is not None:  # the scaler saw the windows as the regimes transform them
+        if times.windows is None:
+            raise ValueError("the regimes check needs X to be a mfgtx.data.Windows (it has rows)")
+        passed, detail, examples = regimes_check(regimes, times.windows, {**split.sets})
+        checks.append(Check("regimes_train_only", passed, detail, examples))
+        applied = window_times(regimes.apply(times.windows))
+        scaled = _Split(applied, split.sets, split.others, split.gap)
     for result in (
         _label_availability(split),
         NotChecked("scaler_train_only", _NO_SCALER)
         if scaler is None
-        else _scaler_train_only(split, scaler),
+        else _scaler_train_only(scaled, scaler),
     ):
         (checks if isinstance(result, Check) else not_checked).append(result)
     if isinstance(sets, SplitSets):

@@ -32,8 +32,8 @@ def _sorted(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
     return frame.sort_values(list(keys)).reset_index(drop=True)
 
 
-@pytest.mark.parametrize("name", ["sample_quality", "sample_rul", "sample_forecast",
-                                  "sample_defects", "sample_inspection"])  # fmt: skip
+@pytest.mark.parametrize("name", ["sample_quality", "sample_rul", "sample_regimes",
+                                  "sample_forecast", "sample_defects", "sample_inspection"])  # fmt: skip
 def test_load_predict_equals_the_rows_score_wrote(demo, name) -> None:
     kind, job = demo["jobs"][name]
     predictor = mfgtx.load(job.bundle)
@@ -42,7 +42,7 @@ def test_load_predict_equals_the_rows_score_wrote(demo, name) -> None:
     if kind == "vit":
         rows = predictor.predict(job.score.images)
     else:
-        frame = without_position(read_frame(job.data.source))
+        frame = without_position(read_frame(job.score.source or job.data.source))
         rows = predictor.predict(
             frame, stride=job.score.stride, last_per_lot=job.score.last_per_lot
         )

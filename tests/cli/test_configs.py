@@ -22,7 +22,14 @@ def test_shipped_configs_are_valid(path: Path) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["sample_quality", "sample_rul", "sample_forecast", "sample_defects", "sample_inspection"],
+    [
+        "sample_quality",
+        "sample_rul",
+        "sample_regimes",
+        "sample_forecast",
+        "sample_defects",
+        "sample_inspection",
+    ],
 )
 def test_sample_configs_match_the_demo(name: str) -> None:
     shipped = load_config(CONFIGS / f"{name}.yaml")
