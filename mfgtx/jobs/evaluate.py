@@ -119,7 +119,7 @@ def _external_windows(
     assert config.evaluate is not None and config.data is not None
     source = config.evaluate.source
     try:
-        predictor = predictor.with_columns(config.data.columns.column_map(targets=False))
+        predictor = predictor.with_columns(config.data.column_map(targets=False))
     except ValueError as e:
         raise ConfigError(f"{config.source_file}: {e}") from e
     cols = predictor.columns
@@ -185,12 +185,17 @@ def _evaluate_external(config: JobConfig, predictor: Any, kind: Kind) -> tuple[d
         )
     train_w, _ = read_windows(config, kind)
     _check_sensors(config, predictor, train_w)
+    # the windows as the model reads them (per-regime normalised where the bundle has regimes)
+    to_model = getattr(predictor, "model_windows", lambda w: w)
+    train_w = to_model(train_w)
     targets = tuple(predictor.input_spec.targets)
     errors: list[dict[str, object]] = []
     if ev.truth is None:
         assert config.data is not None
         test_config = replace(config, data=replace(config.data, source=ev.source))
         test_w, _ = read_windows(test_config, kind)
+        _check_sensors(config, predictor, test_w)
+        test_w = to_model(test_w)
         labelled = test_w.labelled()
         test_idx = test_w.last_per_lot(labelled) if ev.last_per_lot else labelled
         n_source_lots = len(test_w.lots)
@@ -215,7 +220,6 @@ def _evaluate_external(config: JobConfig, predictor: Any, kind: Kind) -> tuple[d
         y[last[known]] = truth.loc[names[known], list(targets)].to_numpy(dtype=np.float32)
         test_w = replace(cut, y=y, targets=targets, label_time=cut.end)
         test_idx = last[known]
-    _check_sensors(config, predictor, test_w)
     if len(test_idx) == 0:
         raise DataError(f"evaluate.source: {describe(ev.source)} has no labelled window to judge")
     overlap = _same_rows(train_w, test_w, test_idx)
