@@ -79,6 +79,9 @@ def audit_split(config: JobConfig) -> tuple[dict[str, Any], Any]:
         }
         return summary, report
     windows, _ = read_windows(config, kind)
+    ensemble = config.train.ensemble
+    if ensemble is not None:  # audit the split training makes: members cross-fitted by lot
+        return _audit_cross_fit(config, windows, ensemble.members)
     prep = split(config, windows, strict=False)
     sets = prep.sets
     summary = {
@@ -259,6 +262,31 @@ def _evaluate_external(config: JobConfig, predictor: Any, kind: Kind) -> tuple[d
         else None,
     }
     return summary, report
+
+
+def _audit_cross_fit(config: JobConfig, windows: Any, members: int) -> tuple[dict[str, Any], Any]:
+    from mfgtx.kinds import cross_fit
+
+    regimes = config.data.regimes if config.data is not None else None
+    try:
+        cf = cross_fit(windows, config.split, members, strict=False, regimes=regimes)
+    except DataError:
+        raise
+    except ValueError as e:
+        raise ConfigError(f"{config.source_file}: split: {e}") from e
+    lots = {
+        "train": len(set(windows.lot[cf.train])),
+        "test": len(set(windows.lot[np.asarray(cf.test)])),
+    }
+    lots |= {f"member_{k}_val": len(set(windows.lot[val])) for k, (_, val) in enumerate(cf.members)}
+    summary = {
+        "command": "audit",
+        "passed": cf.report.passed,
+        "failed": list(cf.report.failed),
+        "windows": {"train": len(cf.train), "test": len(cf.test), "members": members},
+        "lots": lots,
+    }
+    return summary, cf.report
 
 
 def _summary(predictor: Any, report: Any, audit_passed: bool, extra: dict) -> dict[str, Any]:

@@ -23,7 +23,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from mfgtx.artifacts import Bundle, BundleError, load_bundle
-from mfgtx.kinds._base import Fitted, Kind, Predictor, Scored, SplitWindows, split_windows
+from mfgtx.kinds._base import (
+    CrossFit,
+    Fitted,
+    Kind,
+    Predictor,
+    Scored,
+    SplitWindows,
+    cross_fit,
+    split_windows,
+)
 from mfgtx.kinds.forecast import FORECAST, ForecastPredictor, ForecastSection, ForecastSpec
 from mfgtx.kinds.sensor import SENSOR, SensorPredictor, SensorSection, SensorSpec
 from mfgtx.kinds.vit import VIT, ImagesSection, VitPredictor, VitSection, VitSpec
@@ -34,6 +43,7 @@ __all__ = [
     "MODEL_CLASSES",
     "SENSOR",
     "VIT",
+    "CrossFit",
     "Fitted",
     "ForecastPredictor",
     "ForecastSection",
@@ -49,6 +59,7 @@ __all__ = [
     "VitPredictor",
     "VitSection",
     "VitSpec",
+    "cross_fit",
     "kind_of",
     "load",
     "split_windows",

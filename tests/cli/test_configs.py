@@ -42,7 +42,12 @@ def test_cmapss_split_audits_clean(datasets_dir: Path, capsys) -> None:
     argv = ["audit", str(CONFIGS / "cmapss_fd001.yaml"), "--set", f"data.source.path={path}"]
     assert main(argv) == 0, capsys.readouterr().err
     result = summary(capsys.readouterr().out)
-    assert result["passed"] and result["lots"]["test"] == 20 and result["lots"]["val"] == 10
+    # the split training makes: 5 test engines, the other 95 cross-fitted in 10 blocks
+    assert result["passed"] and result["lots"]["test"] == 5 and result["lots"]["train"] == 95
+    assert (
+        sorted(v for k, v in result["lots"].items() if k.startswith("member_"))
+        == [9] * 5 + [10] * 5
+    )
 
 
 def test_etth1_job_segments_the_series_and_audits_clean(datasets_dir: Path, capsys) -> None:
