@@ -253,12 +253,25 @@ def metadata(predictor: Any, sig: Signature, example: Mapping[str, Tensor]) -> d
     }
 
 
+def _require() -> None:
+    """Raise a clear ImportError when the ``onnx`` extra is not installed."""
+    import importlib.util
+
+    missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(
+            f"ONNX export and serving need {' and '.join(missing)}: install the onnx extra "
+            "(pip install 'mfgtx[onnx]')"
+        )
+
+
 def onnx_bytes(predictor: Any) -> bytes:
     """The ONNX model of ``predictor`` (batch axis dynamic, weights inside, metadata set).
 
     Raises:
         ValueError: a model kind without an export.
     """
+    _require()
     import onnx
 
     sig = signature(predictor)
@@ -320,6 +333,7 @@ class OnnxModel:
     """
 
     def __init__(self, path: str | Path, *, threads: int | None = None) -> None:
+        _require()
         import onnxruntime as ort
 
         options = ort.SessionOptions()
