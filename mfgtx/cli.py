@@ -125,6 +125,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from mfgtx.jobs.evaluate import bench
 
+    if args.onnx is not None:
+        return _bench_onnx(args)
     result = bench(_config(args), repeats=args.repeats)
     if "images_per_s" in result:
         what = (
@@ -142,6 +144,100 @@ def _bench(args: argparse.Namespace) -> int:
     )
     _summary({"ok": True, **result})
     return 0
+
+
+def _bench_onnx(args: argparse.Namespace) -> int:
+    """``bench --onnx FILE``: the bundle's model in PyTorch eager and its ONNX export in
+    onnxruntime on the job's data, interleaved, one line with both figures."""
+    import numpy as np
+    import torch
+
+    from mfgtx.artifacts import BundleError
+    from mfgtx.jobs.prepare import read_windows
+    from mfgtx.jobs.score import load_predictor
+    from mfgtx.serving import compare_throughput, load_onnx, model_inputs
+
+    config = _config(args)
+    predictor = load_predictor(config)
+    onnx_model = load_onnx(args.onnx, threads=torch.get_num_threads())
+    if onnx_model.bundle_id != predictor.bundle_id:
+        raise BundleError(
+            f"{args.onnx} was exported from bundle {str(onnx_model.bundle_id)[:12]}, the job's "
+            f"bundle {config.bundle} is {predictor.bundle_id[:12]}; export it again with "
+            f"`mfgtx export {config.bundle} --format onnx`",
+            file=Path(args.onnx),
+        )
+    if predictor.kind.inputs == "images":
+        from mfgtx.kinds.vit import image_records
+
+        assert config.images is not None
+        images, _, _ = predictor.load(image_records(config.images).read_bytes())
+        inputs, unit = model_inputs(predictor, images), "images"
+    else:
+        windows, _ = read_windows(config, predictor.kind)
+        inputs, unit = model_inputs(predictor, windows, np.arange(len(windows))), "windows"
+    batch = config.score.batch_size if config.score is not None else 256
+    result = compare_throughput(
+        predictor, onnx_model, inputs, batch_size=batch, repeats=args.repeats
+    )
+    _emit(
+        f"model throughput on {result['n']} {unit}, batch {batch}, {result['torch_threads']} "
+        f"thread(s), median of {args.repeats}: torch eager {result['torch_per_s']:.1f} "
+        f"{unit}/s, onnxruntime {result['onnx_per_s']:.1f} {unit}/s "
+        f"(x{result['onnx_vs_torch']:.2f})"
+    )
+    _summary(
+        {"command": "bench", "ok": True, "bundle_id": predictor.bundle_id, "unit": unit,
+         "onnx": str(args.onnx), **result}
+    )  # fmt: skip
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    """``export BUNDLE --format onnx [--out FILE]``: the bundle's model as a plain ONNX file."""
+    from mfgtx.jobs._paths import PathRules
+    from mfgtx.serving import export_onnx, load_onnx
+
+    bundle = Path(args.bundle)
+    out = Path(args.out) if args.out else bundle.parent / f"{bundle.name}.onnx"
+    rules = PathRules("mfgtx export", [("BUNDLE", bundle)], bundle=bundle)
+    target = rules.output("--out", out)
+    _check_onnx_target(target, out)
+    predictor = mfgtx.load(bundle)  # verified: a damaged bundle stops here
+    export_onnx(predictor, target)
+    model = load_onnx(target)
+    _emit(
+        f"exported the {predictor.kind.name} model of {bundle} (id {predictor.bundle_id[:12]}) "
+        f"to {out}: inputs {list(model.inputs)}, outputs {list(model.outputs)}"
+    )
+    _summary(
+        {"command": "export", "ok": True, "format": "onnx", "bundle": str(bundle),
+         "bundle_id": predictor.bundle_id, "kind": predictor.kind.name, "out": str(out),
+         "inputs": list(model.inputs), "outputs": list(model.outputs),
+         "bytes": target.stat().st_size}
+    )  # fmt: skip
+    return 0
+
+
+def _check_onnx_target(target: Path, shown: Path) -> None:
+    """An export is a ``.onnx`` file, and it replaces only an earlier mfgtx export."""
+    from mfgtx.jobs import ConfigError
+
+    if target.suffix.lower() != ".onnx":
+        raise ConfigError(f"mfgtx export: --out: an export is a .onnx file, found {shown}")
+    if not target.exists():
+        return
+    try:
+        import onnx
+
+        props = {p.key for p in onnx.load(str(target), load_external_data=False).metadata_props}
+    except Exception:  # any file onnx cannot read is not an export of ours
+        props = set()
+    if not {"bundle_id", "kind", "input_spec"} <= props:
+        raise ConfigError(
+            f"mfgtx export: --out: {shown} exists and is not an ONNX export of mfgtx; choose "
+            "another file; nothing was written"
+        )
 
 
 def _sign(args: argparse.Namespace) -> int:
@@ -341,7 +437,21 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _job_args(p)
     p.add_argument("--repeats", type=int, default=3, help="timed passes (default 3)")
+    p.add_argument(
+        "--onnx",
+        metavar="FILE.onnx",
+        help="time the model in PyTorch eager and this export of it (mfgtx export) in "
+        "onnxruntime, side by side",
+    )
     p.set_defaults(func=_bench)
+
+    p = sub.add_parser(
+        "export", parents=[common], help="write a bundle's model as a plain ONNX file"
+    )
+    p.add_argument("bundle", help="the bundle directory")
+    p.add_argument("--format", choices=("onnx",), default="onnx", help="onnx (the default)")
+    p.add_argument("--out", help="the .onnx file (default: BUNDLE.onnx beside the bundle)")
+    p.set_defaults(func=_export)
 
     p = sub.add_parser(
         "sign",

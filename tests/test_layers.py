@@ -49,6 +49,8 @@ def test_the_contracts_hold_on_main(copy) -> None:
         ("data/windows.py", "import mfgtx.jobs", "layers only point down"),
         ("kinds/sensor.py", "import mfgtx.cli", "layers only point down"),
         ("split/splitter.py", "import mfgtx.train", "layers only point down"),  # siblings
+        ("kinds/sensor.py", "import mfgtx.serving", "layers only point down"),
+        ("serving/onnx.py", "import mfgtx.jobs", "layers only point down"),
     ],
 )
 def test_a_deliberate_violation_breaks_its_contract(copy, module, line, contract) -> None:
