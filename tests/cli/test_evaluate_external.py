@@ -156,7 +156,7 @@ def test_lots_without_truth_or_too_short_are_listed_and_the_rest_judged(trained,
     reasons = {e["lot"]: e["reason"] for e in result["external"]["not_judged"]}
     assert set(reasons) == {second, test["machine"].unique()[2]}
     assert (
-        "5 rows" in reasons[second]
+        "(5 readings)" in reasons[second]
         and "not in the truth table" in reasons[test["machine"].unique()[2]]
     )
     assert report.n_test == result["external"]["lots_judged"] == 17
