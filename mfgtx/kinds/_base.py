@@ -494,6 +494,50 @@ def cross_fit(
     return CrossFit(model_windows, train, np.asarray(test), tuple(splits), scaler, report, fitted)
 
 
+@dataclass(frozen=True)
+class Learning:
+    """What a kind trains on, one model or an ensemble alike.
+
+    Attributes:
+        windows: the windows as the model reads them (per-regime normalised with regimes).
+        splits: ``(fit_on, val)`` windows per member (one pair for a single model).
+        learn: every training window (what the baselines are fitted on).
+        test: the windows the model is judged on.
+        scaler, report, counts, regimes: as :class:`SplitWindows` / :class:`CrossFit`.
+    """
+
+    windows: Windows
+    splits: tuple[tuple[np.ndarray, np.ndarray], ...]
+    learn: np.ndarray
+    test: np.ndarray
+    scaler: SensorScaler
+    report: AuditReport
+    counts: dict[str, int]
+    regimes: Regimes | None = None
+
+
+def learning_split(
+    windows: Windows,
+    plan: SplitPlan,
+    members: int | None = None,
+    *,
+    regimes: RegimePlan | None = None,
+) -> Learning:
+    """:func:`cross_fit` for ``members`` models, else :func:`split_windows`, as one record."""
+    if members:
+        cf = cross_fit(windows, plan, members, regimes=regimes)
+        return Learning(
+            cf.windows, cf.members, cf.train, cf.test, cf.scaler, cf.report, cf.counts,
+            cf.regimes,
+        )  # fmt: skip
+    prep = split_windows(windows, plan, regimes=regimes)
+    train = np.asarray(prep.sets.train)
+    return Learning(
+        prep.windows, ((train, np.asarray(prep.sets.val)),), train, prep.test, prep.scaler,
+        prep.report, prep.counts, prep.regimes,
+    )  # fmt: skip
+
+
 def merged_fit(fits: list[Any]) -> Any:
     """One :class:`~mfgtx.train.FitResult` for the members of an ensemble: their histories
     one after another, the last member's best epoch, the mean best validation loss."""

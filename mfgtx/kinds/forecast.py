@@ -37,10 +37,9 @@ from mfgtx.kinds._base import (
     Fitted,
     Kind,
     Trained,
-    cross_fit,
+    learning_split,
     member_config,
     merged_fit,
-    split_windows,
     time_text,
 )
 from mfgtx.kinds._windows import WindowPredictor, batches
@@ -334,15 +333,9 @@ class ForecastKind(Kind):
                 "windows.min_rows: forecasts need every context row of their lot; leave "
                 f"min_rows out of a forecast job (found {windowing.min_rows})"
             )
-        if members:
-            cf = cross_fit(windows, plan, members)
-            splits, scaler, report_audit = cf.members, cf.scaler, cf.report
-            test_all, learn, counts = cf.test, cf.train, cf.counts
-        else:
-            prep = split_windows(windows, plan)
-            splits = ((np.asarray(prep.sets.train), np.asarray(prep.sets.val)),)
-            scaler, report_audit, test_all = prep.scaler, prep.report, prep.test
-            learn, counts = np.asarray(prep.sets.train), prep.counts
+        ls = learning_split(windows, plan, members)
+        splits, scaler, report_audit = ls.splits, ls.scaler, ls.report
+        test_all, learn, counts = ls.test, ls.learn, ls.counts
         targets = tuple(windows.targets)
         covariates = tuple(s for s in windows.sensors if s not in targets)
         try:

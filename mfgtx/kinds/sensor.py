@@ -40,10 +40,9 @@ from mfgtx.kinds._base import (
     Fitted,
     Kind,
     Trained,
-    cross_fit,
+    learning_split,
     member_config,
     merged_fit,
-    split_windows,
     time_text,
 )
 from mfgtx.kinds._windows import WindowPredictor, batches
@@ -357,23 +356,11 @@ class SensorKind(Kind):
             ValueError: settings that do not fit the data (naming them).
         """
         task = section.task
-        if members:
-            cf = cross_fit(windows, plan, members, regimes=regimes)
-            windows, fitted_regimes = cf.windows, cf.regimes
-            splits, scaler, report_audit, test, learn = (
-                cf.members,
-                cf.scaler,
-                cf.report,
-                cf.test,
-                cf.train,
-            )
-            counts = cf.counts
-        else:
-            prep = split_windows(windows, plan, regimes=regimes)
-            windows, fitted_regimes = prep.windows, prep.regimes
-            splits = ((np.asarray(prep.sets.train), np.asarray(prep.sets.val)),)
-            scaler, report_audit, test = prep.scaler, prep.report, prep.test
-            learn, counts = np.asarray(prep.sets.train), prep.counts
+        ls = learning_split(windows, plan, members, regimes=regimes)
+        windows, fitted_regimes, splits, learn, test = (
+            ls.windows, ls.regimes, ls.splits, ls.learn, ls.test,
+        )  # fmt: skip
+        scaler, report_audit, counts = ls.scaler, ls.report, ls.counts
         n_targets = len(windows.targets)
         class_weights, n_outputs = None, n_targets
         if task == "classification":
