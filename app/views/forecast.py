@@ -1,4 +1,5 @@
-"""Forecast: sensor history, the forecast with its quantile band, the naive baseline and, from a
+"""Forecast: sensor history, the forecast with its quantile band, the bundle's best baseline
+(the one that did best on its test lots; Naive for bundles that do not keep it) and, from a
 past origin the user picks, what actually happened.
 
 The forecast is what ``mfgtx score`` writes for the window ending at the origin (the bundle's
@@ -39,9 +40,10 @@ def reading_minutes(history: pd.DataFrame, time: str) -> float:
 def forecast_band(
     predictor: Any, history: pd.DataFrame, sensor: str, steps: int, origin: int = -1
 ) -> pd.DataFrame:
-    """Columns ``time, median, low, high`` for the next ``steps`` readings of ``sensor``
-    (at most the model's horizon) from the window ending at reading ``origin`` of the lot
-    (``-1``: the latest).
+    """Columns ``time, median, low, high, baseline`` for the next ``steps`` readings of
+    ``sensor`` (at most the model's horizon) from the window ending at reading ``origin`` of
+    the lot (``-1``: the latest); ``baseline`` is the bundle's best baseline from the same
+    window (NaN when the bundle does not keep one).
 
     The band is the model's outer quantiles when it was trained with quantiles, else none
     (``low``/``high`` equal the point forecast). Raises ``ValueError`` with a message for
@@ -59,9 +61,16 @@ def forecast_band(
     history = history.reset_index(drop=True)
     end = len(history) if origin < 0 else origin + 1
     windows = lot_windows(predictor, history.iloc[:end])
-    rows = predictor.rows(windows, np.array([len(windows) - 1]))
+    last = np.array([len(windows) - 1])
+    rows = predictor.rows(windows, last)
     rows = rows[rows["sensor"] == sensor]
     rows = rows[rows["step"] <= max(1, min(steps, spec.horizon))]
+    base = predictor.baseline_arrays(windows, last)  # (1, H, K) or None
+    baseline = (
+        np.full(len(rows), np.nan)
+        if base is None
+        else base[0, rows["step"].to_numpy() - 1, targets.index(sensor)]
+    )
     qs = sorted(c for c in rows.columns if c.startswith("q") and c[1:].isdigit())
     low = rows[qs[0]] if qs else rows["forecast"]
     high = rows[qs[-1]] if qs else rows["forecast"]
@@ -72,6 +81,7 @@ def forecast_band(
             "median": median.to_numpy(),
             "low": low.to_numpy(),
             "high": high.to_numpy(),
+            "baseline": baseline,
         }
     )
 
@@ -98,7 +108,7 @@ def _figure(
     sensor: str,
     band: pd.DataFrame | None,
     origin: int,
-    naive: float | None,
+    baseline_name: str,
 ) -> go.Figure:
     unit = UNITS.get(sensor, "")
     t = pd.to_datetime(history[time], utc=True)
@@ -124,12 +134,10 @@ def _figure(
             x=band["time"], y=band["low"], mode="lines", line={"width": 0}, fill="tonexty",
             fillcolor="rgba(255,127,14,0.25)", name="quantile band", hoverinfo="skip",
         )  # fmt: skip
-        if naive is not None:
-            fig.add_scatter(
-                x=band["time"], y=np.full(len(band), naive), mode="lines",
-                name="Naive baseline (last reading held)", line={"dash": "dash", "color": "gray"},
-                hovertemplate=hover,
-            )  # fmt: skip
+        fig.add_scatter(
+            x=band["time"], y=band["baseline"], mode="lines", name=baseline_name,
+            line={"dash": "dash", "color": "gray"}, hovertemplate=hover,
+        )  # fmt: skip
         fig.add_scatter(
             x=band["time"], y=band["median"], mode="lines", name="forecast",
             line={"color": "#ff7f0e"}, hovertemplate=hover,
@@ -206,10 +214,22 @@ def forecast() -> None:
         help="Pick a past origin to see what actually happened against the forecast.",
     )
     words = band_words(predictor)
-    best = _best_baseline(info.manifest)
-    note = "Grey dashes: the Naive baseline (the last reading held flat)"
-    if best and best != "Naive":
-        note += f"; the bundle's best baseline on its test lots was {best} (not drawn here)"
+    kept = predictor.best_baseline
+    best = kept or _best_baseline(info.manifest)
+    if kept:
+        baseline_name = f"{kept} baseline"
+        note = (
+            f"Grey dashes: {kept}, the baseline that did best on the bundle's test lots, "
+            "forecasting from the same readings"
+        )
+    else:
+        baseline_name = "Naive baseline (last reading held)"
+        note = "Grey dashes: the Naive baseline (the last reading held flat)"
+        if best and best != "Naive":
+            note += (
+                f"; the bundle's best baseline on its test lots was {best}, which this bundle "
+                "does not keep (retrain it to draw it)"
+            )
     st.caption(note + "." + (f" {words}" if words else ""))
     table = []
     for sensor in chosen:
@@ -218,8 +238,9 @@ def forecast() -> None:
             band = forecast_band(predictor, history, sensor, steps, origin)
         except ValueError as e:
             st.warning(str(e))
-        naive = float(history[sensor].iloc[: origin + 1].dropna().iloc[-1])
-        st.plotly_chart(_figure(history, cols.time, sensor, band, origin, naive))
+        if band is not None and not kept:  # Naive: the last reading held
+            band["baseline"] = float(history[sensor].iloc[: origin + 1].dropna().iloc[-1])
+        st.plotly_chart(_figure(history, cols.time, sensor, band, origin, baseline_name))
         if band is None:
             continue
         after = history[sensor].iloc[origin + 1 : origin + 1 + len(band)].to_numpy()
@@ -227,12 +248,12 @@ def forecast() -> None:
             b = band.iloc[: len(after)]
             inside = float(np.mean((after >= b["low"]) & (after <= b["high"])))
             mae = float(np.mean(np.abs(after - b["median"])))
-            mae_naive = float(np.mean(np.abs(after - naive)))
+            mae_base = float(np.mean(np.abs(after - b["baseline"])))
             unit = UNITS.get(sensor, "")
             st.caption(
                 f"From {when(times.iloc[origin])}: {len(after)} actual readings, "
                 f"{inside:.0%} inside the band; mean |error| {mae:.3f} {unit} for the "
-                f"forecast, {mae_naive:.3f} {unit} for Naive."
+                f"forecast, {mae_base:.3f} {unit} for {kept or 'Naive'}."
             )
         table.append(band.assign(sensor=sensor))
     if table:

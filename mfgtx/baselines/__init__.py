@@ -21,7 +21,13 @@ from mfgtx.baselines.classification import (
 )
 from mfgtx.baselines.compare import PRIMARY_METRIC, bootstrap_differences, compare
 from mfgtx.baselines.features import SUMMARY_STATS, summary_feature_names, summary_features
-from mfgtx.baselines.forecast import LinearRidge, Naive, SeasonalNaive, TrainMeanForecast
+from mfgtx.baselines.forecast import (
+    LinearRidge,
+    Naive,
+    SeasonalNaive,
+    TrainMeanForecast,
+    forecast_baseline,
+)
 from mfgtx.baselines.image import HogLogistic, MajorityImageClass, hog_features
 from mfgtx.baselines.regression import GradientBoosting, Ridge, TrainMean
 from mfgtx.baselines.report import Difference, EvaluationReport, ReportRow
@@ -50,6 +56,7 @@ __all__ = [
     "compare",
     "default_baselines",
     "fit_baselines",
+    "forecast_baseline",
     "hog_features",
     "summary_feature_names",
     "summary_features",

@@ -15,8 +15,8 @@ of ``y`` (unscaled), so a ``scaler`` passed to ``fit`` is checked and, except by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar, Self
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from mfgtx.baselines._base import Fitted, check_number, targets_of
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.windows import Windows
 
-__all__ = ["LinearRidge", "Naive", "SeasonalNaive", "TrainMeanForecast"]
+__all__ = ["LinearRidge", "Naive", "SeasonalNaive", "TrainMeanForecast", "forecast_baseline"]
 
 
 class _Forecaster(Fitted):
@@ -42,6 +42,23 @@ class _Forecaster(Fitted):
         idx = self._start_fit(windows, train_idx, scaler)
         self.mean_ = targets_of(windows, idx, "training").mean(axis=(0, 1))  # (K,)
         return self
+
+    def state(self) -> dict[str, Any]:
+        """The fitted baseline as strict JSON (``{"name": ..., "class": ..., ...}``), so a
+        bundle can keep it and :func:`forecast_baseline` rebuild it without its training data."""
+        if not hasattr(self, "mean_"):
+            raise RuntimeError(f"{self.name} is not fitted yet; call fit(windows, train_idx) first")
+        return {
+            "name": self.name,
+            "class": type(self).__name__,
+            "params": self._params(),
+            "fitted": {k: _json_array(getattr(self, k)) for k in self._fitted},
+        }
+
+    _fitted: ClassVar[tuple[str, ...]] = ("mean_",)
+
+    def _params(self) -> dict[str, Any]:
+        return {}
 
 
 class TrainMeanForecast(_Forecaster):
@@ -163,6 +180,9 @@ class SeasonalNaive(_InWindow):
     def name(self) -> str:
         return f"SeasonalNaive({self.period})"
 
+    def _params(self) -> dict[str, Any]:
+        return {"period": self.period}
+
     def fit(
         self,
         windows: Windows,
@@ -240,6 +260,11 @@ class LinearRidge(_InWindow):
     def name(self) -> str:
         return "LinearRidge" if self.lookback is None else f"LinearRidge({self.lookback})"
 
+    _fitted = ("mean_", "lookback_", "center_", "scale_", "weight_", "bias_")
+
+    def _params(self) -> dict[str, Any]:
+        return {"lookback": self.lookback, "alpha": self.alpha}
+
     def _units(self, windows: Windows, scaler: SensorScaler | None) -> tuple[np.ndarray, ...]:
         """Centre and scale ``(K,)`` of the forecast columns (0 and 1 without a scaler)."""
         k = len(windows.targets)
@@ -302,3 +327,51 @@ class LinearRidge(_InWindow):
         x, last = self._inputs(windows, index)  # (n, K, m)
         out = x @ self.weight_ + self.bias_ + last[:, :, None]  # (n, K, H)
         return out.transpose(0, 2, 1) * self.scale_ + self.center_  # (n, H, K)
+
+
+_CLASSES: dict[str, type[_Forecaster]] = {
+    c.__name__: c for c in (Naive, SeasonalNaive, LinearRidge, TrainMeanForecast)
+}
+
+
+def _json_array(value: Any) -> Any:
+    """A fitted attribute as JSON: arrays as nested lists of floats."""
+    if isinstance(value, np.ndarray):
+        return value.astype(np.float64).tolist()
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def forecast_baseline(state: Mapping[str, Any]) -> _Forecaster:
+    """The fitted forecast baseline that :meth:`state` wrote, ready to ``predict``.
+
+    Raises:
+        ValueError: ``state`` is not a forecast baseline's state (names what is wrong).
+
+    Example:
+        >>> import numpy as np
+        >>> from mfgtx.data import Windows
+        >>> t = np.zeros(8, "datetime64[ns]")
+        >>> ramp = np.arange(20, dtype=np.float32)[:, None]
+        >>> starts = np.arange(8)
+        >>> y = np.stack([ramp[s + 4 : s + 6] for s in starts])
+        >>> w = Windows(values=ramp, row_start=starts, lot=np.array(["A"] * 8), start=t, end=t,
+        ...             label_time=t, y=y, sensors=("x",), targets=("x",), window=4, stride=1,
+        ...             horizon=2)
+        >>> fitted = LinearRidge(alpha=1e-6).fit(w, range(6))
+        >>> again = forecast_baseline(fitted.state())
+        >>> bool(np.allclose(again.predict(w, [7]), fitted.predict(w, [7])))
+        True
+    """
+    try:
+        cls = _CLASSES[state["class"]]
+        baseline = cls(**dict(state.get("params") or {}))
+        fitted = dict(state["fitted"])
+        for key in cls._fitted:
+            value = fitted[key]
+            array = isinstance(value, list)
+            setattr(baseline, key, np.asarray(value, np.float64) if array else value)
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"not a forecast baseline's state: missing or wrong {e}") from e
+    baseline.train_idx_ = np.zeros(0, np.int64)  # fitted elsewhere: no training windows here
+    baseline.n_windows_ = 0
+    return baseline

@@ -273,6 +273,15 @@ class EvaluationReport:
             raise ValueError(f"no predictor has a value for {metric}; see the notes")
         return best.name
 
+    def best_baseline(self, metric: str | None = None) -> str | None:
+        """Name of the baseline with the best ``metric`` (default: the primary one), ``None``
+        when no baseline has a value for it."""
+        metric = self.primary if metric is None else metric
+        if metric not in self.metrics:
+            raise KeyError(f"no metric {metric!r} in this report; metrics: {list(self.metrics)}")
+        best = _best_of([r for r in self.rows if r.kind == "baseline"], metric)
+        return None if best is None else best.name
+
     def verdicts(self, metric: str | None = None) -> tuple[str, ...]:
         """One plain-English sentence per model: does it beat every baseline on ``metric``?"""
         metric = self.primary if metric is None else metric

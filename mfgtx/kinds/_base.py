@@ -167,6 +167,8 @@ class Fitted:
         calibration: a classifier's calibration, or ``None``.
         train_config: the :class:`~mfgtx.train.TrainConfig` it trained with.
         extra_metrics: figures beside the report (interval coverage, flag recall ...).
+        best_baseline: the fitted state of the report's best baseline where the kind can
+            keep it (the forecast baselines' :meth:`state`), else ``None``.
     """
 
     model: Any
@@ -179,6 +181,7 @@ class Fitted:
     calibration: Any = None
     train_config: Any = None
     extra_metrics: dict[str, float] = field(default_factory=dict)
+    best_baseline: dict[str, Any] | None = None
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -370,7 +373,7 @@ class Kind(ABC):
             train_config=fitted.train_config,
             calibration=fitted.calibration,
             precision=fitted.fit.precision,
-            extra={"job_file": dict(job)} if job is not None else None,
+            extra=_extra(fitted, job),
             overwrite=True,
         )
 
@@ -387,6 +390,16 @@ class Kind(ABC):
                 file=bundle.path,
             )
         return job
+
+
+def _extra(fitted: Fitted, job: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The bundle's ``extra`` section: the job file (for the record) and the best baseline."""
+    extra: dict[str, Any] = {}
+    if job is not None:
+        extra["job_file"] = dict(job)
+    if fitted.best_baseline is not None:
+        extra["best_baseline"] = fitted.best_baseline
+    return extra or None
 
 
 # --------------------------------------------------------------------------- ensembles

@@ -24,7 +24,7 @@ import torch
 
 from mfgtx._config import config_from, section_of
 from mfgtx.artifacts import Bundle, BundleError
-from mfgtx.baselines import compare, fit_baselines
+from mfgtx.baselines import compare, fit_baselines, forecast_baseline
 from mfgtx.data import (
     ColumnMap,
     ForecastWindows,
@@ -216,6 +216,34 @@ class ForecastPredictor(WindowPredictor):
             )
         return point, band
 
+    @property
+    def best_baseline(self) -> str | None:
+        """The name of the bundle's best baseline on its test windows, when the bundle keeps
+        it (bundles written before mfgtx kept it: ``None``)."""
+        state = (self.bundle.manifest.get("extra") or {}).get("best_baseline")
+        return None if not state else str(state.get("name"))
+
+    def baseline_arrays(self, windows: Windows, idx: np.ndarray) -> np.ndarray | None:
+        """``(n, H, K)`` forecasts of the bundle's best baseline (fitted on the bundle's
+        training windows, :attr:`best_baseline`) from the same windows as :meth:`arrays`, in
+        the data's units; ``None`` when the bundle does not keep one.
+
+        Raises:
+            BundleError: the kept baseline cannot be read back.
+        """
+        state = (self.bundle.manifest.get("extra") or {}).get("best_baseline")
+        if not state:
+            return None
+        try:
+            baseline = forecast_baseline(state)
+        except ValueError as e:
+            raise BundleError(
+                f"{self.bundle.path}: best_baseline: {e}", file=self.bundle.path
+            ) from e
+        spec = self.input_spec
+        ahead = replace(windows, horizon=spec.horizon, targets=tuple(spec.targets), y=None)
+        return baseline.predict(ahead, np.asarray(idx))
+
     def rows(self, windows: Windows, idx: np.ndarray, *, batch_size: int = 256) -> pd.DataFrame:
         c, targets = self.model.config, list(self.input_spec.targets)
         point, band = self.arrays(windows, idx, batch_size=batch_size)
@@ -402,13 +430,17 @@ class ForecastKind(Kind):
         if not judge:
             return result
         predictor = ForecastPredictor(self, Trained(model), spec)
+        learned = np.intersect1d(learn, labelled)
+        baselines = fit_baselines(windows, learned, "forecast", scaler=scaler)
         report, extra = self.judge(
-            predictor, windows, np.intersect1d(learn, labelled), test, scaler=scaler,
-            model_name="CausalForecaster",
+            predictor, windows, learned, test, scaler=scaler, model_name="CausalForecaster",
+            baselines=baselines,
         )  # fmt: skip
         if members:
             extra = {**extra, "ensemble_members": float(members)}
-        return replace(result, report=report, extra_metrics=extra)
+        best = report.best_baseline()  # kept, so its forecasts can be drawn beside the model's
+        kept = next((b.state() for b in baselines if b.name == best), None)
+        return replace(result, report=report, extra_metrics=extra, best_baseline=kept)
 
     def judge(
         self,
@@ -419,9 +451,11 @@ class ForecastKind(Kind):
         *,
         scaler: SensorScaler,
         model_name: str = "CausalForecaster",
+        baselines: tuple[Any, ...] | None = None,
     ) -> tuple[Any, dict[str, float]]:
-        """The report on the test windows beside the forecast baselines, and the band's
-        interval coverage (``interval_coverage``, ``interval_nominal``).
+        """The report on the test windows beside the forecast baselines (``baselines``:
+        already fitted on ``train_idx``; default: fitted here), and the band's interval
+        coverage (``interval_coverage``, ``interval_nominal``).
 
         Raises:
             ValueError: no test window has its whole horizon recorded.
@@ -432,7 +466,8 @@ class ForecastKind(Kind):
                 "split.test_size or a shorter forecast.horizon"
             )
         pred, band = predictor.arrays(windows, test_idx)
-        baselines = fit_baselines(windows, train_idx, "forecast", scaler=scaler)
+        if baselines is None:
+            baselines = fit_baselines(windows, train_idx, "forecast", scaler=scaler)
         report = compare("forecast", windows, test_idx, pred, baselines, model_name=model_name)
         extra: dict[str, float] = {}
         if band is not None:

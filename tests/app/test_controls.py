@@ -132,17 +132,26 @@ def test_forecast_from_a_past_origin_draws_actuals_band_and_baseline(demo_env) -
     origin.set_value(earlier).run()
     spec = _charts(at)[0]
     names = _trace_names(spec)
-    assert {"actual", "forecast", "quantile band", "Naive baseline (last reading held)"} <= set(
-        names
-    )
+    import mfgtx
+
+    predictor = mfgtx.load(demo_env["jobs"]["sample_forecast"][1].bundle)
+    best = predictor.best_baseline  # the bundle keeps its best baseline, drawn by its name
+    report = predictor.bundle.manifest["metrics"]
+    rows = [r for r in report["rows"] if r["kind"] == "baseline"]
+    top = min(rows, key=lambda r: r["metrics"][report["primary"]])
+    assert best is not None and best == top["name"], (best, rows)
+    assert {"actual", "forecast", "quantile band", f"{best} baseline"} <= set(names), names
     frame = pd.read_csv(SAMPLE / "sensors.csv")
     history = frame[frame["lot"] == lot].reset_index(drop=True)
     actual = _array(_trace(spec, "actual")["y"])
     steps = len(_array(_trace(spec, "forecast")["y"]))
     expected = history[sensor].iloc[earlier + 1 : earlier + 1 + steps].to_numpy()
     assert np.allclose(actual, expected)
-    naive = _array(_trace(spec, "Naive baseline (last reading held)")["y"])
-    assert np.allclose(naive, history[sensor].iloc[earlier])
+    windows = predictor.windows(history.iloc[: earlier + 1])  # as the page cuts them
+    expected = predictor.baseline_arrays(windows, np.array([len(windows) - 1]))
+    k = list(predictor.input_spec.targets).index(sensor)
+    drawn = _array(_trace(spec, f"{best} baseline")["y"])
+    assert np.allclose(drawn, expected[0, :steps, k])
     captions = " ".join(_texts(at.caption))
     assert "nominally 80 in 100 actual readings fall inside it" in captions, captions
     assert "inside the band" in captions

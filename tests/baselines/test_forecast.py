@@ -151,3 +151,24 @@ def test_linear_ridge_errors(make_periodic_windows) -> None:
         LinearRidge(alpha=0)
     with pytest.raises(RuntimeError, match="LinearRidge is not fitted yet"):
         LinearRidge().predict(w, [0])
+
+
+def test_every_forecast_baseline_survives_its_json_state(make_periodic_windows) -> None:
+    import json
+
+    from mfgtx.baselines import forecast_baseline
+
+    w = make_periodic_windows()
+    train = np.flatnonzero(w.lot != "L2")
+    test = np.flatnonzero(w.lot == "L2")
+    scaler = SensorScaler.fit(w, train)
+    for b in (Naive(), SeasonalNaive(3), LinearRidge(lookback=4), TrainMeanForecast()):
+        fitted = b.fit(w, train, scaler)
+        state = json.loads(json.dumps(fitted.state(), allow_nan=False))  # strict JSON
+        again = forecast_baseline(state)
+        assert again.name == fitted.name
+        np.testing.assert_allclose(again.predict(w, test), fitted.predict(w, test), rtol=1e-12)
+    with pytest.raises(ValueError, match="not a forecast baseline's state"):
+        forecast_baseline({"class": "LinearRidge", "params": {}, "fitted": {"mean_": [0.0]}})
+    with pytest.raises(RuntimeError, match="not fitted yet"):
+        LinearRidge().state()
