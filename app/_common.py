@@ -277,7 +277,7 @@ def check_image(name: str, data: bytes) -> CheckedImage:
     try:
         arr = read_image((name, data), mode="L", max_pixels=MAX_IMAGE_PIXELS)
     except ImageError as e:  # the reader's words, without the name of its library
-        return CheckedImage(name, None, e.reason.replace("Pillow can identify", "that can be read"))
+        return CheckedImage(name, None, e.reason)
     return CheckedImage(name, arr.astype(np.float64) / 255.0, None)
 
 

@@ -208,7 +208,7 @@ def read_image(
         ...     read_image(("cut.png", buf.getvalue()[:40]))
         ... except ImageError as e:
         ...     print(e.source, "-", e.reason)
-        cut.png - not an image Pillow can identify (corrupt or another format)
+        cut.png - not an image file that can be read (damaged, or not PNG, JPEG, TIFF...)
     """
     if mode not in _ACCEPTED:
         raise ValueError(f"mode must be 'L' or 'RGB', found {mode!r}")
@@ -241,7 +241,7 @@ def read_image(
         raise ImageError(name, f"decompression bomb refused ({e})") from e
     except UnidentifiedImageError as e:
         raise ImageError(
-            name, "not an image Pillow can identify (corrupt or another format)"
+            name, "not an image file that can be read (damaged, or not PNG, JPEG, TIFF...)"
         ) from e
     except (OSError, SyntaxError, ValueError, EOFError) as e:
         raise ImageError(name, f"truncated or corrupt image data ({e})") from e

@@ -20,7 +20,7 @@ import pandas as pd
 from mfgtx.data.errors import DataError
 from mfgtx.data.windows import Windows
 
-__all__ = ["WindowTimes", "iso", "parse_gap", "window_times"]
+__all__ = ["WindowTimes", "duration_text", "iso", "parse_gap", "window_times"]
 
 _WHAT_TO_PASS = (
     "pass a mfgtx.data.Windows or a pandas DataFrame with one row per window and columns "
@@ -71,6 +71,26 @@ class WindowTimes:
 def iso(ns: int | np.integer) -> str:
     """ISO 8601 text of a time given as nanoseconds since the epoch."""
     return pd.Timestamp(int(ns)).isoformat()
+
+
+def duration_text(value: pd.Timedelta) -> str:
+    """A duration as a person writes it: ``0``, ``30 min``, ``2 h 30 min``, ``3 days``.
+
+    >>> [duration_text(pd.Timedelta(v)) for v in ("0s", "30min", "150min", "3D", "90s")]
+    ['0', '30 min', '2 h 30 min', '3 days', '1 min 30 s']
+    """
+    total = pd.Timedelta(value)
+    if total == pd.Timedelta(0):
+        return "0"
+    parts = []
+    c = total.components
+    for amount, unit in ((c.days, "day"), (c.hours, "h"), (c.minutes, "min"), (c.seconds, "s")):
+        if amount:
+            parts.append(f"{amount} {unit}{'s' if unit == 'day' and amount != 1 else ''}")
+    rest = total - pd.Timedelta(days=c.days, hours=c.hours, minutes=c.minutes, seconds=c.seconds)
+    if rest or not parts:
+        parts.append(f"{rest.value / 1e6:g} ms" if rest.value >= 1000 else f"{rest.value} ns")
+    return " ".join(parts)
 
 
 def _plain(value: Any) -> Any:

@@ -43,7 +43,7 @@ import pandas as pd
 
 from mfgtx.split._regimes import regimes_check
 from mfgtx.split._scaler import scaler_check
-from mfgtx.split._times import WindowTimes, iso, parse_gap, window_times
+from mfgtx.split._times import WindowTimes, duration_text, iso, parse_gap, window_times
 from mfgtx.split.report import AuditReport, Check, LeakageError, NotChecked
 from mfgtx.split.splitter import SplitSets
 
@@ -403,7 +403,8 @@ def _time_order_gap(s: _Split) -> Check:
             first = early[np.argmin(t.start[early])]
             clashes.append(
                 f"{_windows(early.size)} of {b} starting before {iso(bound)} = the last {a} end "
-                f"({t.describe(last)}) + gap {s.gap}, the earliest {t.describe(first)}"
+                f"({t.describe(last)}) + gap {duration_text(s.gap)}, the earliest "
+                f"{t.describe(first)}"
             )
             examples += [
                 t.example(i, set=b, must_start_at_or_after=iso(bound), after_window=int(last))
@@ -412,7 +413,9 @@ def _time_order_gap(s: _Split) -> Check:
     if clashes:
         return Check("time_order_gap", False, "; ".join(clashes), tuple(examples[:_MAX_EXAMPLES]))
     return Check(
-        "time_order_gap", True, f"every later set starts at least gap={s.gap} after earlier ends"
+        "time_order_gap",
+        True,
+        f"every later set starts at least the gap ({duration_text(s.gap)}) after the earlier ends",
     )
 
 

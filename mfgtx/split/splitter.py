@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from mfgtx.data.windows import Windows
-from mfgtx.split._times import WindowTimes, iso, parse_gap, window_times
+from mfgtx.split._times import WindowTimes, duration_text, iso, parse_gap, window_times
 
 __all__ = ["LotTimeSplit", "PurgeWarning", "SplitSets"]
 
@@ -45,8 +45,9 @@ def _warn_whole_lots_purged(times: WindowTimes, sets: SplitSets) -> None:
         warnings.warn(
             f"fold {sets.fold}: every window of {len(lost)} lot(s) was purged "
             f"({', '.join(lost[:5])}{' ...' if len(lost) > 5 else ''}): they ran too close to "
-            "the next set's start or their labels arrived after it; see "
-            "SplitSets.purge_reasons, or use a smaller gap or fewer concurrent lines per set",
+            "the next set's start or their labels arrived after it, so none of their windows "
+            "is learnt from; the audit lists why each window was left out. A smaller split "
+            "gap or fewer lines running at once per set keeps more of them",
             PurgeWarning,
             stacklevel=3,
         )
@@ -431,7 +432,8 @@ def _emptied(
     return ValueError(
         f"fold {fold}: purging left no {name} window. The {next_name} set starts at "
         f"{iso(boundary)}; of the {int(members.sum())} windows of the {name} lots ({shown}), "
-        f"{why[0]} end after {iso(boundary - gap.value)} (that start minus gap={gap}) and "
+        f"{why[0]} end after {iso(boundary - gap.value)} (that start minus the gap, "
+        f"{duration_text(gap)}) and "
         f"{why[1]} have their label only after that start. Use a smaller gap, fewer folds "
         "(n_splits) or a smaller test_size/val_size"
     )

@@ -60,7 +60,7 @@ BAD = {
     "truncated": (noisy_jpeg()[:600], r"truncated or corrupt image data"),
     "corrupt": (b"\x89PNG\r\n\x1a\n" + b"garbage" * 20, r"truncated or corrupt image data"),
     "empty": (b"", r"empty file"),
-    "text": (b"lot,label\nA,1\n", r"not an image Pillow can identify"),
+    "text": (b"lot,label\nA,1\n", r"not an image file that can be read"),
 }
 
 

@@ -39,6 +39,14 @@ def test_whole_lots_purged_on_concurrent_lines_are_named() -> None:
     for lot in lots:
         assert lot not in kept  # the named lot really lost every window
         assert (windows.lot[sets.purged] == lot).any()
+    text = str(caught[0].message)  # plant words: no class or attribute names of the library
+    assert "SplitSets" not in text and "purge_reasons" not in text, text
+    assert "the audit lists why" in text, text
+    from mfgtx.split import audit
+
+    detail = audit(windows, sets, gap="30min").to_dict()
+    shown = str(detail)
+    assert "0 days 00:30:00" not in shown and "gap (30 min)" in shown, shown
 
 
 def test_no_warning_when_no_lot_is_lost() -> None:
