@@ -138,6 +138,65 @@ def image_figure(image: np.ndarray, name: str, *, height: int = 520) -> go.Figur
     return fig
 
 
+def tile_heatmap(
+    image: np.ndarray,
+    tiles: Any,
+    *,
+    size: int,
+    threshold: float | None,
+    opacity: float,
+    name: str,
+    height: int = 520,
+) -> go.Figure:
+    """The full-size photo with each tile's P(defect) over it (a pixel covered by several
+    tiles shows the highest), the worst tile outlined, and the tiles above the bundle's
+    threshold outlined too. ``tiles``: one row per tile with ``top``, ``left``,
+    ``p_defect``. This is the model's output per tile, not a diagnostic of its attention."""
+    img = np.asarray(image, dtype=np.float64)
+    h, w = img.shape[:2]
+    heat = np.zeros((h, w))
+    for top, left, p in tiles[["top", "left", "p_defect"]].itertuples(index=False):
+        cell = heat[int(top) : int(top) + size, int(left) : int(left) + size]
+        np.maximum(cell, float(p), out=cell)
+    span = float(img.max() - img.min()) or 1.0
+    fig = go.Figure()
+    fig.add_trace(
+        go.Heatmap(z=(img - img.min()) / span, colorscale="gray", showscale=False,
+                   name="photo", hoverinfo="skip")
+    )  # fmt: skip
+    fig.add_trace(
+        go.Heatmap(
+            z=heat * 100.0, zmin=0.0, zmax=100.0, colorscale="Reds", opacity=opacity,
+            name="P(defect)", colorbar={"title": "P(defect) %"},
+            hovertemplate="x %{x} px, y %{y} px<br>P(defect) %{z:.1f}%<extra></extra>",
+        )
+    )  # fmt: skip
+    worst = tiles.loc[tiles["p_defect"].idxmax()] if len(tiles) else None
+    flagged = tiles.iloc[0:0] if threshold is None else tiles[tiles["p_defect"] > threshold]
+    for row in flagged.itertuples(index=False):
+        fig.add_shape(
+            type="rect", x0=row.left - 0.5, y0=row.top - 0.5, x1=row.left + size - 0.5,
+            y1=row.top + size - 0.5, line={"color": "#d62728", "width": 1},
+        )  # fmt: skip
+    if worst is not None:
+        fig.add_shape(
+            type="rect", x0=worst["left"] - 0.5, y0=worst["top"] - 0.5,
+            x1=worst["left"] + size - 0.5, y1=worst["top"] + size - 0.5,
+            line={"color": "#ffbf00", "width": 3},
+        )  # fmt: skip
+    fig.update_yaxes(autorange="reversed", scaleanchor="x", title="y (px)")
+    fig.update_xaxes(title="x (px)", range=[-0.5, w - 0.5])
+    sub = "yellow: the worst tile"
+    if threshold is not None:
+        sub += f"; red outlines: tiles above the threshold {threshold:.1%}"
+    fig.update_layout(
+        title={"text": f"{name}: P(defect) per {size}-px tile<br><sup>{sub}</sup>"},
+        height=height, margin={"t": 70, "b": 40},
+        meta={"kind": "model output per tile", "flagged_tiles": len(flagged)},
+    )  # fmt: skip
+    return fig
+
+
 def deletion_bars(result: Any, *, scale: float, unit: str, watched: str) -> go.Figure:
     """Most-attended against random inputs removed, in the prediction's own units.
 

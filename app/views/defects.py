@@ -32,6 +32,7 @@ from _figures import (
     image_figure,
     image_overlay,
     notice,
+    tile_heatmap,
 )
 from _trust import set_sentence, show_trust
 
@@ -41,6 +42,13 @@ IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
 @st.cache_resource(max_entries=64, show_spinner="classifying the image and its deletion test")
 def _explained(bundle_id: str, name: str, digest: str, which: str, _predictor: Any, _data: bytes):
     return _predictor.explain((name, _data), which=which)
+
+
+@st.cache_resource(max_entries=64, show_spinner="scoring every tile of the photo")
+def _tiles(bundle_id: str, name: str, digest: str, _predictor: Any, _data: bytes) -> pd.DataFrame:
+    """One row per tile of a photo (``top``, ``left``, ``p_defect``...), as ``mfgtx score``
+    writes with ``score.per_tile``."""
+    return _predictor.score([(name, _data)], per_tile=True).rows
 
 
 def decision_of(predictor: Any, row: dict) -> dict[str, Any]:
@@ -190,8 +198,27 @@ def defects() -> None:
                 set_sentence(info.manifest, lot, what="Its lot")
                 + (f" Known label: {known}." if known else "")
             )
+        spec = bundle.input_spec
+        if spec.tiled:  # the photo large with every tile's P(defect); the worst tile's map
+            digest = hashlib.sha256(data).hexdigest()
+            tiles = _tiles(bundle.bundle_id, name, digest, bundle, data)
+            st.plotly_chart(
+                tile_heatmap(
+                    checked.image, tiles, size=spec.tile_size, threshold=d["threshold"],
+                    opacity=opacity, name=name, height=min(720, checked.image.shape[0] + 200),
+                ),
+                key=f"tiles-{name}",
+            )  # fmt: skip
+            st.caption(
+                f"{len(tiles)} tiles of {spec.tile_size} px (every {spec.tile_stride} px); "
+                f"the photo's P(defect) is its worst tile's, at top {int(explained.row['top'])} "
+                f"px, left {int(explained.row['left'])} px. Below: that tile and its attention "
+                "map."
+            )
         left, right = st.columns(2)
-        left.plotly_chart(image_figure(checked.image, f"{name} (full size)"), key=f"img-{name}")
+        title = f"{name} (worst tile)" if spec.tiled else f"{name} (full size)"
+        shown = explained.image.numpy() if spec.tiled else checked.image
+        left.plotly_chart(image_figure(shown, title), key=f"img-{name}")
         right.plotly_chart(
             image_overlay(explained.image.numpy(), explained.maps, opacity=opacity, which=which),
             key=f"overlay-{name}",

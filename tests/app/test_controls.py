@@ -34,9 +34,14 @@ def _charts(at: AppTest) -> list[dict]:
 
 
 def _array(values) -> np.ndarray:
-    """A plotly trace array, plain or base64-encoded."""
+    """A plotly trace array, plain or base64-encoded (with its shape, for a 2-D one)."""
     if isinstance(values, dict):
-        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"])
+        flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"])
+        if "shape" in values:
+            shape = values["shape"]
+            shape = [int(k) for k in shape.split(",")] if isinstance(shape, str) else shape
+            return flat.reshape(shape)
+        return flat
     return np.asarray(values, dtype=float)
 
 
@@ -96,6 +101,39 @@ def test_defect_page_says_the_images_lot_set_and_known_label(demo_env) -> None:
     assert "Its lot D01 is a training lot" in captions, captions
     assert "Known label: inclusion." in captions
     assert any(t.startswith(TRUST) for t in _boxes(at))
+
+
+def test_full_size_photo_shows_the_tile_heat_map_beside_the_worst_tiles_map(demo_env) -> None:
+    import mfgtx
+
+    job = demo_env["jobs"]["sample_inspection"][1]
+    at = _app("views/defects.py", "defect_bundle", "sample_inspection")
+    at.multiselect(key="defect_samples").set_value(["inspection/images/P01.png"]).run()
+    assert not at.exception, at.exception
+    predictor = mfgtx.load(job.bundle)
+    data = (SAMPLE / "inspection" / "images" / "P01.png").read_bytes()
+    tiles = predictor.score([("P01.png", data)], per_tile=True).rows
+    charts = _charts(at)
+    heat = next(
+        s for s in charts if s["layout"].get("meta", {}).get("kind") == "model output per tile"
+    )
+    z = _array(_trace(heat, "P(defect)")["z"]).astype(float)
+    assert z.shape == (360, 900)  # drawn over the full photo, not the model's tile size
+    size = predictor.input_spec.tile_size
+    for row in tiles.itertuples(index=False):  # every tile's P(defect) is drawn where it lies
+        cell = z[row.top : row.top + size, row.left : row.left + size]
+        assert cell.max() >= 100 * row.p_defect - 1e-6
+    assert np.isclose(z.max(), 100 * tiles["p_defect"].max())
+    threshold = predictor.calibration.threshold.threshold
+    assert heat["layout"]["meta"]["flagged_tiles"] == int((tiles["p_defect"] > threshold).sum())
+    # beside it, the attention map of the worst tile, and the opacity moves the heat map too
+    assert any(_trace_names(s) == ["image", "attention"] for s in charts)
+    at.slider(key="defect_opacity").set_value(0.9).run()
+    heat = next(
+        s for s in _charts(at) if s["layout"].get("meta", {}).get("kind") == "model output per tile"
+    )
+    assert _trace(heat, "P(defect)")["opacity"] == 0.9
+    assert "its worst tile's" in " ".join(_texts(at.caption))
 
 
 # --------------------------------------------------------------------------- forecast
