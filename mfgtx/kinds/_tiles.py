@@ -438,7 +438,7 @@ def prepare_tiles(images: Any, plan: Any, *, seed: int = 0) -> PreparedTiles:
 
         t = frame["timestamp"]
         lots = pd.DataFrame({"lot": frame["lot"].astype(str), "start": t, "end": t})
-        audit_report = audit(lots, split.lot_sets, strict=False)
+        audit_report = audit(lots, split.lot_sets, strict=False, unit="photo")
     where: dict[str, set[str]] = {}
     for name, idx in (("train", split.train), ("val", split.val), ("test", split.test)):
         for i in idx:

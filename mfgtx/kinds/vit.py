@@ -325,7 +325,7 @@ def prepare_images(
 
         t = records.frame["timestamp"]
         frame = pd.DataFrame({"lot": records.frame["lot"].astype(str), "start": t, "end": t})
-        audit_report = audit(frame, split.lot_sets, strict=False)
+        audit_report = audit(frame, split.lot_sets, strict=False, unit="image")
     return PreparedImages(
         names=names,
         images=loaded,

@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -54,7 +54,7 @@ logger = logging.getLogger(__name__)
 _SETS = ("train", "val", "test")
 _MAX_EXAMPLES = 5
 _NO_SCALER = (
-    "no scaler was given (audit(..., scaler=)): whether the scaling saw training rows only "
+    "no fitted scaler was handed to the audit, so whether the scaling saw training rows only "
     "was not checked"
 )
 
@@ -65,6 +65,11 @@ class _Split:
     sets: dict[str, np.ndarray]  # train, val, test (val may be empty)
     others: dict[str, np.ndarray]  # purged and unused (SplitSets) or unassigned (hand-made)
     gap: pd.Timedelta
+    unit: str = "window"  # what one row of X is, in the messages: window, image, photo
+
+    def n(self, count: int | np.integer) -> str:
+        """``1 window``, ``3 windows`` (in the split's unit)."""
+        return f"{count} {self.unit}" if count == 1 else f"{count} {self.unit}s"
 
     def pairs(self) -> Iterable[tuple[str, str]]:
         """``(earlier, later)`` pairs of non-empty sets."""
@@ -80,6 +85,7 @@ def audit(
     scaler: Any = None,
     regimes: Any = None,
     strict: bool = True,
+    unit: str = "window",
 ) -> AuditReport:
     """Check a split for leakage between its sets.
 
@@ -99,6 +105,8 @@ def audit(
         regimes: the fitted :class:`mfgtx.data.Regimes` of the raw windows ``X`` (the
             scaler then holds statistics of the regime-normalised windows).
         strict: raise :class:`LeakageError` if any check fails.
+        unit: what one row of ``X`` is, in the report's sentences (``"window"``,
+            ``"image"``, ``"photo"``).
 
     Returns:
         The :class:`AuditReport`; for several folds, one whose checks pass only if they pass
@@ -128,11 +136,14 @@ def audit(
     times = window_times(X)
     folds = _folds(sets)
     if folds is None:
-        report = _audit_split(times, sets, gap, scaler, regimes)
+        report = _audit_split(times, sets, gap, scaler, regimes, unit)
     else:
         scalers = _scaler_per_fold(scaler, len(folds))
         report = _combined(
-            [_audit_split(times, f, gap, sc, regimes) for f, sc in zip(folds, scalers, strict=True)]
+            [
+                _audit_split(times, f, gap, sc, regimes, unit)
+                for f, sc in zip(folds, scalers, strict=True)
+            ]
         )
     if report.passed:
         logger.info(
@@ -149,9 +160,14 @@ def audit(
 
 
 def _audit_split(
-    times: WindowTimes, sets: Any, gap: Any, scaler: Any, regimes: Any = None
+    times: WindowTimes,
+    sets: Any,
+    gap: Any,
+    scaler: Any,
+    regimes: Any = None,
+    unit: str = "window",
 ) -> AuditReport:
-    split = _as_split(times, sets, gap)
+    split = replace(_as_split(times, sets, gap), unit=unit)
     checks = [_index_disjoint(split), _lot_disjoint(split), _no_overlap(split)]
     checks.append(_time_order_gap(split))
     not_checked = []
@@ -162,7 +178,7 @@ def _audit_split(
         passed, detail, examples = regimes_check(regimes, times.windows, {**split.sets})
         checks.append(Check("regimes_train_only", passed, detail, examples))
         applied = window_times(regimes.apply(times.windows))
-        scaled = _Split(applied, split.sets, split.others, split.gap)
+        scaled = replace(split, times=applied)
     for result in (
         _label_availability(split),
         NotChecked("scaler_train_only", _NO_SCALER)
@@ -317,21 +333,17 @@ def _preview(items: list[Any], k: int = _MAX_EXAMPLES) -> str:
     return shown + (f" and {len(items) - k} more" if len(items) > k else "")
 
 
-def _windows(n: int | np.integer) -> str:
-    return f"{n} window" if n == 1 else f"{n} windows"
-
-
 def _index_disjoint(s: _Split) -> Check:
     clashes, examples = [], []
     for a, b in s.pairs():
         common = np.intersect1d(s.sets[a], s.sets[b])
         if common.size:
-            clashes.append(f"{_windows(common.size)} in both {a} and {b} ({_preview(common)})")
+            clashes.append(f"{s.n(common.size)} in both {a} and {b} ({_preview(common)})")
             examples += [s.times.example(i, sets=[a, b]) for i in common[:_MAX_EXAMPLES]]
     if clashes:
         return Check("index_disjoint", False, "; ".join(clashes), tuple(examples[:_MAX_EXAMPLES]))
     n = sum(v.size for v in s.sets.values())
-    return Check("index_disjoint", True, f"each of the {n} windows is in one set only")
+    return Check("index_disjoint", True, f"each of the {s.n(n)} is in one set only")
 
 
 def _lot_disjoint(s: _Split) -> Check:
@@ -344,9 +356,7 @@ def _lot_disjoint(s: _Split) -> Check:
         n_clashes += len(shared)
         for lot in shared[: _MAX_EXAMPLES - len(clashes)]:  # describe the first few only
             in_a, in_b = s.sets[a][t.lot[s.sets[a]] == lot], s.sets[b][t.lot[s.sets[b]] == lot]
-            clashes.append(
-                f"lot {lot!r} in {a} ({_windows(in_a.size)}) and {b} ({_windows(in_b.size)})"
-            )
+            clashes.append(f"lot {lot!r} in {a} ({s.n(in_a.size)}) and {b} ({s.n(in_b.size)})")
             examples.append(
                 t.example(in_b[0], set=b, same_lot_in=a, window_in_other_set=int(in_a[0]))
             )
@@ -381,7 +391,7 @@ def _no_overlap(s: _Split) -> Check:
         windows, partners = _overlapping(t, s.sets[a], s.sets[b])
         if windows.size:
             clashes.append(
-                f"{_windows(windows.size)} of {b} overlapping a {a} window in time, e.g. {b} "
+                f"{s.n(windows.size)} of {b} overlapping a {a} {s.unit} in time, e.g. {b} "
                 f"{t.describe(windows[0])} overlaps {a} {t.describe(partners[0])}"
             )
             examples += [
@@ -402,7 +412,7 @@ def _time_order_gap(s: _Split) -> Check:
         if early.size:
             first = early[np.argmin(t.start[early])]
             clashes.append(
-                f"{_windows(early.size)} of {b} starting before {iso(bound)} = the last {a} end "
+                f"{s.n(early.size)} of {b} starting before {iso(bound)} = the last {a} end "
                 f"({t.describe(last)}) + gap {duration_text(s.gap)}, the earliest "
                 f"{t.describe(first)}"
             )
@@ -436,7 +446,7 @@ def _label_availability(s: _Split) -> Check | NotChecked:
                 else "which ends after it, so its label cannot be known by then"
             )
             clashes.append(
-                f"{_windows(late.size)} of {a} with the label known only after the {b} set "
+                f"{s.n(late.size)} of {a} with the label known only after the {b} set "
                 f"starts at {iso(first_use)}, e.g. {t.describe(late[0])} {when}"
             )
             examples += [
@@ -449,9 +459,9 @@ def _label_availability(s: _Split) -> Check | NotChecked:
     if not t.has_label_time:
         return NotChecked(
             "label_availability",
-            "the windows carry no label times (no 'label_time' column), so when each label "
-            "became known is unknown: no window ends after the next set starts, but that does "
-            "not show the labels were known in time; add label_time to check it",
+            f"the data gives no time at which each label became known (no label time column): "
+            f"no {s.unit} ends after the next set starts, but that does not show its label was "
+            "known in time; map the inspection or failure time as label_time to check it",
         )
     return Check("label_availability", True, "every label is known before the next set starts")
 
@@ -470,12 +480,12 @@ def _coverage(s: _Split) -> Check:
     missing, repeated = np.flatnonzero(counts == 0), np.flatnonzero(counts > 1)
     names = ", ".join([*s.sets, *s.others])
     if not (missing.size or repeated.size):
-        return Check("coverage", True, f"each of the {n} windows is in exactly one of {names}")
+        return Check("coverage", True, f"each of the {s.n(n)} is in exactly one of {names}")
     parts = []
     if missing.size:
-        parts.append(f"{_windows(missing.size)} in none of {names} ({_preview(missing)})")
+        parts.append(f"{s.n(missing.size)} in none of {names} ({_preview(missing)})")
     if repeated.size:
-        parts.append(f"{_windows(repeated.size)} in more than one ({_preview(repeated)})")
+        parts.append(f"{s.n(repeated.size)} in more than one ({_preview(repeated)})")
     examples = [s.times.example(i, problem="in no set") for i in missing[:_MAX_EXAMPLES]]
     examples += [s.times.example(i, problem="in several sets") for i in repeated[:_MAX_EXAMPLES]]
     return Check("coverage", False, "; ".join(parts), tuple(examples[:_MAX_EXAMPLES]))

@@ -95,7 +95,7 @@ def test_dataframe_without_label_time_leaves_label_availability_not_checked(
     report = audit(frame, next(LotTimeSplit(test_size=2).split_sets(frame)))
     assert report.passed and "label_availability" not in [c.name for c in report.checks]
     assert report.unchecked == ("label_availability", "scaler_train_only")
-    assert "no label times" in report.not_checked[0].reason
+    assert "no time at which each label became known" in report.not_checked[0].reason
     assert report.summary["label_time_given"] is False
 
 
