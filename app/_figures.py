@@ -164,9 +164,14 @@ def tile_heatmap(
         go.Heatmap(z=(img - img.min()) / span, colorscale="gray", showscale=False,
                    name="photo", hoverinfo="skip")
     )  # fmt: skip
+    # the threshold sits in the middle of the scale (the scale ends at twice it, or at the
+    # worst tile if higher): a tile is darker than mid-red only when it is above the threshold
+    worst_p = float(tiles["p_defect"].max()) if len(tiles) else 0.0
+    top = max(worst_p, 2 * threshold) if threshold is not None else 1.0
+    top = min(max(top, 1e-6), 1.0)
     fig.add_trace(
         go.Heatmap(
-            z=heat * 100.0, zmin=0.0, zmax=100.0, colorscale="Reds", opacity=opacity,
+            z=heat * 100.0, zmin=0.0, zmax=top * 100.0, colorscale="Reds", opacity=opacity,
             name="P(defect)", colorbar={"title": "P(defect) %"},
             hovertemplate="x %{x} px, y %{y} px<br>P(defect) %{z:.1f}%<extra></extra>",
         )
@@ -184,17 +189,27 @@ def tile_heatmap(
             x1=worst["left"] + size - 0.5, y1=worst["top"] + size - 0.5,
             line={"color": "#ffbf00", "width": 3},
         )  # fmt: skip
-    fig.update_yaxes(autorange="reversed", scaleanchor="x", title="y (px)")
-    fig.update_xaxes(title="x (px)", range=[-0.5, w - 0.5])
+    fig.update_yaxes(range=[h - 0.5, -0.5], scaleanchor="x", constrain="domain", title="y (px)")
+    fig.update_xaxes(title="x (px)", range=[-0.5, w - 0.5], constrain="domain")
     sub = "yellow: the worst tile"
     if threshold is not None:
-        sub += f"; red outlines: tiles above the threshold {threshold:.1%}"
+        sub += (
+            f"; red outlines: tiles above the threshold {threshold:.1%}, the middle of the "
+            "colour scale"
+        )
     fig.update_layout(
         title={"text": f"{name}: P(defect) per {size}-px tile<br><sup>{sub}</sup>"},
         height=height, margin={"t": 70, "b": 40},
         meta={"kind": "model output per tile", "flagged_tiles": len(flagged)},
     )  # fmt: skip
     return fig
+
+
+def amount(value: float) -> str:
+    """A change for reading: two decimals, or two significant digits when smaller."""
+    if abs(value) >= 0.1 or value == 0:
+        return f"{value:.2f}"
+    return np.format_float_positional(value, precision=2, unique=True, fractional=False, trim="-")
 
 
 def deletion_bars(result: Any, *, scale: float, unit: str, watched: str) -> go.Figure:
@@ -215,11 +230,11 @@ def deletion_bars(result: Any, *, scale: float, unit: str, watched: str) -> go.F
             y=y,
             error_y={"type": "data", "array": [0.0, result.random_std * scale], "visible": True},
             marker_color=["#d62728", "#7f7f7f"],
-            hovertemplate=f"%{{x}}: %{{y:.2f}} {unit}<extra></extra>",
+            hovertemplate=f"%{{x}}: %{{y:.2~g}} {unit}<extra></extra>",
         )
     )
     fig.update_yaxes(
-        title=f"mean change of {watched} ({unit})", rangemode="tozero", tickformat=".2f"
+        title=f"change of {watched}<br>({unit})", rangemode="tozero", exponentformat="none"
     )
     fig.update_xaxes(title=f"{result.unit} masked")
     _meta(fig, "Deletion test beside the attention map")
@@ -242,7 +257,7 @@ def deletion_sentence(result: Any, *, scale: float, unit: str, watched: str) -> 
             "do not read the map as pointing at a cause"
         )
     return (
-        f"Masking the {pct} most-attended {result.unit} moved {watched} by {attended:.2f} "
-        f"{unit}; {pct} random {result.unit} moved it by {rand:.2f} ± {sd:.2f} {unit} "
+        f"Masking the {pct} most-attended {result.unit} moved {watched} by {amount(attended)} "
+        f"{unit}; {pct} random {result.unit} moved it by {amount(rand)} ± {amount(sd)} {unit} "
         f"({draws} draws): {reading}."
     )

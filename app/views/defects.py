@@ -112,6 +112,13 @@ def _manifest_rows(data_dir: Path) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["key"])
 
 
+def _given(entry: pd.DataFrame, column: str) -> str | None:
+    """The manifest's value of ``column`` for the image, ``None`` when blank or absent."""
+    if not len(entry) or column not in entry or pd.isna(entry[column].iloc[0]):
+        return None
+    return str(entry[column].iloc[0])
+
+
 @guarded
 def defects() -> None:
     st.title("Defect inspection")
@@ -189,8 +196,8 @@ def defects() -> None:
             continue
         st.markdown(decision_text(d))
         entry = listed[listed["key"] == key] if key is not None else listed.iloc[0:0]
-        lot = str(entry["lot"].iloc[0]) if len(entry) and "lot" in entry else None
-        known = str(entry["label"].iloc[0]) if len(entry) and "label" in entry else None
+        lot = _given(entry, "lot")
+        known = _given(entry, "label")  # a photo with masks has no label column value
         if key is None:
             st.caption("Uploaded image: its lot and inspection result are not known here.")
         else:

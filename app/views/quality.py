@@ -165,6 +165,12 @@ def quality() -> None:
                 f"The interval runs from the model's {lo}% to its {hi}% quantile: nominally "
                 f"{hi - lo} in 100 true values fall inside it."
             )
+            if not row[qs[0]] <= score <= row[qs[-1]]:  # the point and quantile heads disagree
+                st.warning(
+                    f"The point prediction {score:.1f} {unit} lies outside its own interval: "
+                    "the model's point and interval outputs disagree here, so trust neither "
+                    "for this lot; retrain with more epochs or data."
+                )
         else:
             st.metric(f"Predicted {target}", value)
     st.markdown(set_sentence(info.manifest, lot))  # by lot id, uploaded or not

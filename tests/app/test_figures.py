@@ -52,8 +52,17 @@ def test_deletion_is_in_the_predictions_units() -> None:
     x = torch.tensor([[0.5, 0.1, 0.0, 0.0]])  # the score is the sum of the kept inputs
     result = run_deletion(lambda keep: (x * keep).sum(1), x, fraction=0.25, n_random=3)
     fig = deletion_bars(result, scale=100.0, unit="percentage points", watched="P(bad lot)")
-    assert fig.layout.yaxis.title.text == "mean change of P(bad lot) (percentage points)"
+    assert fig.layout.yaxis.title.text == "change of P(bad lot)<br>(percentage points)"
+    assert fig.layout.yaxis.exponentformat == "none"  # 0.0004, never "400μ"
     assert abs(fig.data[0].y[0] - 50.0) < 1e-9  # 0.5 of probability = 50 points
     text = deletion_sentence(result, scale=100.0, unit="percentage points", watched="P(bad lot)")
     assert text.startswith("Masking the 25% most-attended tokens moved P(bad lot) by 50.00")
     assert "class 1" not in text
+
+
+def test_small_changes_keep_their_digits_in_words() -> None:
+    from _figures import amount
+
+    assert [amount(v) for v in (0.0, 3e-05, 0.00042, 0.034, 0.5, 12.345)] == [
+        "0.00", "0.00003", "0.00042", "0.034", "0.50", "12.35"
+    ]  # fmt: skip
