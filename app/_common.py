@@ -188,8 +188,15 @@ def load(info: BundleInfo) -> Any:
 
 
 def pick_bundle(infos: list[BundleInfo], key: str) -> BundleInfo:
+    """The bundle chosen in the page's selector. A link may name it (``?bundle=NAME``), and
+    the page's address names the bundle shown, so a link to it opens the same bundle."""
     names = [b.path.name for b in infos]
+    asked = st.query_params.get("bundle")
+    if key not in st.session_state and asked in names:
+        st.session_state[key] = asked
     name = st.selectbox("Model bundle", names, key=key)
+    if st.query_params.get("bundle") != name:
+        st.query_params["bundle"] = name
     return infos[names.index(name)]
 
 

@@ -11,7 +11,7 @@ Usage:
 
 ``MODELS_DIR`` holds the demo's bundles (``mfgtx demo --quick`` writes them under
 ``demo-output/models``; any folder with ``sample_quality``, ``sample_rul``,
-``sample_forecast`` and ``sample_defects`` bundles works).
+``sample_forecast``, ``sample_defects`` and ``sample_inspection`` bundles works).
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ def cases():
     def pick_image(at):
         at.multiselect(key="defect_samples").set_value(["defects/images/000.png"]).run()
 
+    def pick_photo(at):  # a full-size photo of the tiled bundle: tile heat map + worst tile
+        at.multiselect(key="defect_samples").set_value(["inspection/images/P01.png"]).run()
+
     return [
         ("quality: what-if threshold", "views/quality.py", "quality_bundle", "sample_quality",
          None, lambda at, i: at.slider(key="quality_threshold").set_value([0.2, 0.8][i % 2])),
@@ -58,6 +61,12 @@ def cases():
          None, lambda at, i: at.select_slider(key="forecast_origin").set_value(100 + 10 * i)),
         ("defects: overlay opacity", "views/defects.py", "defect_bundle", "sample_defects",
          pick_image, lambda at, i: at.slider(key="defect_opacity").set_value([0.2, 0.8][i % 2])),
+        ("photo: overlay opacity (tiles)", "views/defects.py", "defect_bundle",
+         "sample_inspection", pick_photo,
+         lambda at, i: at.slider(key="defect_opacity").set_value([0.2, 0.8][i % 2])),
+        ("photo: attention map kind", "views/defects.py", "defect_bundle", "sample_inspection",
+         pick_photo,
+         lambda at, i: at.radio(key="defect_map").set_value(["layer", "rollout"][i % 2])),
         ("evaluation: what-if threshold", "views/evaluation.py", "evaluation_bundle",
          "sample_quality", None,
          lambda at, i: at.slider(key="eval_threshold").set_value([0.2, 0.8][i % 2])),

@@ -3,7 +3,8 @@
 The rows are what ``mfgtx score`` writes (the bundle's predictor, :func:`mfgtx.load`,
 ``score``); a bad lot or image becomes a row of the errors table with its file and CSV line,
 and every other lot is scored. Scoring runs when the button is pressed, once per file and
-bundle (cached), so reading the table and downloading it do not score again.
+bundle (cached), so reading the table and downloading it do not score again. The options
+sit in a form with the "Score" button: changing one scores nothing until it is pressed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from _common import (
     find_bundles,
     guarded,
     load,
+    pick_bundle,
 )
 from _trust import set_of, trust_of
 
@@ -66,8 +68,7 @@ def score_page() -> None:
     if not bundles:
         st.info(f"No model bundle in {cfg.models_dir}; train one with `mfgtx demo`.")
         return
-    names = [b.path.name for b in bundles]
-    info = bundles[names.index(st.selectbox("Model bundle", names, key="score_bundle"))]
+    info = pick_bundle(bundles, "score_bundle")
     predictor = load(info)
     st.caption(trust_of(info.manifest).headline)
     if info.kind == "vit":
@@ -78,12 +79,13 @@ def score_page() -> None:
             key="score_images",
             max_upload_size=MAX_IMAGE_MB,
         )
+        go = st.button("Score", key="score_go", type="primary")
         files = [(u.name, u.getvalue()) for u in uploads or []]
         if not files:
-            st.info("Upload images to get one row per image.")
+            st.info("Upload images, then press Score, to get one row per image.")
             return
         digest = hashlib.sha256(b"".join(n.encode() + d for n, d in files)).hexdigest()
-        if not st.button("Score", key="score_go", type="primary") and not _done(digest):
+        if not go and not _done(digest):
             return
         st.session_state["score_done"] = digest
         rows, errors = _score_images(info.bundle_id, digest, predictor, files)
@@ -95,16 +97,18 @@ def score_page() -> None:
             key="score_csv",
             max_upload_size=MAX_CSV_MB,
         )
-        latest = st.toggle(
-            "Each lot's latest prediction only", value=True, key="score_latest",
-            help="Off: one row per window, as the bundle's stride cuts them.",
-        )  # fmt: skip
+        with st.form("score_form", border=False):  # an option changed scores nothing yet
+            latest = st.toggle(
+                "Each lot's latest prediction only", value=True, key="score_latest",
+                help="Off: one row per window, as the bundle's stride cuts them.",
+            )  # fmt: skip
+            go = st.form_submit_button("Score", key="score_go", type="primary")
         if upload is None:
-            st.info("Upload a CSV file to get one row per lot.")
+            st.info("Upload a CSV file, then press Score, to get one row per lot.")
             return
         data = upload.getvalue()
         digest = hashlib.sha256(data).hexdigest() + str(latest)
-        if not st.button("Score", key="score_go", type="primary") and not _done(digest):
+        if not go and not _done(digest):
             return
         st.session_state["score_done"] = digest
         try:

@@ -238,6 +238,12 @@ def test_rul_page_warns_when_a_baseline_beats_the_model(demo_env) -> None:
     assert list(attention["data"][0]["x"]) == sensors
     deletion = next(s for s in _charts(at) if s["layout"]["title"]["text"].startswith("Deletion"))
     assert deletion["layout"]["yaxis"]["title"]["text"].endswith("(cycles)")
+    # a point outside its own interval is said, never shown as if it were fine
+    m = re.fullmatch(r"(-?[\d.]+) cycles \(interval (-?[\d.]+) to (-?[\d.]+)\)", at.metric[0].value)
+    point, low, high = (float(v) for v in m.groups())
+    outside = not low <= point <= high
+    warned = any("outside its own interval" in t for t in _texts(at.warning))
+    assert warned == outside, (at.metric[0].value, _texts(at.warning))
     as_of = at.select_slider(key="quality_as_of")
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", as_of.options[-1]), as_of.options[-1]
 
@@ -261,7 +267,9 @@ def test_overview_speaks_plant_words(demo_env) -> None:
     )
     audits = [f for f in frames if "check" in f.columns]
     details = " ".join(" ".join(f["detail"]) for f in audits)
-    assert "gap=30 min" in details and "days 00:" not in details, details
+    assert "the gap (30 min)" in details and "days 00:" not in details, details
+    assert "each of the 200 images is in one set only" in details, details  # not "windows"
+    assert "each of the 16 photos is in one set only" in details, details
     texts = _texts(at.markdown)
     assert any(t.startswith("Judged on 60 test images from 3 test lots") for t in texts), texts
     assert not any("Test windows" in t for t in texts)

@@ -84,26 +84,6 @@ def _png() -> bytes:
     return buf.getvalue()
 
 
-def _save_defect_bundle(path: Path) -> None:
-    """A tiny (untrained) DefectViT bundle with a calibration, for the inspection page."""
-    import torch
-
-    from mfgtx.calibration import Calibration, TemperatureScaler, ThresholdChoice
-    from mfgtx.kinds import VitSpec
-    from mfgtx.models import DefectViT, ViTConfig
-    from tests.bundles import save
-
-    torch.manual_seed(0)
-    config = ViTConfig(image_size=32, patch_size=8, num_classes=3, d_model=16, n_heads=2,
-                       n_layers=1, d_ff=32)  # fmt: skip
-    spec = VitSpec(image_size=32, mode="L", min_size=8, mean=0.5, std=0.5,
-                   class_names=("crack", "none", "pit"), good_class="none")  # fmt: skip
-    choice = ThresholdChoice(0.5, cost_missed_defect=5.0, cost_false_alarm=1.0, tp=1, fp=1,
-                             tn=1, fn=1)  # fmt: skip
-    cal = Calibration(TemperatureScaler(1.0), choice, good_class=1)
-    save(path, DefectViT(config), spec=spec, calibration=cal)
-
-
 def _need_browser() -> None:
     """Skip without a browser, except under CI, where the browser tests must run."""
     missing = None
@@ -152,53 +132,118 @@ def _streamlit(models_dir: Path, log: Path, *flags: str, env: dict[str, str] | N
 OUT = ROOT / "test-output" / "e2e"
 
 
+#: the demo bundles each page is shot with (page path -> model kind; "any": every bundle)
+KIND_OF_PAGE = {"": None, "quality": "sensor", "forecast": "forecast", "defects": "vit",
+                "evaluation": "sensor", "score": "any"}  # fmt: skip
+#: an image of the data folder each defect bundle is shown with
+DEFECT_IMAGE = {"sample_defects": "defects/images/000.png",
+                "sample_inspection": "inspection/images/P01.png"}  # fmt: skip
+
+
 @pytest.fixture
 def server(request):
     _need_browser()
-    trained = request.getfixturevalue("models_dir")  # trained only when the test can run
+    demo = request.getfixturevalue("demo")  # built only when the test can run
     models_dir = request.getfixturevalue("tmp_path") / "models"
-    shutil.copytree(trained, models_dir)
-    _save_defect_bundle(models_dir / "defects")
+    shutil.copytree(demo["out"] / "models", models_dir)
     OUT.mkdir(parents=True, exist_ok=True)
     log = OUT / "streamlit.log"
     with _streamlit(models_dir, log, "--server.address", "127.0.0.1") as url:
-        yield url, OUT, log
+        yield url, OUT, log, demo["jobs"]
 
 
-def test_every_page_in_a_real_browser(server):
+def _shots(jobs: dict) -> list[tuple[str, str, str | None]]:
+    """``(url path, heading, bundle)``: every page with every demo bundle of its kind."""
+    out = []
+    for path, heading in PAGES:
+        kind = KIND_OF_PAGE[path]
+        names = [n for n, (k, _) in jobs.items() if kind in (k, "any")] if kind else []
+        out += [(path, heading, n) for n in names or [None]]
+    return out
+
+
+def test_every_page_with_every_demo_bundle_in_a_real_browser(server):
     from playwright.sync_api import sync_playwright
 
-    url, out, log = server
+    from .test_demo_bundles import LIBRARY_WORDS
+
+    url, out, log, jobs = server
+    shots = _shots(jobs)
+    assert len(shots) >= 12, shots  # six pages, six demo bundles
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 2400})
-            for path, heading in PAGES:  # bound to localhost: open without sign-in
-                page.goto(f"{url}/{path}")
+            page = browser.new_page(viewport={"width": 1400, "height": 3200})  # the whole page
+            for path, heading, bundle in shots:  # bound to localhost: open without sign-in
+                page.goto(f"{url}/{path}" + (f"?bundle={bundle}" if bundle else ""))
                 _wait_ready(page, heading)
+                if path == "defects" and bundle in DEFECT_IMAGE:
+                    _pick_image(page, DEFECT_IMAGE[bundle], heading)
                 text = page.inner_text("body")
                 assert "Traceback" not in text and "internal error" not in text, text[-2000:]
-                if path == "defects":
-                    page.locator("input[type='file']").first.set_input_files(
-                        [
-                            {"name": "part.png", "mimeType": "image/png", "buffer": _png()},
-                            {"name": "broken.png", "mimeType": "image/png", "buffer": b"nope"},
-                        ]
-                    )
-                    page.get_by_text("part.png: 48x32 px").wait_for(timeout=TIMEOUT_MS)
-                    page.get_by_text("broken.png: not an image").wait_for(timeout=TIMEOUT_MS)
-                    _wait_ready(page, heading)
-                    text = page.inner_text("body")
-                    # the DefectViT bundle's decision, with the map's notice beside it
-                    page.get_by_text("P(defect)").first.wait_for(timeout=TIMEOUT_MS)
-                    text = page.inner_text("body")
-                    assert "the threshold 50.0%" in text and "decision:" in text
+                for word in LIBRARY_WORDS:
+                    assert word not in text, (path, bundle, word)
+                if bundle:  # the link opened the bundle it named
+                    chosen = page.get_by_role("combobox", name="Model bundle").input_value()
+                    assert chosen == bundle, (path, bundle, chosen)
+                    assert f"bundle={bundle}" in page.url, page.url
+                if path == "defects" and bundle == "sample_defects":
+                    assert "P(defect)" in text and "decision:" in text, text[-2000:]
                     assert "Non-causal diagnostic" in text
                     _check_opacity_changes_pixels(page, heading, out)
-                page.screenshot(path=str(out / f"{path or 'overview'}.png"), full_page=True)
+                _wait_charts(page)
+                name = f"{path or 'overview'}-{bundle}" if bundle else (path or "overview")
+                page.screenshot(path=str(out / f"{name}.png"), full_page=True)
         finally:
             browser.close()
     assert "Traceback" not in log.read_text(), "a page failed; see the server log"
+
+
+def test_a_refused_upload_is_named_and_a_good_one_drawn(server):
+    from playwright.sync_api import sync_playwright
+
+    url, out, log, _ = server
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            page.goto(f"{url}/defects?bundle=sample_defects")
+            _wait_ready(page, "Defect inspection")
+            page.locator("input[type='file']").first.set_input_files(
+                [
+                    {"name": "part.png", "mimeType": "image/png", "buffer": _png()},
+                    {"name": "broken.png", "mimeType": "image/png", "buffer": b"nope"},
+                ]
+            )
+            page.get_by_text("part.png: 48x32 px").wait_for(timeout=TIMEOUT_MS)
+            page.get_by_text("broken.png: not an image").wait_for(timeout=TIMEOUT_MS)
+            _wait_ready(page, "Defect inspection")
+            page.screenshot(path=str(out / "defects-uploads.png"), full_page=True)
+        finally:
+            browser.close()
+    assert "Traceback" not in log.read_text(), "a page failed; see the server log"
+
+
+def _wait_charts(page) -> None:
+    """Until plotly has drawn every chart of the page (it draws after the script run)."""
+    page.wait_for_function(
+        """() => [...document.querySelectorAll("[data-testid='stPlotlyChart']")]
+                   .every(e => e.querySelector('.main-svg'))""",
+        timeout=TIMEOUT_MS,
+    )
+    page.wait_for_timeout(300)
+
+
+def _pick_image(page, image: str, heading: str) -> None:
+    """Choose ``image`` in the defect page's "pick images from the data folder" box."""
+    box = page.locator("[data-testid='stMultiSelect']").first
+    box.click()
+    page.keyboard.type(image)
+    page.get_by_role("option", name=image).first.click()
+    page.keyboard.press("Escape")
+    _wait_ready(page, heading)
+    page.get_by_text("P(defect)").first.wait_for(timeout=TIMEOUT_MS)
+    _wait_charts(page)
 
 
 def _check_opacity_changes_pixels(page, heading: str, out: Path) -> None:

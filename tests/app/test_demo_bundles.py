@@ -22,7 +22,7 @@ PAGES = ["views/overview.py", "views/quality.py", "views/forecast.py", "views/de
 #: words of library internals that a page must never show
 LIBRARY_WORDS = ("Traceback", "DataFrame", "ColumnMap", "KeyError", "NoneType", "class 1",
                  "on_short", "Pillow", "window + horizon", "q0.1", ".000000000", "task None",
-                 "0 days 00:")  # fmt: skip
+                 "0 days 00:", "audit(..", "'label_time' column", "SplitSets")  # fmt: skip
 
 
 def _sorted(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:

@@ -52,8 +52,15 @@ def test_a_csv_gives_one_row_per_lot_and_the_bad_lot_with_its_line(app_env) -> N
     assert errors["reason"].iloc[0].startswith(f"lots.csv line {bad + 2} (lot L2-0003)")
     assert errors["line"].iloc[0] == bad + 2
     assert _downloads(at) == ["Download the scores (CSV)", "Download the problems (CSV)"]
-    at.toggle(key="score_latest").set_value(False).run()  # a new request: scored on the button
-    assert not at.dataframe
+    # the options sit in a form: changing one scores nothing until Score is pressed
+    at.toggle(key="score_latest").set_value(False).run()
+    _clean(at)
+    assert at.dataframe[0].value["lot"].tolist() == ["L1-0001", "L3-0004"]  # as it was
+    at.toggle(key="score_latest").set_value(False)  # the form sends it with the button
+    at.button(key="score_go").click().run()
+    _clean(at)
+    every = at.dataframe[0].value
+    assert len(every) > 2 and set(every["lot"]) == {"L1-0001", "L3-0004"}  # one row per window
 
 
 def test_images_give_one_row_per_image_and_a_row_per_refused_file(demo_env) -> None:
