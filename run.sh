@@ -39,8 +39,15 @@ fi
 stamp="$VENV/.mfgtx-setup"
 want="$(cat pyproject.toml "$constraints" | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "installing mfgtx and its pinned dependencies into $VENV" >&2
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+  if [ -f "$stamp" ]; then  # an update: a few packages at most, quietly
+    echo "updating mfgtx's pinned dependencies in $VENV" >&2
+    quiet=(--quiet)
+  else  # the first set-up downloads torch and the rest: show pip's progress
+    echo "first set-up: installing mfgtx and its pinned dependencies into $VENV" >&2
+    echo "(about 70 packages with the CPU build of torch, about 2 GB installed: a few minutes)" >&2
+    quiet=(--progress-bar on)
+  fi
+  "$VENV/bin/python" -m pip install "${quiet[@]}" --disable-pip-version-check \
     -c "$constraints" -e ".[dev]"
   echo "$want" > "$stamp"
 fi

@@ -335,6 +335,11 @@ def _app(args: argparse.Namespace) -> int:
     return _launch_app(Path(args.path), args.results, args.port, address=args.address)
 
 
+def _minutes(minutes: float) -> str:
+    """``40 s``, ``3 min``: a duration for a person waiting."""
+    return f"{max(1, round(minutes * 60))} s" if minutes < 1.5 else f"{round(minutes)} min"
+
+
 def _demo(args: argparse.Namespace) -> int:
     from mfgtx.jobs.demo import OUT, run_demo
 
@@ -344,12 +349,15 @@ def _demo(args: argparse.Namespace) -> int:
             if step["train"]:
                 _emit(
                     f"demo: training {', '.join(step['train'])} on {args.data} "
-                    f"(about {max(1, round(step['minutes']))} min on 2 cores); results in {out}"
+                    f"(about {_minutes(step['minutes'])} on 2 cores); results in {out}"
                 )
             else:
                 _emit(f"demo: every bundle in {out} exists; scoring only")
         elif step.get("training"):
-            _emit(f"{step['job']}: training the {step['training']} model -> {step['bundle']}")
+            _emit(
+                f"{step['job']}: training {step['model']} (about {_minutes(step['minutes'])}) "
+                f"-> {step['bundle']}"
+            )
         elif step.get("command") == "score" and step.get("kind") == "vit":
             _emit(
                 f"{step['job']}: scored {step['images']} images ({step['images_per_s']:.1f} "
@@ -363,7 +371,10 @@ def _demo(args: argparse.Namespace) -> int:
         elif step.get("reused"):
             _emit(f"{step['job']}: reusing {step['bundle']}")
         else:
-            _emit(f"{step['job']}: trained {step['bundle']} ({step['verdict']})")
+            _emit(
+                f"{step['job']}: trained {step['bundle']} in {_minutes(step['seconds'] / 60)} "
+                f"({step['verdict']})"
+            )
     _summary({"command": "demo", "ok": True, "out": out, "quick": args.quick})
     if args.no_app:
         return 0

@@ -102,6 +102,25 @@ def demo_configs(
     return {name: job for name, (_, job) in demo_jobs(data_dir, out_dir, quick=quick).items()}
 
 
+def describe_job(kind: str, job: JobConfig) -> str:
+    """What a demo job trains, in a few words: ``a SensorEncoder (classification), 4 epochs``."""
+    from mfgtx.kinds import KINDS
+
+    k = KINDS[kind]
+    raw = job.to_dict()
+    members = ((raw.get("train") or {}).get("ensemble") or {}).get("members")
+    model = (k.ensemble_name if members else k.model_name).removeprefix("mfgtx.")
+    section = raw.get(k.section_key) or {}
+    task = section.get("task") or {"forecast": "forecast", "vit": "defect images"}.get(kind)
+    epochs = (raw.get("train") or {}).get("epochs")
+    parts = [f"a {model}" + (f" ({task})" if task else "")]
+    if members:
+        parts.append(f"{members} members")
+    if epochs:
+        parts.append(f"{epochs} epochs")
+    return ", ".join(parts)
+
+
 def estimate_minutes(names: list[str], *, quick: bool) -> float:
     """About how long training ``names`` takes on a 2-core machine (measured once)."""
     return sum(_MINUTES.get(n, 0.5) for n in names) * (0.3 if quick else 1.0)
@@ -133,7 +152,13 @@ def run_demo(
         bundle = Path(str(config.bundle))
         reused = None if retrain else _reuse(name, bundle)
         if reused is None:
-            yield {"job": name, "training": kind, "bundle": str(bundle)}
+            yield {
+                "job": name,
+                "training": kind,
+                "bundle": str(bundle),
+                "model": describe_job(kind, config),
+                "minutes": estimate_minutes([name], quick=quick),
+            }
             reused = {"job": name, **train(kind, config).summary()}
         yield reused
         yield {"job": name, **score(config).summary()}
