@@ -212,15 +212,32 @@ def _csv(path: str) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-def frame_for(cmap: ColumnMap, data_dir: Path) -> pd.DataFrame:
-    """The CSV file of the data folder that holds the bundle's columns (``sensors.csv`` for
-    the quality and forecast models of the sample plant, ``degradation.csv`` for RUL)."""
+def frame_for(cmap: ColumnMap, data_dir: Path, manifest: dict | None = None) -> pd.DataFrame:
+    """The CSV file of the data folder that holds the bundle's columns: the file its
+    recorded job trained on when that lies in the data folder, else the first file that
+    has the columns, in the folder first, then one folder down (``sensors.csv`` for the
+    quality and forecast models of the sample plant, ``degradation.csv`` for RUL,
+    ``regimes/train.csv`` for the regimes fleet)."""
     need = {cmap.lot, cmap.time, *cmap.keys, *(cmap.sensors or ())}
-    for path in sorted(data_dir.glob("*.csv")) if data_dir.is_dir() else []:
-        df = _csv(str(path))
-        if need <= set(df.columns):
-            return df
+    if not data_dir.is_dir():
+        raise DataError(f"the data folder {data_dir} does not exist")
+    trained_on = _trained_on(manifest)
+    here = [p for p in [trained_on] if p is not None and p.is_relative_to(data_dir.resolve())]
+    found = sorted(data_dir.glob("*.csv")) + sorted(data_dir.glob("*/*.csv"))
+    for path in here + found:
+        if need <= set(pd.read_csv(path, nrows=0).columns):  # the header first: cheap
+            return _csv(str(path))
     raise DataError(f"no CSV file in {data_dir} has the bundle's columns {sorted(need)}")
+
+
+def _trained_on(manifest: dict | None) -> Path | None:
+    """The CSV file the bundle's recorded job read, when it exists here."""
+    job = ((manifest or {}).get("extra") or {}).get("job_file") or {}
+    source = ((job.get("data") or {}).get("source") or {}).get("path")
+    if not source or not str(source).endswith(".csv"):
+        return None
+    path = Path(source) if Path(source).is_absolute() else ROOT / source
+    return path.resolve() if path.is_file() else None
 
 
 def read_upload_csv(upload: Any, predictor: Any) -> tuple[pd.DataFrame | None, str | None]:

@@ -176,7 +176,7 @@ def forecast() -> None:
     predictor = load(info)
     spec = predictor.input_spec
     cols = predictor.columns
-    df = frame_for(cols, cfg.data_dir)
+    df = frame_for(cols, cfg.data_dir, info.manifest)
     with st.sidebar:
         lot = st.selectbox("Lot", list(dict.fromkeys(df[cols.lot].astype(str))), key="forecast_lot")
         targets = list(spec.targets)

@@ -92,7 +92,7 @@ def quality() -> None:
                     "remove it (the ✕ beside its name) to see the data folder's lots.")  # fmt: skip
             return
     else:
-        df = frame_for(cmap, cfg.data_dir)
+        df = frame_for(cmap, cfg.data_dir, info.manifest)
     source = data_key(df)
     line_col = cmap.keys[0] if cmap.keys else None
     lines = sorted(df[line_col].astype(str).unique()) if line_col else []

@@ -1,8 +1,8 @@
 """Which explainer serves which model: mfgtx's own models built in, others registered.
 
 :func:`attention_maps` and :func:`deletion_test` find the function for ``type(model)`` (or a
-base class): mfgtx's SensorEncoder, CausalForecaster and DefectViT are listed here; a
-program adds its own model classes with :func:`register_explainer` and
+base class): mfgtx's SensorEncoder, CausalForecaster, DefectViT and their ensembles are listed
+here; a program adds its own model classes with :func:`register_explainer` and
 :func:`register_deleter`. Nothing registers itself when a module is imported.
 """
 
@@ -14,10 +14,16 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from mfgtx.explain import forecast, sensor, vit
+from mfgtx.explain import ensemble, forecast, sensor, vit
 from mfgtx.explain.deletion import DeletionResult
 from mfgtx.explain.maps import AttentionMaps
-from mfgtx.models import CausalForecaster, DefectViT, SensorEncoder
+from mfgtx.models import (
+    CausalForecaster,
+    DefectViT,
+    ForecasterEnsemble,
+    SensorEncoder,
+    SensorEncoderEnsemble,
+)
 
 __all__ = ["attention_maps", "deletion_test", "register_deleter", "register_explainer"]
 
@@ -51,11 +57,23 @@ class Registry:
 
 _EXPLAINERS = Registry(
     "attention maps",
-    {SensorEncoder: sensor.maps, CausalForecaster: forecast.maps, DefectViT: vit.maps},
+    {
+        SensorEncoder: sensor.maps,
+        CausalForecaster: forecast.maps,
+        DefectViT: vit.maps,
+        SensorEncoderEnsemble: ensemble.maps,
+        ForecasterEnsemble: ensemble.maps,
+    },
 )
 _DELETERS = Registry(
     "deletion test",
-    {SensorEncoder: sensor.deletion, CausalForecaster: forecast.deletion, DefectViT: vit.deletion},
+    {
+        SensorEncoder: sensor.deletion,
+        CausalForecaster: forecast.deletion,
+        DefectViT: vit.deletion,
+        SensorEncoderEnsemble: ensemble.deletion,
+        ForecasterEnsemble: ensemble.deletion,
+    },
 )
 
 #: Register ``fn(model, inputs, **kwargs) -> AttentionMaps`` for a model class.
