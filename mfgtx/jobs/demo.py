@@ -42,13 +42,16 @@ DATA, OUT = "sample_data", "runs/sample"
 
 _TINY = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32}
 _TINY_VIT = {"d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64}
-_MINUTES = {
-    "sample_quality": 0.3,
-    "sample_rul": 0.2,
-    "sample_regimes": 2.0,
-    "sample_forecast": 0.3,
-    "sample_defects": 1.0,
-    "sample_inspection": 1.0,
+#: Training seconds per job, full and quick, measured with `mfgtx demo --retrain` (and
+#: `--quick`) on a 2-core AMD EPYC (AVX2, no AMX) shared with other work, 2026-12-01: 3 min 9 s
+#: for the whole demo, 33 s quick.
+_SECONDS = {
+    "sample_quality": (87, 3),
+    "sample_rul": (14, 1),
+    "sample_regimes": (31, 5),
+    "sample_forecast": (8, 2),
+    "sample_defects": (28, 9),
+    "sample_inspection": (11, 4),
 }
 
 
@@ -122,8 +125,9 @@ def describe_job(kind: str, job: JobConfig) -> str:
 
 
 def estimate_minutes(names: list[str], *, quick: bool) -> float:
-    """About how long training ``names`` takes on a 2-core machine (measured once)."""
-    return sum(_MINUTES.get(n, 0.5) for n in names) * (0.3 if quick else 1.0)
+    """About how long training ``names`` takes on a 2-core machine (measured once, see
+    ``_SECONDS``; a job not measured counts 30 s, 5 s quick)."""
+    return sum(_SECONDS.get(n, (30, 5))[1 if quick else 0] for n in names) / 60
 
 
 def run_demo(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -114,6 +115,11 @@ def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
     first = capsys.readouterr().out
     assert "sample_quality: trained" in first and "sample_rul: trained" in first
     assert "sample_forecast: trained" in first
+    # it says how long it will take and which model each job trains, then what it took
+    assert re.search(r"demo: training .* \(about \d+ (s|min) on 2 cores\)", first), first
+    assert re.search(r"sample_quality: training a SensorEncoder \(classification\), 2 epochs "
+                     r"\(about \d+ s\)", first), first  # fmt: skip
+    assert re.search(r"sample_forecast: trained \S+ in \d+ s", first), first
     for name in ("sample_quality", "sample_rul"):
         assert (out / "models" / name / "manifest.json").is_file()
         assert (out / "results" / f"{name}.parquet").is_file()
