@@ -49,7 +49,7 @@ _MINUTES = {
     "sample_regimes": 2.0,
     "sample_forecast": 0.3,
     "sample_defects": 1.0,
-    "sample_inspection": 1.0,
+    "sample_inspection": 1.5,
 }
 
 
