@@ -7,20 +7,22 @@ cross-validates by coil: each coil is the test coil once, the next coil in time 
 after the last) validates (checkpoint, temperature, cost threshold), the other coils train.
 The coils of a fold are not in time order (a coil may train on a later one): the synthetic
 coils are exchangeable, and the job file's own split (the last coil tested) would score 4
-photos only. Both predictors see the same folds: the ViT through ``VitKind.fit`` (class
-weights for the rare class, threshold chosen on the validation photos' worst tiles), HOG +
-logistic regression fitted on the same training tiles with its threshold chosen on the same
-validation photos by the same cost rule (``mfgtx.kinds._tiles.baseline_scorers``), both
-scoring a photo by its worst tile.
+photos only. Both predictors see the same folds: the ViT through ``VitKind.fit`` (as the
+job file says: training tiles ``train_stride`` apart, balanced draws for the rare class,
+threshold chosen on the validation photos' worst tiles), HOG + logistic regression fitted on
+the same training tiles with its threshold chosen on the same validation photos by the same
+cost rule (``mfgtx.kinds._tiles.baseline_scorers``), both scoring the photo's tiles
+``stride`` apart and a photo by its worst tile.
 
 Printed side by side, pooled over the held-out photos of every fold (each photo scored once,
 by the model that did not see its coil): average precision and ROC AUC of the photo scores,
-recall and false-alarm rate at each fold's cost threshold; then per fold.
+recall and false-alarm rate at each fold's cost threshold, and the average precision over
+their labelled tiles; then per fold.
 
 Usage::
 
     PYTHONPATH=. python benchmarks/inspection.py sample_data/inspection [--seeds 0 1 2]
-        [--set train.epochs=20 ...]
+        [--set train.epochs=20 ...] [--folds K1 ...]
 """
 
 from __future__ import annotations
@@ -65,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", type=Path, help="e.g. sample_data/inspection")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--set", action="append", default=[], help="job-file override KEY=VALUE")
+    ap.add_argument(
+        "--folds", nargs="+", default=None, metavar="COIL",
+        help="test only these coils (quick looks; the figure to quote is every coil)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -92,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     per_fold = []
     for seed in args.seeds:
         for test_lot, train, val, test in folds(coil):
+            if args.folds is not None and test_lot not in args.folds:
+                continue
             fold = replace(prep, train=train, val=val, test=test)
             tc = replace(train_config(config.train, None), seed=seed, progress="off")
             t1 = time.perf_counter()
@@ -107,22 +115,28 @@ def main(argv: list[str] | None = None) -> int:
             row = {"seed": seed, "test coil": test_lot, "seconds": time.perf_counter() - t1}
             for name, (p_of, t) in scorers.items():
                 s = photo_scores(fold, test, p_of)
-                acc = pooled.setdefault(f"{name}|{seed}", {"y": [], "p": [], "flag": []})
+                acc = pooled.setdefault(
+                    f"{name}|{seed}", {"y": [], "p": [], "flag": [], "tile_y": [], "tile_p": []}
+                )
                 acc["y"] += y.tolist()
                 acc["p"] += s.image.tolist()
                 acc["flag"] += (s.image > t).astype(int).tolist()
+                tile_y = fold.tiles["label"].to_numpy()[s.rows]
+                acc["tile_y"] += tile_y[tile_y >= 0].tolist()
+                acc["tile_p"] += s.tile[tile_y >= 0].tolist()
                 row[name] = (s.image, t)
             per_fold.append((row, y))
             print(
                 f"seed {seed} fold {test_lot}: trained in {row['seconds']:.0f} s "
-                f"({len(fitted.fit.history)} epochs), threshold on "
+                f"({len(fitted.fit.history)} epochs, best {fitted.fit.best_epoch}, "
+                f"{len(fold.training_tiles())} training tiles), threshold on "
                 f"{fitted.split.get('threshold_chosen_on')}"
             )
             sys.stdout.flush()
     print("\nPooled over the held-out photos of every fold (each photo once per seed):")
     print(
         f"{'predictor':32s} {'seed':>4s} {'AP':>6s} {'ROC AUC':>8s} {'recall':>7s} "
-        f"{'false alarms':>13s}"
+        f"{'false alarms':>13s}   {'tile AP':>7s}"
     )
     summary: dict[str, list[float]] = {}
     for key, acc in pooled.items():
@@ -132,9 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         recall = float(flag[y == 1].mean())
         fa = float(flag[y == 0].mean())
         summary.setdefault(name, []).append(m["average_precision"])
+        tile = detection_metrics(np.asarray(acc["tile_y"]), np.asarray(acc["tile_p"]), 0.5,
+                                 reasons=[])  # fmt: skip
         print(
             f"{name:32s} {seed:>4s} {m['average_precision']:6.3f} {m['roc_auc']:8.3f} "
             f"{recall:7.3f} {fa:7.3f} ({int(flag[y == 0].sum())}/{int((y == 0).sum())})"
+            f"   {tile['average_precision']:7.3f}"
         )
     if len(args.seeds) > 1:
         print("\nMedian AP over seeds: " + ", ".join(

@@ -4,13 +4,13 @@ photo, judged per tile and per photo.
 Shape legend: ``M`` photos, ``N`` tiles, ``S`` tile side, ``s`` model input side, ``C``
 channels.
 
-Job file: ``images.tiles: {size, stride}`` (:class:`TilesSection`) and ``images.masks:
-{format, path, min_defect_px, missing_ok}`` (:class:`MasksSection`). ``images.path`` is a
-folder of photos (searched recursively) or a CSV manifest with ``path`` and optionally
-``lot`` with ``timestamp``, and ``mask`` (a mask file per photo, overriding the pairing rule
-of :func:`mfgtx.images.mask_path`; the rule's photo folder is the manifest's deepest common
-folder of the photos). Tiles are never written to disk: the photos stay in memory as uint8
-and :class:`TileDataset` slices each tile when it is drawn.
+Job file: ``images.tiles: {size, stride, train_stride, balance}`` (:class:`TilesSection`) and
+``images.masks: {format, path, min_defect_px, missing_ok}`` (:class:`MasksSection`).
+``images.path`` is a folder of photos (searched recursively) or a CSV manifest with ``path``
+and optionally ``lot`` with ``timestamp``, and ``mask`` (a mask file per photo, overriding
+the pairing rule of :func:`mfgtx.images.mask_path`; the rule's photo folder is the
+manifest's deepest common folder of the photos). Tiles are never written to disk: the
+photos stay in memory as uint8 and :class:`TileDataset` slices each tile when it is drawn.
 
 * **Labels** (:func:`mfgtx.images.label_tiles`): a tile with at least ``min_defect_px`` mask
   pixels is ``defect`` (class 1), one with none ``good`` (class 0), one with a few
@@ -20,7 +20,11 @@ and :class:`TileDataset` slices each tile when it is drawn.
   :func:`mfgtx.images.split_images`, so the tiles of one photo never straddle two sets; the
   audit checks it on the tiles themselves (``photos_in_one_set``).
 * **Rare defects** (:func:`mfgtx.images.plan_balancing`): when a class is under 5 % of the
-  training tiles, the loss weighs classes by inverse frequency (logged).
+  training tiles, each epoch draws both classes equally often (``tiles.balance: sampler``,
+  the default), or the loss weighs them by inverse frequency (``weights``); logged.
+* **Training tiles**: cut ``tiles.train_stride`` apart when the job sets it (overlapping
+  tiles: each defect is learned at several places in the tile); validation, judging and
+  scoring keep ``tiles.stride``.
 * **Decision**: a photo's P(defect) is its worst tile's (:func:`mfgtx.images.image_scores`).
   The temperature is fitted on the validation tiles; the cost threshold is chosen on the
   validation photos' scores (the decision is made per photo), or on the validation tiles
@@ -72,17 +76,38 @@ class TilesSection:
 
     Args:
         size: tile side in pixels.
-        stride: pixels between neighbouring tiles (default ``size``: tiles touch).
+        stride: pixels between neighbouring tiles (default ``size``: tiles touch); the tiles
+            that validation, judging and scoring see.
+        train_stride: pixels between neighbouring *training* tiles (default ``stride``). A
+            smaller step cuts overlapping training tiles, so a defect is learned at several
+            places in the tile, as scoring meets it; the baselines are fitted on the same
+            tiles.
+        balance: how training is rebalanced when a class is under 5 % of the training
+            tiles (:func:`mfgtx.images.plan_balancing`): ``sampler`` (default) draws every
+            class equally often, so each batch holds defect tiles; ``weights`` keeps one
+            shuffled pass and weighs the loss by inverse class frequency.
     """
 
     size: int = 64
     stride: int | None = None
+    train_stride: int | None = None
+    balance: Literal["sampler", "weights"] = "sampler"
 
     def __post_init__(self) -> None:
         self.spec()  # TileSpec's checks, with its messages
+        if self.balance not in ("sampler", "weights"):
+            raise ValueError(f"balance must be 'sampler' or 'weights', found {self.balance!r}")
+        try:
+            self.train_spec()
+        except ValueError as e:
+            raise ValueError(f"train_stride: {e}") from e
 
     def spec(self) -> TileSpec:
         return TileSpec(self.size, self.stride)
+
+    def train_spec(self) -> TileSpec:
+        """The tiling of the training photos (``train_stride``, else ``stride``)."""
+        return TileSpec(self.size, self.stride if self.train_stride is None else self.train_stride)
 
 
 @dataclass(frozen=True)
@@ -263,6 +288,10 @@ class PreparedTiles:
         split: the :class:`~mfgtx.images.ImageSplit` of the readable photos.
         audit: the lot-and-time audit (a manifest with lots), else ``None``.
         duplicates_across: byte-identical photos in two sets (0 unless a bug).
+        min_defect_px: mask pixels that make a tile a defect.
+        fit_tiles: with ``images.tiles.train_stride``: every photo's tiles cut that far
+            apart, as ``tiles`` (what training draws from, :meth:`training_tiles`); else
+            ``None`` (training draws from ``tiles``).
     """
 
     names: list[str]
@@ -281,6 +310,7 @@ class PreparedTiles:
     audit: Any
     duplicates_across: int
     min_defect_px: int = 8
+    fit_tiles: pd.DataFrame | None = None
 
     def tiles_of(self, photos: np.ndarray, *, labelled: bool = False) -> np.ndarray:
         """Tile rows of ``photos`` (only the non-ambiguous ones with ``labelled``)."""
@@ -289,17 +319,32 @@ class PreparedTiles:
             mask &= self.tiles["label"].to_numpy() != AMBIGUOUS
         return np.flatnonzero(mask)
 
-    def dataset(self, rows: np.ndarray, augment: Any = None) -> TileDataset:
-        t = self.tiles.iloc[rows]
+    def training_tiles(self) -> pd.DataFrame:
+        """The labelled (non-ambiguous) tiles of the training photos that the model and the
+        baselines are fitted on: cut ``train_stride`` apart (:attr:`fit_tiles`) when the job
+        sets one, else the job's own tiles."""
+        if self.fit_tiles is None:
+            return self.tiles.iloc[self.tiles_of(self.train, labelled=True)]
+        t = self.fit_tiles
+        keep = np.isin(t["photo"].to_numpy(), self.train) & (t["label"].to_numpy() != AMBIGUOUS)
+        return t[keep]
+
+    def _rows(self, tiles: np.ndarray | pd.DataFrame) -> pd.DataFrame:
+        return tiles if isinstance(tiles, pd.DataFrame) else self.tiles.iloc[tiles]
+
+    def dataset(self, rows: np.ndarray | pd.DataFrame, augment: Any = None) -> TileDataset:
+        """The tiles of ``rows`` (positions in :attr:`tiles`, or a frame of tiles such as
+        :meth:`training_tiles`) as a :class:`TileDataset`."""
+        t = self._rows(rows)
         return TileDataset(
             self.photos, t["photo"].to_numpy(), t["top"].to_numpy(), t["left"].to_numpy(),
             np.maximum(t["label"].to_numpy(), 0), size=self.spec.size,
             image_size=self.image_size, augment=augment,
         )  # fmt: skip
 
-    def cut(self, rows: np.ndarray) -> np.ndarray:
-        """uint8 tiles ``(n, S, S[, C])`` of tile ``rows``."""
-        s, t = self.spec.size, self.tiles.iloc[rows]
+    def cut(self, rows: np.ndarray | pd.DataFrame) -> np.ndarray:
+        """uint8 tiles ``(n, S, S[, C])`` of tile ``rows`` (as :meth:`dataset` takes them)."""
+        s, t = self.spec.size, self._rows(rows)
         cols = (t["photo"].to_numpy(), t["top"].to_numpy(), t["left"].to_numpy())
         return np.stack(
             [self.photos[p][a : a + s, b : b + s] for p, a, b in zip(*cols, strict=True)]
@@ -346,7 +391,16 @@ class PreparedTiles:
             out[f"{name}_tiles"] = len(rows)
             out[f"{name}_defect_tiles"] = int((label[rows] == 1).sum())
         out["ambiguous_tiles"] = int((label == AMBIGUOUS).sum())
+        if self.fit_tiles is not None:  # what training drew from, train_stride apart
+            fit = self.training_tiles()["label"].to_numpy()
+            out["train_fit_tiles"], out["train_fit_defect_tiles"] = len(fit), int((fit == 1).sum())
         return out
+
+
+def _tile_frame(photo: int, labelled: Any) -> pd.DataFrame:
+    """The rows of :attr:`PreparedTiles.tiles` of one photo's :class:`TileLabels`."""
+    return pd.DataFrame({"photo": photo, "top": labelled.top, "left": labelled.left,
+                         "label": labelled.labels, "defect_px": labelled.defect_px})  # fmt: skip
 
 
 def prepare_tiles(images: Any, plan: Any, *, seed: int = 0) -> PreparedTiles:
@@ -375,7 +429,8 @@ def prepare_tiles(images: Any, plan: Any, *, seed: int = 0) -> PreparedTiles:
     tiles_cfg, masks = images.tiles, images.masks
     if masks is None:
         raise ValueError("images.masks: a tiled job needs masks to label its tiles")
-    spec = tiles_cfg.spec()
+    spec, train_spec = tiles_cfg.spec(), tiles_cfg.train_spec()
+    fit_parts: list[pd.DataFrame] | None = [] if train_spec != spec else None
     listed = _list_photos(images.path)
     masks_root = Path(masks.path) if masks.path is not None else None
     photos, keys, hashes, labels, parts, kept, errors = [], [], [], [], [], [], []
@@ -400,9 +455,10 @@ def prepare_tiles(images: Any, plan: Any, *, seed: int = 0) -> PreparedTiles:
             continue
         labelled = label_tiles(mask, spec, min_defect_px=masks.min_defect_px, name=str(path))
         n = len(photos)
-        columns = {"photo": n, "top": labelled.top, "left": labelled.left,
-                   "label": labelled.labels, "defect_px": labelled.defect_px}  # fmt: skip
-        parts.append(pd.DataFrame(columns))
+        parts.append(_tile_frame(n, labelled))
+        if fit_parts is not None:
+            at = label_tiles(mask, train_spec, min_defect_px=masks.min_defect_px, name=str(path))
+            fit_parts.append(_tile_frame(n, at))
         photos.append(photo)
         keys.append(key)
         hashes.append(hashlib.sha256(data).hexdigest())
@@ -460,6 +516,7 @@ def prepare_tiles(images: Any, plan: Any, *, seed: int = 0) -> PreparedTiles:
         audit=audit_report,
         duplicates_across=sum(1 for s in where.values() if len(s) > 1),
         min_defect_px=masks.min_defect_px,
+        fit_tiles=pd.concat(fit_parts, ignore_index=True) if fit_parts is not None else None,
     )
 
 
@@ -491,6 +548,42 @@ def photo_scores(prep: PreparedTiles, photos: np.ndarray, tile_p: Any) -> PhotoS
     image = np.empty(len(photos))
     image[order] = s.score
     return PhotoScores(p, rows, image)
+
+
+def tile_calibration(logits: np.ndarray, labels: np.ndarray, *, cost_ratio: float | None) -> Any:
+    """The :func:`~mfgtx.calibration.fit_calibration` of the validation tiles' ``(N, 2)``
+    logits, but with the temperature left at 1 when they are perfectly separated.
+
+    A few defect tiles are often all above every good one. The temperature is then not
+    identifiable (the likelihood keeps rising as it falls), and the end of the searched range
+    (0.05) would multiply the logits by 20: every confident tile of a new photo becomes
+    P = 1.0 exactly, photos tie, and the photo ranking (average precision) and the cost
+    threshold lose what the model knows. Left at 1, the probabilities are the model's own.
+
+    Example (3 defect tiles, all above the 97 good ones):
+        >>> z = np.zeros((100, 2))
+        >>> z[:, 1] = np.r_[np.linspace(-6.0, -2.0, 97), 3.0, 4.0, 5.0]
+        >>> y = np.r_[np.zeros(97, int), np.ones(3, int)]
+        >>> float(tile_calibration(z, y, cost_ratio=None).temperature.temperature)
+        1.0
+    """
+    from mfgtx.calibration import Calibration, TemperatureScaler, fit_calibration
+
+    y = np.asarray(labels).astype(int)
+    margin = np.asarray(logits, dtype=np.float64) @ np.array([-1.0, 1.0])  # (N,) z1 - z0
+    if len(np.unique(y)) == 2 and margin[y == 0].max() < margin[y == 1].min():
+        log.info(
+            "the %d validation defect tiles all score above the %d good ones: the temperature "
+            "cannot be fitted and is left at 1",
+            int(y.sum()),
+            int((y == 0).sum()),
+        )
+        calibration = Calibration(TemperatureScaler(1.0), good_class=0)
+        if cost_ratio is None:
+            return calibration
+        choice, _ = image_threshold(calibration.defect_probability(logits), y, cost_ratio)
+        return Calibration(calibration.temperature, choice, good_class=0)
+    return fit_calibration(logits, y, cost_ratio=cost_ratio, good_class=0)
 
 
 def image_threshold(
@@ -542,8 +635,8 @@ def baseline_scorers(
     validation photos' scores (worst tile) by the cost rule the model's was chosen by."""
     from mfgtx.baselines import HogLogistic, MajorityImageClass
 
-    fit_rows = prep.tiles_of(prep.train, labelled=True)
-    y_fit = prep.tiles["label"].to_numpy()[fit_rows]
+    fit_rows = prep.training_tiles()
+    y_fit = fit_rows["label"].to_numpy()
     size = prep.image_size
 
     def grey(tiles: np.ndarray) -> np.ndarray:
@@ -583,7 +676,7 @@ def judge_tiles(
     from mfgtx.baselines import ReportRow
     from mfgtx.metrics import detection_metrics
 
-    fit_rows = prep.tiles_of(prep.train, labelled=True)
+    n_fit = len(prep.training_tiles())
     notes: list[str] = []
     predictors: dict[str, tuple[Any, float | None]] = {model_name: (tile_p, threshold)}
     predictors.update(baseline_scorers(prep, cost_ratio=cost_ratio, notes=notes))
@@ -609,7 +702,7 @@ def judge_tiles(
                            len(prep.train), list(dict.fromkeys(notes)), n_resamples)  # fmt: skip
     # the tiles of one photo are drawn together (they share its lighting and its defects)
     tile_report = _report(tile_rows, y_tile, tile_preds, tile_photos, "tiles", "test photos",
-                          len(fit_rows), list(dict.fromkeys(notes)), n_resamples)  # fmt: skip
+                          n_fit, list(dict.fromkeys(notes)), n_resamples)  # fmt: skip
     extra = {f"tile_{k}": round(float(v), 6) for k, v in tile_rows[0].metrics.items()}
     return photo_report, tile_report, extra
 

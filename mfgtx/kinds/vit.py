@@ -697,25 +697,32 @@ class VitKind(Kind):
         on_step: Any,
         judge: bool,
     ) -> Fitted:
-        """:meth:`fit` on tiles (see :mod:`mfgtx.kinds._tiles`): class weights when a class
-        is rare, temperature on the validation tiles, threshold on the validation photos."""
+        """:meth:`fit` on tiles (see :mod:`mfgtx.kinds._tiles`): balanced draws (or class
+        weights) when a class is rare, training tiles ``train_stride`` apart, temperature on
+        the validation tiles, threshold on the validation photos."""
         from mfgtx.calibration import Calibration
         from mfgtx.images import SurfaceAugment, plan_balancing
-        from mfgtx.kinds._tiles import image_threshold, photo_scores, tile_tensor
+        from mfgtx.kinds._tiles import image_threshold, photo_scores, tile_calibration, tile_tensor
 
-        train_rows = prep.tiles_of(prep.train, labelled=True)
+        tiles = images.tiles
+        assert tiles is not None
+        train_rows = prep.training_tiles()
+        train_labels = train_rows["label"].to_numpy()
         val_rows = prep.tiles_of(prep.val, labelled=True)
         labels = prep.tiles["label"].to_numpy()
-        balancing = plan_balancing(labels[train_rows], 2)
+        balancing = plan_balancing(train_labels, 2, method=tiles.balance)
         if balancing.method != "none":
             log.info(
-                "rare class(es) %s: %s of %d training tiles; the loss weighs classes by "
-                "inverse frequency %s",
+                "rare class(es) %s: %s of %d training tiles; %s",
                 [prep.names[k] for k in balancing.rare],
                 [balancing.counts[k] for k in balancing.rare],
                 len(train_rows),
-                [round(w, 4) for w in balancing.class_weights or ()],
+                "every epoch draws each class equally often"
+                if balancing.method == "sampler"
+                else f"the loss weighs classes by inverse frequency "
+                f"{[round(w, 4) for w in balancing.class_weights or ()]}",
             )
+        draw = balancing.sample_weights(train_labels) if balancing.method == "sampler" else None
         try:
             config = config_from(
                 ViTConfig, section, image_size=images.image_size,
@@ -732,10 +739,8 @@ class VitKind(Kind):
         model = DefectViT(config)
         fitted = fit(
             model, prep.dataset(train_rows, augment), prep.dataset(val_rows), train,
-            on_step=on_step, run_key=run_key,
+            on_step=on_step, run_key=run_key, sample_weights=draw,
         )  # fmt: skip
-        tiles = images.tiles
-        assert tiles is not None
         spec = VitSpec(
             image_size=images.image_size, mode=images.mode, min_size=images.min_size,
             mean=MEAN, std=STD, class_names=TILE_CLASSES, good_class=TILE_CLASSES[0],
@@ -758,9 +763,7 @@ class VitKind(Kind):
             return result
         predictor = VitPredictor(self, Trained(model, None), spec)
         val_logits = predictor.logits(tile_tensor(prep.cut(val_rows), images.image_size))
-        calibration = fit_calibration(
-            val_logits, labels[val_rows], cost_ratio=cost_ratio, good_class=0
-        )
+        calibration = tile_calibration(val_logits, labels[val_rows], cost_ratio=cost_ratio)
         where = "validation tiles"
         if calibration is not None and cost_ratio is not None:
             predictor = VitPredictor(self, Trained(model, calibration), spec)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -84,27 +84,45 @@ class ShardSampler(Sampler[int]):
     the shards: every sample is seen exactly once per epoch. The order depends only on
     ``seed`` and the epoch (:meth:`set_epoch`), so a resumed run replays the same order.
 
+    With ``weights`` an epoch is instead ``n`` draws with replacement, each sample drawn in
+    proportion to its weight (a class-balanced epoch when each weight is ``1 / count`` of
+    the sample's class); the draws too depend only on ``seed`` and the epoch, and the
+    processes split the same draws.
+
     Example:
         >>> a = list(ShardSampler(10, rank=0, world_size=3, shuffle=False))
         >>> b = list(ShardSampler(10, rank=1, world_size=3, shuffle=False))
         >>> c = list(ShardSampler(10, rank=2, world_size=3, shuffle=False))
         >>> sorted(a + b + c) == list(range(10))
         True
+        >>> drawn = list(ShardSampler(4, weights=[0.0, 0.0, 1.0, 0.0]))  # only sample 2
+        >>> drawn
+        [2, 2, 2, 2]
     """
 
     def __init__(
-        self, n: int, *, rank: int = 0, world_size: int = 1, shuffle: bool = True, seed: int = 0
+        self,
+        n: int,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        shuffle: bool = True,
+        seed: int = 0,
+        weights: Sequence[float] | torch.Tensor | None = None,
     ) -> None:
         self.n, self.rank, self.world_size = n, rank, world_size
         self.shuffle, self.seed, self.epoch = shuffle, seed, 0
+        self.weights = None if weights is None else _draw_weights(weights, n)
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def _order(self) -> list[int]:
-        if not self.shuffle:
+        if not self.shuffle and self.weights is None:
             return list(range(self.n))
         g = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        if self.weights is not None:
+            return torch.multinomial(self.weights, self.n, replacement=True, generator=g).tolist()
         return torch.randperm(self.n, generator=g).tolist()
 
     def __iter__(self) -> Iterator[int]:
@@ -112,3 +130,16 @@ class ShardSampler(Sampler[int]):
 
     def __len__(self) -> int:
         return len(range(self.rank, self.n, self.world_size))
+
+
+def _draw_weights(weights: Sequence[float] | torch.Tensor, n: int) -> torch.Tensor:
+    """``(n,)`` float64 draw weights, checked: finite, >= 0, not all 0."""
+    w = torch.as_tensor(weights, dtype=torch.float64).reshape(-1)
+    if w.numel() != n:
+        raise ValueError(f"sample weights: one per training sample ({n}), found {w.numel()}")
+    if not bool(torch.isfinite(w).all()) or bool((w < 0).any()) or not float(w.sum()) > 0:
+        raise ValueError(
+            "sample weights must be finite and >= 0 with at least one above 0, found values "
+            f"from {float(w.min())} to {float(w.max())}"
+        )
+    return w

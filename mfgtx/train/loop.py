@@ -14,7 +14,7 @@ import copy
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -227,6 +227,7 @@ def fit(
     *,
     on_step: Callable[[int, float], None] | None = None,
     run_key: Mapping[str, Any] | None = None,
+    sample_weights: Sequence[float] | Tensor | None = None,
 ) -> FitResult:
     """Train ``model`` on ``train_data``, early-stopping on the loss over ``val_data``.
 
@@ -249,6 +250,12 @@ def fit(
             data, windows, split and model settings and a fingerprint of the training
             set). It is saved in every checkpoint, and ``resume=True`` refuses a checkpoint
             whose ``run_key`` differs, naming each changed key.
+        sample_weights: ``(len(train_data),)`` draw weights: each epoch is then
+            ``len(train_data)`` draws with replacement, each sample drawn in proportion to
+            its weight (e.g. ``1 / count`` of its class, so that every batch holds the rare
+            defects; :meth:`mfgtx.images.Balancing.sample_weights`), instead of one shuffled
+            pass. The draws depend only on ``seed`` and the epoch, so a resumed run replays
+            them (put what the weights come from in ``run_key``). ``None``: a shuffled pass.
 
     Returns:
         :class:`FitResult`. The model ends with the best validation weights, in eval mode.
@@ -259,7 +266,7 @@ def fit(
         CheckpointError: ``resume=True`` met a corrupted checkpoint or one written with
             another training configuration.
     """
-    run = _build_run(model, train_data, val_data, config, dict(run_key or {}))
+    run = _build_run(model, train_data, val_data, config, dict(run_key or {}), sample_weights)
     state = _RunState()
     if config.resume and run.ckpt_path is not None and run.ckpt_path.exists():
         state = _restore(run, run.ckpt_path)
@@ -333,6 +340,7 @@ def _build_run(
     val_data: Dataset,
     config: TrainConfig,
     run_key: dict[str, Any],
+    sample_weights: Sequence[float] | Tensor | None = None,
 ) -> _Run:
     if not callable(getattr(model, "loss", None)):
         raise TypeError(f"{type(model).__name__} has no loss(batch) method; see Trainable")
@@ -350,7 +358,7 @@ def _build_run(
         net = DistributedDataParallel(net, device_ids=ids)
     optimizer = build_optimizer(model, config)
     shard = {"rank": env.rank, "world_size": env.world_size}
-    train_sampler = ShardSampler(n_train, seed=config.seed, **shard)
+    train_sampler = ShardSampler(n_train, seed=config.seed, weights=sample_weights, **shard)
     val_sampler = ShardSampler(n_val, shuffle=False, **shard)
     train_loader = _loader(train_data, config.batch_size, train_sampler, config.num_workers)
     total_steps = len(train_loader) * config.epochs

@@ -17,7 +17,7 @@ import mfgtx
 from mfgtx.cli import main
 from mfgtx.jobs import ConfigError, load_config
 from mfgtx.kinds import VitSpec
-from mfgtx.kinds._tiles import prepare_tiles
+from mfgtx.kinds._tiles import TilesSection, prepare_tiles
 from mfgtx.kinds.vit import ImagesSection
 from mfgtx.split import SplitPlan
 from tests.cli.conftest import SAMPLE, write_job
@@ -116,9 +116,10 @@ def test_png_and_labelme_masks_give_the_same_tile_labels(photos) -> None:
 def test_the_sample_photos_tile_as_their_readme_says() -> None:
     cfg = load_config(Path("pipelines/configs/sample_inspection.yaml"))
     plan = cfg.split
-    labelme = prepare_tiles(cfg.images, plan)
+    touching = replace(cfg.images, tiles=TilesSection(64))  # the README's tiling
+    labelme = prepare_tiles(touching, plan)
     png_images = replace(
-        cfg.images,
+        touching,
         masks=replace(cfg.images.masks, format="png", path=str(SAMPLE / "inspection/masks")),
     )
     png = prepare_tiles(png_images, plan)
@@ -126,6 +127,11 @@ def test_the_sample_photos_tile_as_their_readme_says() -> None:
     labels = labelme.tiles["label"]
     assert len(labels) == 1440 and (labels == 1).sum() == 15 and (labels == -1).sum() == 2
     assert int(labelme.image_labels.sum()) == 5
+    # the job's own: half-overlapping tiles (28 x 11 a photo), training tiles 16 px apart
+    job = prepare_tiles(cfg.images, plan)
+    labels = job.tiles["label"]
+    assert len(labels) == 16 * 28 * 11 and (labels == 1).sum() == 51 and (labels == -1).sum() == 4
+    assert job.fit_tiles is not None and len(job.fit_tiles) == 16 * 54 * 20
 
 
 def test_no_photo_and_no_lot_straddles_two_sets(photos) -> None:
@@ -197,8 +203,7 @@ def test_train_writes_a_tiled_bundle_judged_per_photo_and_per_tile(trained) -> N
     manifest = predictor.bundle.manifest
     assert manifest["audit"]["passed"]
     assert "photos_in_one_set" in [c["name"] for c in manifest["audit"]["checks"]]
-    assert manifest["split"]["balancing"] == "weights"  # pits are rare among the tiles
-    assert predictor.model.config.class_weights is not None
+    assert manifest["split"]["balancing"] == "sampler"  # pits are rare among the tiles
     errors = pd.read_csv(f"{config.bundle}.errors.csv")
     assert len(errors) == 0  # every photo and mask was usable
 
@@ -281,6 +286,10 @@ def test_a_bad_mask_or_labelme_file_is_an_errors_file_row(photos, tmp_path, caps
          "images.tiles.strid: unknown key; did you mean 'stride'?"),
         ({"tiles": {"size": 32, "stride": 40}, "masks": {"format": "labelme"}},
          "stride must be a whole number of pixels from 1 to size=32"),
+        ({"tiles": {"size": 32, "train_stride": 40}, "masks": {"format": "labelme"}},
+         "train_stride: stride must be a whole number of pixels from 1 to size=32"),
+        ({"tiles": {"size": 32, "balance": "both"}, "masks": {"format": "labelme"}},
+         "must be one of ['sampler', 'weights']"),
         ({"tiles": {"size": 32}, "masks": {"format": "png"}}, "PNG masks need their own folder"),
         ({"tiles": {"size": 32}, "masks": {"format": "jpg"}}, "must be one of ['png', 'labelme']"),
         ({"tiles": {"size": 8}, "masks": {"format": "labelme", "min_defect_px": 65}},
@@ -317,14 +326,35 @@ def test_the_input_spec_reads_version_1_and_writes_version_2() -> None:
         VitSpec.from_dict({**state, "version": 3})
 
 
-def test_rare_defects_are_weighted_and_logged(trained) -> None:
+def test_rare_defects_are_drawn_as_often_as_good_tiles_and_logged(trained) -> None:
     predictor = mfgtx.load(str(load_config(trained["job"]).bundle))
     counts = predictor.bundle.manifest["audit"]["summary"]["images"]
     assert counts["train_defect_tiles"] < 0.05 * counts["train_tiles"]  # rare
-    weights = predictor.model.config.class_weights
-    assert weights is not None and weights[1] > 10 * weights[0]
+    assert predictor.bundle.manifest["split"]["balancing"] == "sampler"
+    assert predictor.model.config.class_weights is None  # never both: a plain loss
     (line,) = [m for m in trained["log"] if "rare class" in m]
-    assert "['defect']" in line and "inverse frequency" in line
+    assert "['defect']" in line and "each class equally often" in line
+
+
+def test_training_tiles_cut_train_stride_apart_are_labelled_as_the_job_tiles(photos) -> None:
+    images = _images(photos, format="labelme")
+    dense_images = replace(images, tiles=replace(images.tiles, train_stride=SIZE // 2))
+    plain, dense = prepare_tiles(images, PLAN), prepare_tiles(dense_images, PLAN)
+    pd.testing.assert_frame_equal(plain.tiles, dense.tiles)  # judging and scoring: unchanged
+    assert plain.fit_tiles is None
+    fit = dense.training_tiles()
+    assert set(fit["photo"]) == set(dense.train.tolist()) and (fit["label"] >= 0).all()
+    assert len(dense.fit_tiles) == 12 * 3 * 13  # 3 x 13 tiles 16 px apart, not 2 x 7
+    assert len(fit) > 2 * len(plain.training_tiles())
+    # a training tile where a job tile lies has the job tile's label and defect pixels
+    key = ["photo", "top", "left"]
+    both = plain.training_tiles().merge(fit, on=key, suffixes=("", "_fit"))
+    assert len(both) == len(plain.training_tiles())
+    assert (both["label"] == both["label_fit"]).all()
+    assert (both["defect_px"] == both["defect_px_fit"]).all()
+    # a pit fully inside several overlapping tiles: more defect tiles to learn from
+    assert (fit["label"] == 1).sum() > (plain.training_tiles()["label"] == 1).sum()
+    assert dense.counts["train_fit_tiles"] == len(fit)
 
 
 def test_audit_and_evaluate_judge_a_tiled_bundle_on_its_own_test_photos(trained, capsys) -> None:

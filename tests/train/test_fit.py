@@ -187,3 +187,31 @@ def test_config_validation(kw: dict, match: str) -> None:
 def test_model_without_loss_is_refused() -> None:
     with pytest.raises(TypeError, match="has no loss"):
         fit(torch.nn.Linear(2, 2), WindowData(8, seed=1), WindowData(8, seed=2), cfg())
+
+
+def test_sample_weights_draw_each_epoch_in_proportion_and_repeat_by_seed() -> None:
+    from mfgtx.train import ShardSampler
+
+    w = [1.0] * 10 + [0.0] * 30  # only the first 10 samples may be drawn
+    model, train = TinyRegressor(), WindowData(40, seed=1)
+    fit(model, train, WindowData(8, seed=2), cfg(epochs=2, patience=None), sample_weights=w)
+    drawn = train.seen[-80:]  # the two epochs (the timing for precision="auto" is off here)
+    assert len(drawn) == 80 and set(drawn) <= set(range(10)) and len(set(drawn)) > 5
+    one = ShardSampler(40, weights=w, seed=3)
+    again = ShardSampler(40, weights=w, seed=3)
+    first = list(one)
+    one.set_epoch(1)
+    assert first == list(again) and first != list(one)  # same seed and epoch: same draws
+    shards = [list(ShardSampler(40, weights=w, seed=3, rank=r, world_size=2)) for r in (0, 1)]
+    assert sorted(shards[0] + shards[1]) == sorted(first)  # the processes split one draw
+
+
+@pytest.mark.parametrize(
+    ("weights", "match"),
+    [([1.0] * 39, "one per training sample \\(40\\), found 39"),
+     ([0.0] * 40, "at least one above 0"), ([-1.0] + [1.0] * 39, "finite and >= 0")],
+)  # fmt: skip
+def test_bad_sample_weights_are_refused(weights, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        fit(TinyRegressor(), WindowData(40, seed=1), WindowData(8, seed=2), cfg(),
+            sample_weights=weights)  # fmt: skip
