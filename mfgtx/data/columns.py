@@ -38,6 +38,10 @@ class ColumnMap:
         layout: ``"wide"`` (one column per sensor) or ``"long"`` (one row per reading).
         sensor_name: long layout: the column naming the sensor.
         value: long layout: the column holding the reading.
+        categories: wide layout: sensor columns that hold names, not readings (a product
+            grade, a recipe; a regime column, ``data.regimes: {column: grade}``): each name
+            is read as its stable code (:mod:`mfgtx.data.categories`). With ``sensors``
+            ``None`` they are read beside the numeric columns.
 
     Example:
         >>> ColumnMap(lot="lot", time="timestamp", targets="passed").targets
@@ -57,6 +61,7 @@ class ColumnMap:
     layout: Layout = "wide"
     sensor_name: str = "sensor"
     value: str = "value"
+    categories: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for field in ("lot", "time"):
@@ -68,6 +73,16 @@ class ColumnMap:
                 raise ValueError("sensors must name at least one column, or be None for all")
         object.__setattr__(self, "targets", _names(self.targets, "targets"))
         object.__setattr__(self, "keys", _names(self.keys, "keys"))
+        object.__setattr__(self, "categories", _names(self.categories, "categories"))
+        if self.categories and self.layout == "long":
+            raise ValueError(
+                "categories: a long table (one row per reading) holds numbers only; give the "
+                f"grade {list(self.categories)} as a column of a wide table"
+            )
+        if self.sensors is not None:
+            stray = [c for c in self.categories if c not in self.sensors]
+            if stray:
+                raise ValueError(f"categories {stray} must also be listed among the sensors")
         if self.layout not in ("wide", "long"):
             raise ValueError(f"layout must be 'wide' or 'long', found {self.layout!r}")
         roles: list[tuple[str, str]] = [("lot", self.lot), ("time", self.time)]
@@ -77,6 +92,8 @@ class ColumnMap:
         if self.layout == "long":
             roles += [("sensor_name", self.sensor_name), ("value", self.value)]
         roles += [("sensor", s) for s in self.sensors or ()]
+        if self.sensors is None:
+            roles += [("category", c) for c in self.categories]
         seen: dict[str, str] = {}
         for role, name in roles:
             if name in seen:

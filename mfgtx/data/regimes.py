@@ -7,7 +7,8 @@ A fleet run under several operating conditions (altitude and throttle of an engi
 product grade of a line) has sensor levels that jump with the condition: a model reading
 the raw levels mostly learns the condition. :class:`RegimePlan` says how a row's regime is
 told (the job file's ``data.regimes``): by one column (``column: grade``, each distinct
-number a regime) or by k-means on declared setting columns (``columns: [...]``,
+value a regime: a name such as ``S355``, read as its stable code, see
+:mod:`mfgtx.data.categories`) or by k-means on declared setting columns (``columns: [...]``,
 ``clusters: K``, a fixed seed). :meth:`Regimes.fit` fits it on the rows of the *training*
 windows only: the settings' centre and scale, the cluster centroids (a fixed point of
 k-means on those rows), and the mean and standard deviation of every other sensor within
@@ -40,8 +41,8 @@ class RegimePlan:
     """How rows are assigned to operating regimes (``data.regimes`` of a job file).
 
     Args:
-        column: a column whose distinct values are the regimes (numbers: a grade or recipe
-            code). Give either this or ``columns``.
+        column: a column whose distinct values are the regimes (a product grade, a recipe:
+            names or numbers). Give either this or ``columns``.
         columns: setting columns clustered into ``clusters`` regimes by k-means.
         clusters: how many regimes k-means finds (with ``columns``).
         seed: the k-means seed (the same data and seed give the same regimes).
@@ -164,8 +165,10 @@ class Regimes:
     docstring); saved in a sensor bundle's input spec.
 
     Build it with :meth:`fit`. Attributes hold plain numbers: ``labels`` the regime values
-    of a column regime; ``setting_center``/``setting_scale`` and ``centroids`` (in scaled
-    setting units) of a clustered one; ``center``/``scale`` ``(K, D)`` per regime and sensor.
+    of a column regime (the codes of its names, :mod:`mfgtx.data.categories`; ``names``
+    their names, empty for a record of a number column); ``setting_center``/``setting_scale``
+    and ``centroids`` (in scaled setting units) of a clustered one; ``center``/``scale``
+    ``(K, D)`` per regime and sensor.
 
     Example:
         >>> import numpy as np
@@ -182,7 +185,7 @@ class Regimes:
         [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
     """
 
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2  # 2: names of a column regime; 1 (numbers only) still reads
 
     plan: RegimePlan
     inputs: tuple[str, ...]
@@ -192,6 +195,7 @@ class Regimes:
     setting_center: tuple[float, ...] = ()
     setting_scale: tuple[float, ...] = ()
     centroids: tuple[tuple[float, ...], ...] = ()
+    names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         missing = [c for c in self.plan.settings if c not in self.inputs]
@@ -200,6 +204,8 @@ class Regimes:
         k, d = self.n_regimes, len(self.sensors)
         if k < 1 or len(self.scale) != k or any(len(r) != d for r in (*self.center, *self.scale)):
             raise ValueError(f"regimes: expected {k} x {d} centres and scales")
+        if self.names and len(self.names) != len(self.labels):
+            raise ValueError(f"regimes: {len(self.labels)} labels but {len(self.names)} names")
         clash = [f"regime_{j}" for j in range(k) if f"regime_{j}" in self.sensors]
         if clash:
             raise ValueError(f"sensor(s) {clash} clash with the regime channels' names")
@@ -226,6 +232,22 @@ class Regimes:
     def _positions(self, names: tuple[str, ...]) -> list[int]:
         return [self.inputs.index(c) for c in names]
 
+    @property
+    def known(self) -> list[str]:
+        """The regimes in words, for messages: the names of a column regime (sorted), its
+        values (a record of a number column), else ``regime_0`` ...."""
+        if self.plan.column is None:
+            return [f"regime_{k}" for k in range(self.n_regimes)]
+        return sorted(self.names) or [f"{v:g}" for v in self.labels]
+
+    @staticmethod
+    def _names_of(windows: Windows, column: str, labels: tuple[float, ...]) -> tuple[str, ...]:
+        """The names of the codes ``labels`` of ``column`` (empty: a number column)."""
+        names = (windows.categories or {}).get(column)
+        if not names:
+            return ()
+        return tuple(names[v] for v in labels)
+
     # ------------------------------------------------------------------ fitting
     @classmethod
     def fit(
@@ -242,8 +264,7 @@ class Regimes:
         missing = [c for c in plan.settings if c not in inputs]
         if missing:
             raise ValueError(
-                f"data.regimes: column(s) {missing} are not among the data's numeric columns "
-                f"{list(inputs)} (a regime column holds numbers: a grade or recipe code)"
+                f"data.regimes: column(s) {missing} are not among the data's columns {list(inputs)}"
             )
         rows = windows.rows(train_indices) if rows is None else np.asarray(rows)
         if rows.size == 0:
@@ -257,6 +278,7 @@ class Regimes:
             if labels.size == 0:
                 raise ValueError(f"data.regimes.column: {plan.column!r} has no value in training")
             fields["labels"] = tuple(float(v) for v in labels)
+            fields["names"] = cls._names_of(windows, plan.column, fields["labels"])
         else:
             complete = settings[~np.isnan(settings).any(axis=1)]
             center, scale = _mean_std(complete)
@@ -290,6 +312,7 @@ class Regimes:
         if self.plan.column is not None:
             col = values[:, self.inputs.index(self.plan.column)]
             fields["labels"] = tuple(float(v) for v in np.unique(col[~np.isnan(col)]))
+            fields["names"] = self._names_of(windows, self.plan.column, fields["labels"])
         else:
             settings = values[:, self._positions(self.settings)]
             complete = settings[~np.isnan(settings).any(axis=1)]  # (r', S)
@@ -364,14 +387,22 @@ class Regimes:
             )
         return replace(windows, values=self.transform(windows.values), sensors=self.outputs)
 
-    def unseen(self, windows: Windows) -> list[tuple[str, float, int]]:
+    def unseen(self, windows: Windows) -> list[tuple[str, str, int]]:
         """``(lot, value, rows)`` for each lot whose regime column holds a value never seen
-        in training: its first such value and how many rows hold one (always empty for
-        clustered regimes)."""
+        in training: its first such value in words (its name) and how many rows hold one
+        (always empty for clustered regimes)."""
         if self.plan.column is None:
             return []
         col = windows.values[:, self.inputs.index(self.plan.column)]
-        bad = ~np.isnan(col) & (self.assign(windows.values) < 0)  # (R,)
+        regime = self.assign(windows.values)  # (R,)
+        bad = ~np.isnan(col) & (regime < 0)
+        names = (windows.categories or {}).get(self.plan.column) or {}
+        if self.names and names:  # a new name whose code is a known one's: not that regime
+            clash = [
+                v for v, known in zip(self.labels, self.names, strict=True)
+                if names.get(v, known) != known
+            ]  # fmt: skip
+            bad |= np.isin(col, clash)
         if not bad.any():
             return []
         out = []
@@ -379,7 +410,9 @@ class Regimes:
             rows = windows.rows(np.flatnonzero(windows.lot == lot))
             hit = rows[bad[rows]]
             if hit.size:
-                out.append((str(lot), float(col[hit[0]]), int(hit.size)))
+                value = float(col[hit[0]])
+                name = ((windows.categories or {}).get(self.plan.column) or {}).get(value)
+                out.append((str(lot), name or f"{value:g}", int(hit.size)))
         return out
 
     # ------------------------------------------------------------------ saving
@@ -395,13 +428,16 @@ class Regimes:
             "setting_center": list(self.setting_center),
             "setting_scale": list(self.setting_scale),
             "centroids": [list(c) for c in self.centroids],
+            "names": list(self.names),
         }
 
     @classmethod
     def from_dict(cls, state: dict[str, Any]) -> Regimes:
         """Rebuild from :meth:`to_dict`; raises ``ValueError`` on a bad state."""
-        if state.get("version") != cls.VERSION:
-            raise ValueError(f"regimes version {state.get('version')!r}, expected {cls.VERSION}")
+        if state.get("version") not in (1, cls.VERSION):
+            raise ValueError(
+                f"regimes version {state.get('version')!r}, expected 1 to {cls.VERSION}"
+            )
         plan = dict(state["plan"])
         nums = lambda v: tuple(float(x) for x in v)  # noqa: E731
         return cls(
@@ -418,4 +454,5 @@ class Regimes:
             setting_center=nums(state["setting_center"]),
             setting_scale=nums(state["setting_scale"]),
             centroids=tuple(nums(c) for c in state["centroids"]),
+            names=tuple(str(n) for n in state.get("names", ())),
         )

@@ -16,12 +16,14 @@ from __future__ import annotations
 import difflib
 import logging
 import warnings
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from mfgtx.data.categories import encode_categories
 from mfgtx.data.columns import ColumnMap
 from mfgtx.data.errors import DataError, DataWarning
 
@@ -69,6 +71,8 @@ class SensorTable:
         columns: the column mapping, with ``sensors`` resolved to the actual list.
         source: where the data came from (file name or ``"DataFrame"``).
         notes: what the reader changed or left out, in words.
+        categories: ``{column: {code: name}}`` of the category columns
+            (:attr:`~mfgtx.data.ColumnMap.categories`), whose cells hold the codes.
     """
 
     frame: pd.DataFrame
@@ -76,6 +80,7 @@ class SensorTable:
     source: str
     notes: tuple[str, ...] = ()
     _is_file_line: bool = False
+    categories: Mapping[str, Mapping[float, str]] = field(default_factory=dict)
 
     @property
     def sensors(self) -> tuple[str, ...]:
@@ -150,6 +155,7 @@ _ROLE_WORDS = {
     "sensor_name": "the sensor-name column, data.columns.sensor_name",
     "value": "the value column, data.columns.value",
     "sensors": "a sensor, data.columns.sensors",
+    "categories": "the regime column, data.regimes.column",
 }
 
 
@@ -162,6 +168,8 @@ def _require(df: pd.DataFrame, columns: ColumnMap, where: _Where) -> None:
         needed += [("sensor_name", columns.sensor_name), ("value", columns.value)]
     else:
         needed += [("sensors", s) for s in columns.sensors or ()]
+        listed = columns.sensors or ()
+        needed += [("categories", c) for c in columns.categories if c not in listed]
     missing = [(role, name) for role, name in needed if name not in df.columns]
     if missing:
         found = [str(c) for c in df.columns]
@@ -346,6 +354,15 @@ def _to_float(
     return out
 
 
+def _to_codes(s: pd.Series, column: str, where: _Where) -> tuple[pd.Series, dict[float, str]]:
+    """A category column as its codes (:mod:`mfgtx.data.categories`) and their names."""
+    try:
+        codes, names = encode_categories(s, column=column, where=f"{where.source}: ")
+    except ValueError as e:
+        raise DataError(str(e), column=column) from e
+    return pd.Series(codes, index=s.index), names
+
+
 def _numeric_columns(
     df: pd.DataFrame, candidates: list[str], where: _Where
 ) -> tuple[list[str], list[str]]:
@@ -454,6 +471,7 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
     _require(df, columns, where)
     df["_row"] = np.arange(len(df))
     notes: list[str] = []
+    categories: dict[str, dict[float, str]] = {}
 
     lots = _parse_lots(df[columns.lot], columns.lot, where)
     df[columns.lot] = lots
@@ -471,11 +489,14 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
         mapped = {*columns.non_sensor_columns, "_row"}
         sensors = list(columns.sensors or sorted(c for c in df.columns if c not in mapped))
     else:
+        named = {*columns.categories}
         if columns.sensors is not None:
             sensors = list(columns.sensors)
         else:
-            candidates = [c for c in df.columns if c not in (*columns.non_sensor_columns, "_row")]
+            mapped = (*columns.non_sensor_columns, *named, "_row")
+            candidates = [c for c in df.columns if c not in mapped]
             sensors, left_out = _numeric_columns(df, candidates, where)
+            sensors += list(columns.categories)
             if left_out:
                 note = (
                     f"{where.source}: non-numeric column(s) left out of the sensors: "
@@ -487,7 +508,10 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
             if not sensors:
                 raise DataError(f"{where.source}: no numeric sensor column found")
         for c in sensors:
-            df[c] = _to_float(df[c], c, where, lots)
+            if c in named:
+                df[c], categories[c] = _to_codes(df[c], c, where)
+            else:
+                df[c] = _to_float(df[c], c, where, lots)
 
     lots = df[columns.lot]
     rows = df["_row"].to_numpy()
@@ -586,6 +610,7 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
         layout=columns.layout,
         sensor_name=columns.sensor_name,
         value=columns.value,
+        categories=columns.categories if columns.layout == "wide" else (),
     )
     log.info(
         "read %s: %d rows, %d lots, %d sensors",
@@ -594,4 +619,4 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
         frame[columns.lot].nunique(),
         len(sensors),
     )
-    return SensorTable(frame, resolved, where.source, tuple(notes), where.is_file_line)
+    return SensorTable(frame, resolved, where.source, tuple(notes), where.is_file_line, categories)

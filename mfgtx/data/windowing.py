@@ -196,6 +196,7 @@ def make_windows(
         horizon=horizon,
         pad=None if min_rows is None else pad,
         time_kind=table.time_kind,
+        categories={c: dict(names) for c, names in table.categories.items()} or None,
     )
     if as_of is not None:
         t = result.time_value(as_of)

@@ -12,12 +12,14 @@ time its label became known (``label_time``), which is what the splitters and th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import pandas as pd
+
+from mfgtx.data.categories import merge_categories
 
 __all__ = ["Windows"]
 
@@ -53,6 +55,8 @@ class Windows:
             See ``min_rows`` of :func:`mfgtx.data.make_windows`.
         time_kind: the table's time axis (:attr:`~mfgtx.data.SensorTable.time_kind`:
             ``"utc"``, ``"naive"`` or ``"number"``), or ``None`` when not known.
+        categories: ``{column: {code: name}}``: the names behind the codes of the
+            category columns (:attr:`mfgtx.data.SensorTable.categories`), or ``None``.
     """
 
     values: np.ndarray
@@ -69,6 +73,7 @@ class Windows:
     horizon: int
     pad: np.ndarray | None = None
     time_kind: str | None = None
+    categories: Mapping[str, Mapping[float, str]] | None = None
 
     def __post_init__(self) -> None:
         if self.pad is not None:
@@ -147,6 +152,11 @@ class Windows:
                 raise ValueError(f"Windows.concat: lot(s) {sorted(lots & seen)[:5]} in two parts")
             seen |= lots
         offsets = np.cumsum([0] + [len(p.values) for p in parts[:-1]])
+        columns = sorted({c for p in parts for c in p.categories or {}})
+        categories = {
+            c: merge_categories([(p.categories or {}).get(c, {}) for p in parts], column=c)
+            for c in columns
+        }
         return cls(
             values=np.concatenate([p.values for p in parts]),
             row_start=np.concatenate(
@@ -166,6 +176,7 @@ class Windows:
             if all(p.pad is None for p in parts)
             else np.concatenate([p.window - p.lengths for p in parts]),
             time_kind=next((p.time_kind for p in parts if p.time_kind is not None), None),
+            categories=categories or None,
         )
 
     @property

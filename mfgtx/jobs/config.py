@@ -164,7 +164,7 @@ class DataSection:
             apart in time; a block shorter than a window gives none. ``score`` reads the
             series whole (one lot named ``whole``), so the latest window is always scored.
         regimes: operating regimes (sensor jobs, :class:`~mfgtx.data.RegimePlan`): a regime
-            column (``{column: grade}``, numbers) or setting columns clustered by k-means
+            column (``{column: grade}``, names or numbers) or setting columns clustered by k-means
             (``{columns: [setting_1, setting_2], clusters: 6}``). Fitted on the training
             rows only and saved in the bundle; the model and the baselines read each sensor
             normalised within its row's regime plus one channel per regime. The regime
@@ -211,10 +211,14 @@ class DataSection:
         """The :class:`~mfgtx.data.ColumnMap` of the rows, with the regime columns read
         beside the listed sensors (``targets=False``: for scoring)."""
         cols = self.columns.column_map(targets=targets)
-        if self.regimes is None or cols.sensors is None:
+        if self.regimes is None:
             return cols
-        extra = tuple(c for c in self.regimes.settings if c not in cols.sensors)
-        return dataclasses.replace(cols, sensors=(*cols.sensors, *extra))
+        if cols.sensors is not None:
+            extra = tuple(c for c in self.regimes.settings if c not in cols.sensors)
+            cols = dataclasses.replace(cols, sensors=(*cols.sensors, *extra))
+        if self.regimes.column is not None:  # names (or numbers) of a grade: as categories
+            cols = dataclasses.replace(cols, categories=(self.regimes.column,))
+        return cols
 
 
 @dataclass(frozen=True)

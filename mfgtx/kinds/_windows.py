@@ -61,7 +61,13 @@ class WindowPredictor(Predictor):
                 f"names {list(columns.sensors or ())}"
             )
         new = copy.copy(self)
-        columns = replace(columns, sensors=expected, targets=(), label_time=None)
+        columns = replace(
+            columns,
+            sensors=expected,
+            targets=(),
+            label_time=None,
+            categories=self.columns.categories,  # a grade is read as in training
+        )
         new.input_spec = replace(self.input_spec, columns=columns)
         return new
 

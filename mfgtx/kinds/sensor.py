@@ -84,6 +84,7 @@ def _columns_dict(c: ColumnMap) -> dict[str, Any]:
         "layout": c.layout,
         "sensor_name": c.sensor_name,
         "value": c.value,
+        **({"categories": list(c.categories)} if c.categories else {}),  # a text grade
     }
 
 
@@ -197,8 +198,8 @@ class SensorPredictor(WindowPredictor):
         if unseen:
             lot, value, n = unseen[0]
             raise DataError(
-                f"lot {lot} runs {regimes.plan.column} {value:g} in {n} row(s), a regime the "
-                f"model never saw in training (it knows {list(regimes.labels)}); it was not "
+                f"lot {lot} runs {regimes.plan.column} {value} in {n} row(s), a regime the "
+                f"model never saw in training (it knows {', '.join(regimes.known)}); it was not "
                 "scored: retrain with lots of that regime",
                 column=regimes.plan.column,
                 lot=lot,

@@ -12,6 +12,7 @@ import pytest
 
 import mfgtx
 from mfgtx.cli import main
+from mfgtx.data import ColumnMap
 from mfgtx.jobs import ConfigError, load_config, train
 from mfgtx.jobs.prepare import read_windows, split
 from mfgtx.kinds import SENSOR
@@ -122,6 +123,37 @@ def test_a_grade_unseen_in_training_is_an_errors_file_row(tmp_path) -> None:
     assert errors["lot"].tolist() == ["M09"]
     assert "runs grade 40 in 40 row(s), a regime the model never saw" in errors["reason"][0]
     assert errors["column"][0] == "grade"
+
+
+def test_a_text_grade_trains_reads_in_chunks_and_names_an_unseen_grade(tmp_path) -> None:
+    frame = fleet()
+    frame["grade"] = frame["grade"].map({10: "S355", 20: "S420", 30: "S460 HT"})
+    frame.to_csv(tmp_path / "fleet.csv", index=False)
+    job = regimes_job(tmp_path, {"column": "grade"})
+    job["data"]["source"]["chunk_rows"] = 90  # the names must get one code in every chunk
+    path = write_job(tmp_path / "job.yaml", job)
+    bundle = Path(str(train("sensor", load_config(path)).bundle))
+    predictor = mfgtx.load(bundle)
+    regimes = predictor.input_spec.regimes
+    assert sorted(regimes.known) == ["S355", "S420", "S460 HT"]
+    assert predictor.input_spec.columns.categories == ("grade",)
+    assert {c.name: c.passed for c in predictor.audit.checks}["regimes_train_only"]
+
+    new = frame[frame["lot"].isin(["M08", "M09"])].copy()
+    new.loc[new["lot"] == "M09", "grade"] = "S690 QL"  # a grade no training lot ran
+    new.to_csv(tmp_path / "new.csv", index=False)
+    out = tmp_path / "new_scores.csv"
+    argv = ["score", str(path), "--set", f"score.source.path={tmp_path / 'new.csv'}"]
+    assert main([*argv, "--set", f"score.output.path={out}"]) == 0
+    assert set(pd.read_csv(out)["lot"]) == {"M08"}
+    reason = pd.read_csv(tmp_path / "new_scores.errors.csv")["reason"][0]
+    assert "lot M09 runs grade S690 QL in 40 row(s), a regime the model never saw" in reason
+    assert "(it knows S355, S420, S460 HT)" in reason
+    scored = predictor.predict(new[new["lot"] == "M08"])
+    assert len(scored) and scored["lot"].eq("M08").all()
+    # a job that maps the columns without data.regimes still reads the grade as in training
+    plain = predictor.with_columns(ColumnMap("lot", "t", sensors=("a", "b", "grade")))
+    pd.testing.assert_frame_equal(plain.predict(new[new["lot"] == "M08"]), scored)
 
 
 @pytest.mark.parametrize(

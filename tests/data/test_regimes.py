@@ -96,7 +96,7 @@ def test_a_grade_unseen_in_training_is_told_apart(frame) -> None:
     fitted = Regimes.fit(windows, _train(windows), GRADE)
     assert fitted.labels == (10.0, 20.0, 30.0)
     (lot, value, n), *rest = fitted.unseen(windows)
-    assert (lot, value, n, rest) == ("M08", 99.0, 8, [])
+    assert (lot, value, n, rest) == ("M08", "99", 8, [])  # the value in words
     model = fitted.apply(windows).values
     bad = windows.values[:, windows.sensors.index("grade")] == 99
     assert np.isnan(model[bad, :4]).all() and (model[bad, 4:] == 0).all()  # read as missing
@@ -135,3 +135,49 @@ def test_fit_refuses_missing_columns_and_too_many_clusters(windows) -> None:
         Regimes.fit(windows, _train(windows), RegimePlan(column="altitude"))
     with pytest.raises(ValueError, match="fewer than 7 distinct operating points"):
         Regimes.fit(windows, _train(windows), RegimePlan(columns=("grade",), clusters=7))
+
+
+def _text(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(grade=frame["grade"].map({10: "S355", 20: "S420 HT", 30: "X-30"}))
+
+
+def _text_windows(text: pd.DataFrame):
+    cols = ColumnMap(
+        "lot", "t", sensors=("a", "b", "setting_1", "setting_2", "grade"), targets=("rul",),
+        categories=("grade",),
+    )  # fmt: skip
+    return make_windows(read_table(text, cols), 8, stride=4)
+
+
+def test_a_text_grade_is_a_regime_column_and_keeps_its_names(frame) -> None:
+    windows = _text_windows(_text(frame))
+    fitted = Regimes.fit(windows, _train(windows), GRADE)
+    assert sorted(fitted.known) == ["S355", "S420 HT", "X-30"] and len(fitted.labels) == 3
+    numeric = Regimes.fit(_windows(frame), _train(_windows(frame)), GRADE)
+    assert sorted(fitted.center) == sorted(numeric.center)  # the same regimes, other codes
+    again = Regimes.from_dict(json.loads(json.dumps(fitted.to_dict())))
+    assert again == fitted and again.names == fitted.names
+    v1 = {**numeric.to_dict(), "version": 1}
+    v1.pop("names")
+    assert Regimes.from_dict(v1).known == ["10", "20", "30"]  # a bundle of before reads
+
+    new = _text(frame)
+    new["grade"] = new["grade"].where(new["lot"] != "M08", "S500")
+    (lot, value, n), *rest = fitted.unseen(_text_windows(new))
+    assert (lot, value, n, rest) == ("M08", "S500", 40, [])
+
+
+def test_a_new_name_that_shares_a_known_code_is_not_taken_for_it(frame) -> None:
+    windows = _text_windows(_text(frame))
+    fitted = Regimes.fit(windows, _train(windows), GRADE)
+    code = fitted.labels[0]
+    names = {**windows.categories["grade"], code: "S355 (new)"}  # forged: the same code
+    forged = type(windows)(**{**windows.__dict__, "categories": {"grade": names}})
+    grade = windows.values[:, windows.sensors.index("grade")]
+    running = {
+        lot
+        for lot in windows.lots
+        if (grade[windows.rows(np.flatnonzero(windows.lot == lot))] == code).any()
+    }
+    assert {lot for lot, *_ in fitted.unseen(forged)} == running and running
+    assert fitted.unseen(windows) == []
