@@ -178,17 +178,17 @@ def tile_heatmap(
     )  # fmt: skip
     worst = tiles.loc[tiles["p_defect"].idxmax()] if len(tiles) else None
     flagged = tiles.iloc[0:0] if threshold is None else tiles[tiles["p_defect"] > threshold]
-    for row in flagged.itertuples(index=False):
-        fig.add_shape(
-            type="rect", x0=row.left - 0.5, y0=row.top - 0.5, x1=row.left + size - 0.5,
-            y1=row.top + size - 0.5, line={"color": "#d62728", "width": 1},
-        )  # fmt: skip
+
+    def outline(top: float, left: float, color: str, width: int) -> dict[str, Any]:
+        return {"type": "rect", "x0": left - 0.5, "y0": top - 0.5, "x1": left + size - 0.5,
+                "y1": top + size - 0.5, "line": {"color": color, "width": width}}  # fmt: skip
+
+    # all outlines at once: one add_shape per tile copies the layout each time (20 s for
+    # the 270 tiles of a 900 x 360 photo at stride 32)
+    shapes = [outline(r.top, r.left, "#d62728", 1) for r in flagged.itertuples(index=False)]
     if worst is not None:
-        fig.add_shape(
-            type="rect", x0=worst["left"] - 0.5, y0=worst["top"] - 0.5,
-            x1=worst["left"] + size - 0.5, y1=worst["top"] + size - 0.5,
-            line={"color": "#ffbf00", "width": 3},
-        )  # fmt: skip
+        shapes.append(outline(worst["top"], worst["left"], "#ffbf00", 3))
+    fig.update_layout(shapes=shapes)
     fig.update_yaxes(range=[h - 0.5, -0.5], scaleanchor="x", constrain="domain", title="y (px)")
     fig.update_xaxes(title="x (px)", range=[-0.5, w - 0.5], constrain="domain")
     sub = "yellow: the worst tile"
