@@ -140,11 +140,13 @@ DEFECT_IMAGE = {"sample_defects": "defects/images/000.png",
                 "sample_inspection": "inspection/images/P01.png"}  # fmt: skip
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(request):
+    """One dashboard on localhost over a copy of the demo's bundles, for this module's
+    tests that need no sign-in (each opens its own browser)."""
     _need_browser()
     demo = request.getfixturevalue("demo")  # built only when the test can run
-    models_dir = request.getfixturevalue("tmp_path") / "models"
+    models_dir = request.getfixturevalue("tmp_path_factory").mktemp("e2e") / "models"
     shutil.copytree(demo["out"] / "models", models_dir)
     OUT.mkdir(parents=True, exist_ok=True)
     log = OUT / "streamlit.log"
@@ -332,18 +334,15 @@ def test_every_page_asks_for_the_password_when_one_is_set(request, tmp_path):
                 browser.close()
 
 
-def test_every_response_carries_the_security_headers(request) -> None:
-    _need_browser()
-    models = request.getfixturevalue("models_dir")
-    OUT.mkdir(parents=True, exist_ok=True)
-    with _streamlit(models, OUT / "streamlit-headers.log", "--server.address", "127.0.0.1") as url:
-        for path in ["", "quality", "_stcore/health", "favicon.png"]:
-            try:
-                with urllib.request.urlopen(f"{url}/{path}", timeout=10) as r:
-                    headers = {k.lower(): v for k, v in r.headers.items()}
-            except urllib.error.HTTPError as e:  # a 404 must carry them too
-                headers = {k.lower(): v for k, v in e.headers.items()}
-            assert headers.get("x-frame-options") == "DENY", (path, headers)
-            assert headers.get("x-content-type-options") == "nosniff", path
-            assert "frame-ancestors 'none'" in headers.get("content-security-policy", ""), path
-            assert headers.get("referrer-policy") == "no-referrer", path
+def test_every_response_carries_the_security_headers(server) -> None:
+    url = server[0]
+    for path in ["", "quality", "_stcore/health", "favicon.png"]:
+        try:
+            with urllib.request.urlopen(f"{url}/{path}", timeout=10) as r:
+                headers = {k.lower(): v for k, v in r.headers.items()}
+        except urllib.error.HTTPError as e:  # a 404 must carry them too
+            headers = {k.lower(): v for k, v in e.headers.items()}
+        assert headers.get("x-frame-options") == "DENY", (path, headers)
+        assert headers.get("x-content-type-options") == "nosniff", path
+        assert "frame-ancestors 'none'" in headers.get("content-security-policy", ""), path
+        assert headers.get("referrer-policy") == "no-referrer", path

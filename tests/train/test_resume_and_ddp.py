@@ -27,16 +27,30 @@ def run(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
     )
 
 
+def start(*args: str, log: Path) -> subprocess.Popen:
+    """``run`` without waiting; its output goes to ``log``."""
+    env = os.environ | {"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    with log.open("w") as sink:
+        return subprocess.Popen(
+            [sys.executable, *args], stdout=sink, stderr=subprocess.STDOUT, env=env
+        )
+
+
 def weights(path: Path) -> dict[str, torch.Tensor]:
     return load_file(path)
 
 
 def test_killed_mid_epoch_and_resumed_ends_with_the_same_weights(tmp_path: Path) -> None:
     full, broken = tmp_path / "full", tmp_path / "broken"
-    done = run(str(JOB), str(full), "--epochs", "3")
-    assert done.returncode == 0, done.stderr
-    # 96 samples / 8 per batch = 12 steps per epoch: step 18 is in the middle of epoch 2
-    killed = run(str(JOB), str(broken), "--epochs", "3", "--kill-at", "18")
+    # the uninterrupted run and the one killed at step 18 (96 samples / 8 per batch = 12
+    # steps per epoch: the middle of epoch 2) side by side, one core each
+    done = start(str(JOB), str(full), "--epochs", "3", log=tmp_path / "full.log")
+    killed = start(
+        str(JOB), str(broken), "--epochs", "3", "--kill-at", "18", log=tmp_path / "k.log"
+    )
+    for proc in (done, killed):
+        proc.wait(timeout=120)
+    assert done.returncode == 0, (tmp_path / "full.log").read_text()[-3000:]
     assert killed.returncode == -signal.SIGKILL
     assert not (broken / "final_rank0.safetensors").exists()
     resumed = run(str(JOB), str(broken), "--epochs", "3", "--resume")
