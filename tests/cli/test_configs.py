@@ -57,3 +57,12 @@ def test_etth1_job_segments_the_series_and_audits_clean(datasets_dir: Path, caps
     result = summary(capsys.readouterr().out)
     assert result["passed"] and sum(result["lots"].values()) == 24  # 30-day segments
     assert result["lots"]["test"] == 5 and result["windows"]["test"] == 365
+
+
+def test_the_quick_demo_shrinks_the_models_and_the_tiles_but_keeps_the_tile_size() -> None:
+    full = demo_configs("sample_data", "runs/sample")["sample_inspection"].images.tiles
+    quick = demo_configs("sample_data", "runs/sample", quick=True)["sample_inspection"]
+    tiles = quick.images.tiles
+    assert full.train_stride is not None and full.stride < full.size  # the job file overlaps
+    assert tiles.size == full.size and tiles.stride == tiles.size and tiles.train_stride is None
+    assert quick.train.epochs == 2
