@@ -904,18 +904,18 @@ def rasterise_outline(points: np.ndarray, mask: Image.Image) -> None:
 
 
 def make_inspection_photos(
-    rng: np.random.Generator,
+    rng: np.random.Generator, coils: int = PHOTO_COILS
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[list[np.ndarray]], pd.DataFrame]:
-    """Photos, masks, pit outlines per photo, and the manifest rows."""
+    """Photos, masks, pit outlines per photo, and the manifest rows, of ``coils`` coils
+    (more than the sample's 4 for a benchmark that needs more photos: the same process, the
+    same share of pitted photos)."""
     h, w = PHOTO_SIZE
-    n = PHOTO_COILS * PHOTOS_PER_COIL
-    pitted = {
-        c * PHOTOS_PER_COIL + int(rng.integers(0, PHOTOS_PER_COIL)) for c in range(PHOTO_COILS)
-    }
-    while len(pitted) < PHOTO_PIT_PHOTOS:
+    n = coils * PHOTOS_PER_COIL
+    pitted = {c * PHOTOS_PER_COIL + int(rng.integers(0, PHOTOS_PER_COIL)) for c in range(coils)}
+    while len(pitted) < round(PHOTO_PIT_PHOTOS * coils / PHOTO_COILS):
         pitted.add(int(rng.integers(0, n)))
     photos, masks, outlines, rows = [], [], [], []
-    for coil in range(PHOTO_COILS):
+    for coil in range(coils):
         level = rng.uniform(95, 150)
         start = PHOTO_START + pd.Timedelta(hours=6 * coil, minutes=int(rng.integers(0, 90)))
         for j in range(PHOTOS_PER_COIL):
@@ -939,7 +939,7 @@ def make_inspection_photos(
             rows.append(
                 {
                     "path": f"images/P{i + 1:02d}.png",
-                    "lot": f"K{coil + 1}",
+                    "lot": f"K{coil + 1:0{len(str(coils))}d}",
                     "timestamp": start + pd.Timedelta(minutes=4 * j),
                     "pits": len(pits),
                     "mask_pixels": int(mask.sum()),
@@ -974,8 +974,11 @@ def labelme_json(outlines: list[np.ndarray], image_name: str) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def generate_inspection(out_dir: Path, seed: int = DEFAULT_SEED) -> dict[str, Path]:
-    """Write ``out_dir/inspection/`` (photos, PNG masks, labelme files, manifest.csv).
+def generate_inspection(
+    out_dir: Path, seed: int = DEFAULT_SEED, *, coils: int = PHOTO_COILS
+) -> dict[str, Path]:
+    """Write ``out_dir/inspection/`` (photos, PNG masks, labelme files, manifest.csv) of
+    ``coils`` coils (the sample: 4).
 
     Uses its own random stream (``SeedSequence(seed)``'s seventh child), so no other file
     changes with it.
@@ -984,7 +987,7 @@ def generate_inspection(out_dir: Path, seed: int = DEFAULT_SEED) -> dict[str, Pa
     (folder / "images").mkdir(parents=True, exist_ok=True)
     (folder / "masks").mkdir(parents=True, exist_ok=True)
     ss = np.random.SeedSequence(seed).spawn(7)[6]
-    photos, masks, outlines, manifest = make_inspection_photos(np.random.default_rng(ss))
+    photos, masks, outlines, manifest = make_inspection_photos(np.random.default_rng(ss), coils)
     out = {}
     for i, (img, mask, pits) in enumerate(zip(photos, masks, outlines, strict=True)):
         name = Path(manifest.path[i]).name
@@ -1001,7 +1004,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed")
+    parser.add_argument(
+        "--inspection-coils", type=int, default=None, metavar="N",
+        help="write only OUT/inspection, with N coils of 4 photos (benchmarks/inspection.py)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.inspection_coils is not None:
+        files = generate_inspection(args.out, args.seed, coils=args.inspection_coils)
+        size = sum(p.stat().st_size for p in files.values())
+        print(f"inspection   {args.out / 'inspection'} ({len(files)} files, {size / 1024:.0f} KiB)")
+        return 0
     for name, path in generate(args.out, args.seed).items():
         print(f"{name:12s} {path} ({path.stat().st_size / 1024:.0f} KiB)")
     defects = generate_defects(args.out, args.seed)
