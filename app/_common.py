@@ -30,6 +30,7 @@ import mfgtx
 from mfgtx.artifacts import BundleError, verify_bundle
 from mfgtx.data import ColumnMap, DataError
 from mfgtx.images import DEFAULT_MAX_PIXELS, ImageError, read_image
+from mfgtx.jobs import ConfigError, recorded_job
 
 log = logging.getLogger("mfgtx.app")
 
@@ -232,8 +233,12 @@ def frame_for(cmap: ColumnMap, data_dir: Path, manifest: dict | None = None) -> 
 
 def _trained_on(manifest: dict | None) -> Path | None:
     """The CSV file the bundle's recorded job read, when it exists here."""
-    job = ((manifest or {}).get("extra") or {}).get("job_file") or {}
-    source = ((job.get("data") or {}).get("source") or {}).get("path")
+    try:
+        job = recorded_job(manifest or {})
+    except ConfigError:  # recorded by another mfgtx: look for the data by name instead
+        return None
+    data = job.data if job is not None else None
+    source = data.source.path if data is not None else None
     if not source or not str(source).endswith(".csv"):
         return None
     path = Path(source) if Path(source).is_absolute() else ROOT / source

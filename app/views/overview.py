@@ -11,6 +11,8 @@ import streamlit as st
 from _common import app_config, find_bundles, guarded
 from _trust import trust_of
 
+from mfgtx.split import duration_text
+
 TASK_WORDS = {
     "classification": "classification",
     "regression": "regression",
@@ -40,20 +42,10 @@ def _metrics_table(metrics: dict) -> pd.DataFrame:
 
 
 def duration_words(text: str) -> str:
-    """``gap=0 days 00:30:00`` (pandas' text of a Timedelta) as ``gap=30 min``."""
-
-    def words(m: re.Match[str]) -> str:
-        t = pd.Timedelta(m.group(0))
-        minutes = t.total_seconds() / 60
-        if minutes == 0:
-            return "0 min"
-        if minutes % 1440 == 0:
-            return f"{minutes / 1440:g} days"
-        if minutes % 60 == 0:
-            return f"{minutes / 60:g} h"
-        return f"{minutes:g} min"
-
-    return re.sub(r"-?\d+ days? \d{2}:\d{2}:\d{2}(?:\.\d+)?", words, text)
+    """``gap=0 days 00:30:00`` (pandas' text of a Timedelta, in the audit of bundles written
+    before the audit wrote durations in words) as ``gap=30 min``."""
+    pattern = r"-?\d+ days? \d{2}:\d{2}:\d{2}(?:\.\d+)?"
+    return re.sub(pattern, lambda m: duration_text(pd.Timedelta(m.group(0))), text)
 
 
 def judged_on(metrics: dict) -> str:

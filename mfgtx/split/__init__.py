@@ -5,6 +5,7 @@ ours or one made by hand — free of the usual leaks and returns an :class:`Audi
 next to the model; checks it could not make are listed as not checked, never as passed.
 """
 
+from mfgtx.split._times import duration_text
 from mfgtx.split.audit import audit
 from mfgtx.split.plan import SplitPlan
 from mfgtx.split.report import AuditReport, Check, LeakageError, NotChecked
@@ -20,4 +21,5 @@ __all__ = [
     "SplitPlan",
     "SplitSets",
     "audit",
+    "duration_text",
 ]
