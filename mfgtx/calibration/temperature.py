@@ -75,10 +75,14 @@ class TemperatureScaler:
 
         A safeguarded Newton search on ``1 / T`` (the loss is convex in it) in float64:
         deterministic, and the log loss at the result is never above the one at ``T = 1``.
-        A :class:`CalibrationWarning` says when the best temperature is an end of the range:
-        the lowest (0.05) when the validation set is perfectly separated (no finite
-        temperature is best; the model would become almost certain), the highest (20) when
-        the logits carry no information about the labels, or point the wrong way.
+        When the validation set is perfectly separated (every part's true class has the
+        highest logit) no temperature is best: the log loss keeps falling as ``T`` goes to 0,
+        and the end of the range would make every prediction almost certain, so a few
+        well-ranked validation parts would tie every confident new one at P = 1. The
+        temperature is then left at 1 (the model's own probabilities), with a
+        :class:`CalibrationWarning`. A warning also says when the best temperature is an end
+        of the range: the lowest (0.05) when the set is almost separated, the highest (20)
+        when the logits carry no information about the labels, or point the wrong way.
 
         Args:
             logits: validation logits, ``(N,)`` for a binary model (one logit for the defect
@@ -96,12 +100,22 @@ class TemperatureScaler:
         z = _two_column(_as_logits(logits, "TemperatureScaler.fit"))  # (N, K)
         y = _check_labels(labels, z.shape[0], z.shape[1], "TemperatureScaler.fit")
         t_low, t_high = TEMPERATURE_RANGE
+        if _separated(z, y):
+            warnings.warn(
+                "TemperatureScaler.fit: the validation set is perfectly separated by the "
+                "logits, so the temperature cannot be fitted (a lower one always looks "
+                "better); it is left at 1, the model's own probabilities. A larger validation "
+                "set, with parts the model gets wrong, lets it be fitted.",
+                CalibrationWarning,
+                stacklevel=2,
+            )
+            return cls(temperature=1.0)
         lo, hi = 1.0 / t_high, 1.0 / t_low  # bracket on beta = 1 / T
         if _nll_slope_curvature(z, y, lo)[0] >= 0:
             _warn_bound(t_high, "the logits tell nothing about the labels (or point the wrong way)")
             return cls(temperature=t_high)
         if _nll_slope_curvature(z, y, hi)[0] <= 0:
-            _warn_bound(t_low, "the validation set is perfectly separated by the logits")
+            _warn_bound(t_low, "the validation set is almost separated by the logits")
             return cls(temperature=t_low)
         beta = 1.0  # start from the model as it is
         for _ in range(max_iter):
@@ -151,6 +165,13 @@ class TemperatureScaler:
                 f"temperature scaler state must have keys ['temperature'], found {found}"
             )
         return cls(temperature=state["temperature"])
+
+
+def _separated(z: np.ndarray, y: np.ndarray) -> bool:
+    """Whether every row's true class has the strictly highest logit of ``z (N, K)``."""
+    true = z[np.arange(z.shape[0]), y]
+    others = np.where(np.arange(z.shape[1])[None, :] == y[:, None], -np.inf, z)
+    return bool((true > others.max(axis=1)).all())
 
 
 def _warn_bound(temperature: float, why: str) -> None:

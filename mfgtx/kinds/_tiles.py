@@ -552,38 +552,27 @@ def photo_scores(prep: PreparedTiles, photos: np.ndarray, tile_p: Any) -> PhotoS
 
 def tile_calibration(logits: np.ndarray, labels: np.ndarray, *, cost_ratio: float | None) -> Any:
     """The :func:`~mfgtx.calibration.fit_calibration` of the validation tiles' ``(N, 2)``
-    logits, but with the temperature left at 1 when they are perfectly separated.
+    logits (the defect class is 1).
 
-    A few defect tiles are often all above every good one. The temperature is then not
-    identifiable (the likelihood keeps rising as it falls), and the end of the searched range
-    (0.05) would multiply the logits by 20: every confident tile of a new photo becomes
-    P = 1.0 exactly, photos tie, and the photo ranking (average precision) and the cost
-    threshold lose what the model knows. Left at 1, the probabilities are the model's own.
+    A few defect tiles are often all above every good one: the temperature then stays at 1
+    (:meth:`~mfgtx.calibration.TemperatureScaler.fit` says why), so the photo ranking and
+    the cost threshold keep what the model knows instead of tying every confident tile at
+    P = 1.
 
     Example (3 defect tiles, all above the 97 good ones):
+        >>> import warnings
         >>> z = np.zeros((100, 2))
         >>> z[:, 1] = np.r_[np.linspace(-6.0, -2.0, 97), 3.0, 4.0, 5.0]
         >>> y = np.r_[np.zeros(97, int), np.ones(3, int)]
-        >>> float(tile_calibration(z, y, cost_ratio=None).temperature.temperature)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     float(tile_calibration(z, y, cost_ratio=None).temperature.temperature)
         1.0
     """
-    from mfgtx.calibration import Calibration, TemperatureScaler, fit_calibration
+    from mfgtx.calibration import fit_calibration
 
-    y = np.asarray(labels).astype(int)
-    margin = np.asarray(logits, dtype=np.float64) @ np.array([-1.0, 1.0])  # (N,) z1 - z0
-    if len(np.unique(y)) == 2 and margin[y == 0].max() < margin[y == 1].min():
-        log.info(
-            "the %d validation defect tiles all score above the %d good ones: the temperature "
-            "cannot be fitted and is left at 1",
-            int(y.sum()),
-            int((y == 0).sum()),
-        )
-        calibration = Calibration(TemperatureScaler(1.0), good_class=0)
-        if cost_ratio is None:
-            return calibration
-        choice, _ = image_threshold(calibration.defect_probability(logits), y, cost_ratio)
-        return Calibration(calibration.temperature, choice, good_class=0)
-    return fit_calibration(logits, y, cost_ratio=cost_ratio, good_class=0)
+    return fit_calibration(logits, np.asarray(labels).astype(int), cost_ratio=cost_ratio,
+                           good_class=0)  # fmt: skip
 
 
 def image_threshold(

@@ -15,6 +15,8 @@ window's mean spacing), ``forecast`` and ``q<NN>`` per quantile of the band.
 
 from __future__ import annotations
 
+import copy
+import logging
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
@@ -50,6 +52,8 @@ from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig, fit
 
 __all__ = ["FORECAST", "ForecastKind", "ForecastPredictor", "ForecastSection", "ForecastSpec"]
+
+log = logging.getLogger(__name__)
 
 
 def _check(section: Any) -> None:
@@ -87,6 +91,7 @@ ForecastSection = section_of(
     extra=(
         ("targets", tuple[str, ...], ()),
         ("linear_skip", Literal["off", "learned", "ridge"], "off"),
+        ("pick", Literal["validation", "transformer"], "validation"),
     ),
     check=_check,
     module=__name__,
@@ -94,8 +99,11 @@ ForecastSection = section_of(
     :class:`~mfgtx.models.ForecasterConfig` but ``n_channels``, ``context_length`` and the
     covariate counts, which come from the data (the ``targets`` sensors, ``windows.window``,
     the other sensors); plus ``targets`` (sensors to forecast; default: all, the others
-    become past covariates) and ``linear_skip`` (``off``; ``learned``; ``ridge``: fitted by
-    ridge on the training windows, then frozen). Defaults are sized for plant data.""",
+    become past covariates), ``linear_skip`` (``off``; ``learned``; ``ridge``: fitted by
+    ridge on the training windows, then frozen) and ``pick`` (with ``linear_skip: ridge``:
+    ``validation``, the default, ships the ridge map alone when it forecasts the validation
+    windows better than the trained Transformer, and the report says so; ``transformer``
+    always ships the Transformer). Defaults are sized for plant data.""",
 )
 
 
@@ -287,6 +295,43 @@ class ForecastPredictor(WindowPredictor):
         return ForecastExplanation(maps, check, time_text(windows.end[i])[0])
 
 
+def ridge_map_alone(model: CausalForecaster) -> CausalForecaster:
+    """A copy of ``model`` (``linear_skip: ridge``) whose point forecast is its frozen ridge
+    map alone: the direct head's point outputs are zero, so the point is the map's forecast
+    exactly; the quantile band is kept as trained."""
+    if model.direct is None or model.skip is None:
+        raise ValueError("ridge_map_alone needs a direct-head model with linear_skip")
+    alone = copy.deepcopy(model)
+    per = 1 + len(alone.config.quantiles or ())  # (H, k, 1 + Q) outputs, flattened
+    point = torch.arange(alone.direct.out_features) % per == 0
+    with torch.no_grad():
+        alone.direct.weight[point] = 0.0
+        alone.direct.bias[point] = 0.0
+    return alone
+
+
+def _scaled_mse(predictor: ForecastPredictor, windows: Windows, idx: np.ndarray) -> float:
+    """Mean squared error of ``predictor``'s point forecasts of windows ``idx`` in the
+    training scaler's units (NaN without a window)."""
+    if len(idx) == 0:
+        return float("nan")
+    point, _ = predictor.arrays(windows, idx)
+    spec = predictor.input_spec
+    cols = [windows.sensors.index(t) for t in spec.targets]
+    scale = np.ones(len(cols)) if spec.scaler is None else np.asarray(spec.scaler.scale)[cols]
+    return float(np.nanmean(((point - windows.y[idx]) / scale) ** 2))
+
+
+def _name(picks: list[dict[str, Any]]) -> str:
+    """The report's name of the shipped model: the Transformer, or its ridge map alone."""
+    n = sum(p["linear"] for p in picks)
+    if not n:
+        return "CausalForecaster"
+    if n == len(picks):
+        return "CausalForecaster's ridge map (picked on validation)"
+    return f"CausalForecaster ({n} of {len(picks)} members their ridge map, picked on validation)"
+
+
 class ForecastKind(Kind):
     """The ``forecast`` kind (see the module docstring)."""
 
@@ -382,7 +427,17 @@ class ForecastKind(Kind):
         def dataset(idx: np.ndarray) -> ForecastWindows:
             return ForecastWindows(windows, idx, scaler, covariates=bool(covariates))
 
-        trained, fits = [], []
+        spec = ForecastSpec(
+            columns=columns,
+            windowing=replace(windowing, stride=windows.stride),
+            horizon=section.horizon,
+            targets=targets,
+            covariates=covariates,
+            time_kind=windows.time_kind,
+            scaler=scaler,
+        )
+        labelled = windows.labelled()
+        trained, fits, picks = [], [], []
         for k, (fit_on, val) in enumerate(splits):
             member_train = member_config(train, k) if members else train
             key = {**(run_key or {}), "member": k} if members else run_key
@@ -404,19 +459,12 @@ class ForecastKind(Kind):
                     model, dataset(fit_on), dataset(val), member_train, on_step=on_step, run_key=key
                 )
             )
+            if section.linear_skip == "ridge" and section.pick == "validation":
+                model, pick = self._pick(model, spec, windows, np.intersect1d(val, labelled))
+                picks.append(pick)
             trained.append(model)
         model = ForecasterEnsemble.of(trained).eval() if members else trained[0]
-        labelled = windows.labelled()
         test = np.intersect1d(test_all, labelled)
-        spec = ForecastSpec(
-            columns=columns,
-            windowing=replace(windowing, stride=windows.stride),
-            horizon=section.horizon,
-            targets=targets,
-            covariates=covariates,
-            time_kind=windows.time_kind,
-            scaler=scaler,
-        )
         result = Fitted(
             model=model,
             spec=spec,
@@ -433,14 +481,45 @@ class ForecastKind(Kind):
         learned = np.intersect1d(learn, labelled)
         baselines = fit_baselines(windows, learned, "forecast", scaler=scaler)
         report, extra = self.judge(
-            predictor, windows, learned, test, scaler=scaler, model_name="CausalForecaster",
+            predictor, windows, learned, test, scaler=scaler, model_name=_name(picks),
             baselines=baselines,
         )  # fmt: skip
         if members:
             extra = {**extra, "ensemble_members": float(members)}
+        if picks:
+            extra = {
+                **extra,
+                "ridge_map_members": float(sum(p["linear"] for p in picks)),
+                "validation_mse_transformer": float(np.mean([p["transformer"] for p in picks])),
+                "validation_mse_ridge_map": float(np.mean([p["ridge map"] for p in picks])),
+            }
         best = report.best_baseline()  # kept, so its forecasts can be drawn beside the model's
         kept = next((b.state() for b in baselines if b.name == best), None)
         return replace(result, report=report, extra_metrics=extra, best_baseline=kept)
+
+    def _pick(
+        self, model: CausalForecaster, spec: ForecastSpec, windows: Windows, val: np.ndarray
+    ) -> tuple[CausalForecaster, dict[str, Any]]:
+        """The trained ``model`` or its frozen ridge map alone, whichever forecasts the
+        validation windows ``val`` better (mean squared error in the training scaler's units,
+        every target and step; a tie goes to the ridge map, the simpler model)."""
+        ridge = ridge_map_alone(model)
+        errors = {
+            name: _scaled_mse(ForecastPredictor(self, Trained(m), spec), windows, val)
+            for name, m in (("transformer", model), ("ridge map", ridge))
+        }
+        if not np.isfinite(list(errors.values())).all():
+            log.info("no validation window with its whole horizon: shipping the Transformer")
+            return model, {**errors, "linear": False}
+        linear = errors["ridge map"] <= errors["transformer"]
+        log.info(
+            "validation MSE (scaled): Transformer %.4g, its frozen ridge map alone %.4g: "
+            "shipping the %s",
+            errors["transformer"],
+            errors["ridge map"],
+            "ridge map alone" if linear else "Transformer",
+        )
+        return (ridge if linear else model), {**errors, "linear": bool(linear)}
 
     def judge(
         self,

@@ -151,10 +151,21 @@ def test_transform_keeps_the_ranking_and_t1_is_identity() -> None:
     np.testing.assert_array_equal(p, [0.0, 0.5, 1.0])
 
 
-def test_separable_validation_set_does_not_blow_up() -> None:
+def test_a_separated_validation_set_leaves_the_model_as_it_is() -> None:
     logits = np.array([5.0, -5.0, 4.0, -3.0, 6.0])
     labels = np.array([1, 0, 1, 0, 1])
-    with pytest.warns(CalibrationWarning, match=r"perfectly separated.*set to 0\.05"):
+    with pytest.warns(CalibrationWarning, match=r"perfectly separated.*left at 1"):
+        scaler = TemperatureScaler.fit(logits, labels)
+    assert scaler.temperature == 1.0  # not 0.05, which would tie every confident part at 1
+    multi = np.array([[3.0, 0.0, -1.0], [0.0, 2.0, 1.0], [-2.0, 0.0, 0.5]])
+    with pytest.warns(CalibrationWarning, match="perfectly separated"):
+        assert TemperatureScaler.fit(multi, [0, 1, 2]).temperature == 1.0
+
+
+def test_an_almost_separated_set_takes_the_lowest_temperature() -> None:
+    logits = np.r_[np.linspace(0.1, 0.3, 200), -np.linspace(0.1, 0.3, 200), 1e-4]
+    labels = np.r_[np.ones(200, int), np.zeros(200, int), 0]  # one miss, by a hair
+    with pytest.warns(CalibrationWarning, match=r"almost separated.*set to 0\.05"):
         scaler = TemperatureScaler.fit(logits, labels)
     assert scaler.temperature == TEMPERATURE_RANGE[0]
     assert np.isfinite(scaler.transform(logits)).all()

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from PIL import Image
 
 from mfgtx.cli import main
@@ -205,6 +206,33 @@ def test_train_forecast_starts_from_the_ridge_map_when_asked(plant, tmp_path, ca
     job["forecast"]["linear_skip"] = "ridgd"
     code, _, err = _run(capsys, "train", "forecast", str(write_job(tmp_path / "k.yaml", job)))
     assert code == 2 and "forecast.linear_skip" in err
+
+
+def test_train_forecast_ships_the_ridge_map_when_it_wins_on_validation(plant, tmp_path, capsys):
+    from mfgtx.kinds.forecast import ridge_map_alone
+
+    job = forecast_job(plant, tmp_path)
+    job["forecast"]["linear_skip"] = "ridge"
+    job["train"].update(epochs=1, lr=0.3)  # an lr that spoils the Transformer: the map wins
+    code, _, err = _run(capsys, "train", "forecast", str(write_job(tmp_path / "j.yaml", job)))
+    assert code == 0, err
+    bundle = load_bundle(job["bundle"])
+    extra, row = bundle.manifest["metrics"]["extra"], bundle.manifest["metrics"]["rows"][0]
+    assert extra["validation_mse_ridge_map"] <= extra["validation_mse_transformer"]
+    assert extra["ridge_map_members"] == 1.0
+    assert row["name"] == "CausalForecaster's ridge map (picked on validation)"
+    assert "shipping the ridge map alone" in err
+    model = bundle.model
+    assert torch.equal(ridge_map_alone(model).direct.weight, model.direct.weight)  # shipped so
+    # asked to ship the Transformer: it does, without a pick
+    job["forecast"]["pick"] = "transformer"
+    job["bundle"] = str(tmp_path / "models" / "transformer")
+    code, _, err = _run(capsys, "train", "forecast", str(write_job(tmp_path / "k.yaml", job)))
+    assert code == 0, err
+    bundle = load_bundle(job["bundle"])
+    assert bundle.manifest["metrics"]["rows"][0]["name"] == "CausalForecaster"
+    assert "ridge_map_members" not in bundle.manifest["metrics"]["extra"]
+    assert not torch.equal(ridge_map_alone(bundle.model).direct.weight, bundle.model.direct.weight)
 
 
 def test_forecast_target_that_is_not_a_sensor_is_named(plant, tmp_path, capsys) -> None:

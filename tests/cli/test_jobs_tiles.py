@@ -371,3 +371,13 @@ def test_audit_and_evaluate_judge_a_tiled_bundle_on_its_own_test_photos(trained,
     for k in ("average_precision", "recall", "false_alarm_rate"):
         assert judged["metrics"][k] == pytest.approx(saved.rows[0].metrics[k])
     assert "tile_average_precision" in judged["metrics"]
+
+
+def test_bench_times_full_size_photos_without_labels(trained, capsys) -> None:
+    from tests.cli.conftest import summary
+
+    assert main(["bench", str(trained["job"]), "--repeats", "1"]) == 0
+    speed = summary(capsys.readouterr().out)
+    scored = pd.read_csv(trained["out"] / "photos.csv")
+    assert speed["images"] == len(scored) and speed["tiles"] == scored["tiles"].sum()
+    assert speed["images_per_s"] > 0 and speed["tiles_per_s"] > speed["images_per_s"]

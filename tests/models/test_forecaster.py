@@ -337,6 +337,26 @@ def test_linear_skip_fits_the_ridge_map_and_training_leaves_it_frozen(ci: bool) 
     assert float(model.direct.weight.detach().abs().sum()) > 0.0
 
 
+def test_the_ridge_map_alone_forecasts_the_linear_rule_and_keeps_the_band() -> None:
+    from mfgtx.kinds.forecast import ridge_map_alone
+
+    torch.manual_seed(0)
+    A = torch.randn(32, 8) / 6
+    past = torch.randn(400, 32, 2)
+    future = torch.einsum("nlc,lh->nhc", past, A) + 0.5
+    model = CausalForecaster(cfg(linear_skip=True, revin=False, quantiles=(0.1, 0.5, 0.9)))
+    model.fit_linear_skip(past, future, alpha=1e-6)
+    with torch.no_grad():  # a trained-looking Transformer part
+        model.direct.weight.normal_(0, 0.3)
+    alone = ridge_map_alone(model).eval()
+    point, band = alone.forecast_with_quantiles(past[:5])
+    torch.testing.assert_close(point, future[:5], atol=1e-4, rtol=0)  # the map, exactly
+    assert not torch.allclose(model.eval()(past[:5]), future[:5], atol=1e-2)  # not before
+    torch.testing.assert_close(band, model.forecast_with_quantiles(past[:5])[1])  # band kept
+    with pytest.raises(ValueError, match="needs a direct-head model with linear_skip"):
+        ridge_map_alone(CausalForecaster(cfg()))
+
+
 def test_linear_skip_fit_in_chunks_equals_one_pass() -> None:
     past, future = torch.randn(50, 32, 2), torch.randn(50, 8, 2)
     seen = torch.rand(50, 32, 2) > 0.1
