@@ -128,7 +128,12 @@ def _bench(args: argparse.Namespace) -> int:
     if args.onnx is not None:
         return _bench_onnx(args)
     result = bench(_config(args), repeats=args.repeats)
-    if "images_per_s" in result:
+    if "tiles_per_s" in result:
+        what = (
+            f"{result['images_per_s']:.1f} photos/s, {result['tiles_per_s']:.0f} tiles/s "
+            f"({result['images']} photos, {result['tiles']} tiles of {result['tile_size']} px"
+        )
+    elif "images_per_s" in result:
         what = (
             f"{result['images_per_s']:.1f} images/s ({result['images']} images of "
             f"{result['image_size']} px"
