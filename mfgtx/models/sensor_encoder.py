@@ -257,8 +257,11 @@ class SensorEncoder(nn.Module):
             ones = torch.ones(key_mask.shape[0], 1, dtype=torch.bool, device=key_mask.device)
             key_mask = torch.cat([ones, key_mask], dim=1)
         # every token observed: pass no mask at all, so that CUDA can run FlashAttention (any
-        # explicit mask sends it to the memory-efficient kernel); the CPU flash kernel takes both
-        attend = None if bool(key_mask.all()) else key_mask
+        # explicit mask sends it to the memory-efficient kernel); the CPU flash kernel takes both.
+        # Traced or compiled (ONNX export, torch.compile), the mask always goes in: the check
+        # reads the data, and a graph must not keep the answer of its example.
+        tracing = torch.jit.is_tracing() or torch.compiler.is_compiling()
+        attend = None if not tracing and bool(key_mask.all()) else key_mask
         out = self.encoder(emb, key_mask=attend, need_weights=need_weights)
         if self.cls is not None:
             return out.output[:, 0], out

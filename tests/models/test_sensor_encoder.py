@@ -45,6 +45,20 @@ def test_shapes_and_missing_values_give_finite_outputs(kw: dict) -> None:
     torch.testing.assert_close(model(torch.nan_to_num(x), mask), out)
 
 
+def test_a_graph_traced_on_fully_observed_windows_still_masks_missing_tokens() -> None:
+    model = SensorEncoder(cfg(tokens="sensor")).eval()
+    full = torch.randn(2, 24, 3)
+    seen = torch.ones_like(full, dtype=torch.bool)
+    with torch.no_grad():
+        traced = torch.jit.trace(model, (full, seen), check_trace=False)
+        gap = seen.clone()
+        gap[1, :, 2] = False  # sensor 2 of window 1 missing: its token is masked
+        x = full.clone()
+        x[1, :, 2] = 1000.0  # under the mask
+        torch.testing.assert_close(traced(x, gap), model(x, gap))
+        torch.testing.assert_close(traced(full, seen), model(full, seen))
+
+
 def test_missing_values_are_not_read_as_zeros() -> None:
     model = SensorEncoder(cfg()).eval()
     x = torch.randn(1, 24, 3)
