@@ -67,7 +67,7 @@ def test_a_deliberate_violation_breaks_its_contract(copy, module, line, contract
 
 PUBLIC = {
     "mfgtx", "mfgtx.artifacts", "mfgtx.calibration", "mfgtx.data", "mfgtx.explain",
-    "mfgtx.images", "mfgtx.jobs", "mfgtx.kinds", "mfgtx.passwords",
+    "mfgtx.images", "mfgtx.jobs", "mfgtx.kinds", "mfgtx.passwords", "mfgtx.split",
 }  # fmt: skip
 
 
