@@ -155,7 +155,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{fitted.split.get('threshold_chosen_on')}"
             )
             sys.stdout.flush()
-    print("\nPooled over the held-out photos of every fold (each photo once per seed):")
+    print(
+        "\nPooled over the held-out photos of every fold (each photo once per seed):"
+        if external is None
+        else "\nPooled over every fold's scores of the external photos (each photo once per "
+        "fold and seed):"
+    )
     print(
         f"{'predictor':32s} {'seed':>4s} {'AP':>6s} {'ROC AUC':>8s} {'recall':>7s} "
         f"{'false alarms':>13s}   {'tile AP':>7s}"
