@@ -550,31 +550,6 @@ def photo_scores(prep: PreparedTiles, photos: np.ndarray, tile_p: Any) -> PhotoS
     return PhotoScores(p, rows, image)
 
 
-def tile_calibration(logits: np.ndarray, labels: np.ndarray, *, cost_ratio: float | None) -> Any:
-    """The :func:`~mfgtx.calibration.fit_calibration` of the validation tiles' ``(N, 2)``
-    logits (the defect class is 1).
-
-    A few defect tiles are often all above every good one: the temperature then stays at 1
-    (:meth:`~mfgtx.calibration.TemperatureScaler.fit` says why), so the photo ranking and
-    the cost threshold keep what the model knows instead of tying every confident tile at
-    P = 1.
-
-    Example (3 defect tiles, all above the 97 good ones):
-        >>> import warnings
-        >>> z = np.zeros((100, 2))
-        >>> z[:, 1] = np.r_[np.linspace(-6.0, -2.0, 97), 3.0, 4.0, 5.0]
-        >>> y = np.r_[np.zeros(97, int), np.ones(3, int)]
-        >>> with warnings.catch_warnings():
-        ...     warnings.simplefilter("ignore")
-        ...     float(tile_calibration(z, y, cost_ratio=None).temperature.temperature)
-        1.0
-    """
-    from mfgtx.calibration import fit_calibration
-
-    return fit_calibration(logits, np.asarray(labels).astype(int), cost_ratio=cost_ratio,
-                           good_class=0)  # fmt: skip
-
-
 def image_threshold(
     scores: np.ndarray, labels: np.ndarray, cost_ratio: float
 ) -> tuple[Any, str | None]:

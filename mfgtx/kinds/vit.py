@@ -702,7 +702,7 @@ class VitKind(Kind):
         the validation tiles, threshold on the validation photos."""
         from mfgtx.calibration import Calibration
         from mfgtx.images import SurfaceAugment, plan_balancing
-        from mfgtx.kinds._tiles import image_threshold, photo_scores, tile_calibration, tile_tensor
+        from mfgtx.kinds._tiles import image_threshold, photo_scores, tile_tensor
 
         tiles = images.tiles
         assert tiles is not None
@@ -763,7 +763,10 @@ class VitKind(Kind):
             return result
         predictor = VitPredictor(self, Trained(model, None), spec)
         val_logits = predictor.logits(tile_tensor(prep.cut(val_rows), images.image_size))
-        calibration = tile_calibration(val_logits, labels[val_rows], cost_ratio=cost_ratio)
+        # a few defect tiles are often all above every good one: the temperature then stays
+        # at 1 (TemperatureScaler.fit says why), so confident tiles do not all tie at P = 1
+        calibration = fit_calibration(val_logits, labels[val_rows].astype(int),
+                                      cost_ratio=cost_ratio, good_class=0)  # fmt: skip
         where = "validation tiles"
         if calibration is not None and cost_ratio is not None:
             predictor = VitPredictor(self, Trained(model, calibration), spec)
