@@ -610,7 +610,7 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
         layout=columns.layout,
         sensor_name=columns.sensor_name,
         value=columns.value,
-        categories=columns.categories if columns.layout == "wide" else (),
+        categories=columns.categories,
     )
     log.info(
         "read %s: %d rows, %d lots, %d sensors",
