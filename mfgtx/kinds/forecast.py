@@ -228,8 +228,12 @@ class ForecastPredictor(WindowPredictor):
     def best_baseline(self) -> str | None:
         """The name of the bundle's best baseline on its test windows, when the bundle keeps
         it (bundles written before mfgtx kept it: ``None``)."""
-        state = (self.bundle.manifest.get("extra") or {}).get("best_baseline")
+        state = self._best_baseline_state()
         return None if not state else str(state.get("name"))
+
+    def _best_baseline_state(self) -> dict[str, Any] | None:
+        """The kept baseline's saved state in the manifest (``None`` when not kept)."""
+        return (self.bundle.manifest.get("extra") or {}).get("best_baseline") or None
 
     def baseline_arrays(self, windows: Windows, idx: np.ndarray) -> np.ndarray | None:
         """``(n, H, K)`` forecasts of the bundle's best baseline (fitted on the bundle's
@@ -239,7 +243,7 @@ class ForecastPredictor(WindowPredictor):
         Raises:
             BundleError: the kept baseline cannot be read back.
         """
-        state = (self.bundle.manifest.get("extra") or {}).get("best_baseline")
+        state = self._best_baseline_state()
         if not state:
             return None
         try:
