@@ -19,6 +19,13 @@ the floor's linear products hold every FLOP of the step's real matrix products a
 convolutions. Biases, attention (softmax and its products), norms, activations, dropout and
 the optimizer are what the step adds on top; ``step / floor`` says how much.
 
+The *fused attention* line times the step's own attention calls: every
+``scaled_dot_product_attention`` call of one real training forward is recorded (shapes,
+strides, mask, causal flag, scale, dropout) and replayed, forward and backward, on fresh
+tensors of the same layout. Attention must run in some kernel, so ``(floor + fused
+attention) / floor`` is the lowest ratio the step can reach with PyTorch's fastest attention
+kernel on this CPU, whatever else is fused away; it is printed beside the target.
+
 Two configurations:
 
 * ``vit``: the ViT-Tiny configuration (224 px, patch 16, 1 channel, d_model 192, 12
@@ -96,6 +103,7 @@ from mfgtx.train import TrainConfig, build_optimizer, cpu_has_fast_bf16
 
 TARGET = 2.0
 ATTENTION = "attention Q K^T, P V and their backward (bmm)"
+FUSED = "fused attention"  # the step's own SDPA calls, replayed (not a GEMM floor part)
 BATCH = 32
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 GRAD_CLIP = TrainConfig().grad_clip
@@ -314,6 +322,66 @@ class Floor:
         return per_group
 
 
+@dataclass(frozen=True)
+class SdpaCall:
+    """One ``scaled_dot_product_attention`` call of the step: operand layouts and options."""
+
+    q: tuple[tuple[int, ...], tuple[int, ...]]  # (shape, stride)
+    k: tuple[tuple[int, ...], tuple[int, ...]]
+    v: tuple[tuple[int, ...], tuple[int, ...]]
+    mask: Tensor | None
+    dropout_p: float
+    is_causal: bool
+    scale: float | None
+
+
+def sdpa_calls(loss_of: Callable[[], Tensor]) -> list[SdpaCall]:
+    """Every ``F.scaled_dot_product_attention`` call of one training forward, as it ran."""
+    calls: list[SdpaCall] = []
+    real = F.scaled_dot_product_attention
+
+    def recording(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kw):
+        if kw:
+            raise NotImplementedError(f"floor.py does not replay SDPA options {sorted(kw)}")
+        layout = [(tuple(t.shape), tuple(t.stride())) for t in (q, k, v)]
+        mask = None if attn_mask is None else attn_mask.detach().clone()
+        calls.append(SdpaCall(*layout, mask, float(dropout_p), bool(is_causal), scale))
+        return real(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                    scale=scale)  # fmt: skip
+
+    F.scaled_dot_product_attention = recording  # mfgtx.nn.attention calls it through F
+    try:
+        loss_of()
+    finally:
+        F.scaled_dot_product_attention = real
+    return calls
+
+
+class FusedAttention:
+    """Replays the step's attention calls, forward and backward, in the fused kernel."""
+
+    def __init__(self, calls: list[SdpaCall], dtype: torch.dtype) -> None:
+        def leaf(layout: tuple[tuple[int, ...], tuple[int, ...]]) -> Tensor:
+            shape, stride = layout
+            return torch.empty_strided(shape, stride, dtype=dtype).normal_().requires_grad_()
+
+        self.calls = calls
+        self.inputs = [(leaf(c.q), leaf(c.k), leaf(c.v)) for c in calls]
+        self.grads = [torch.randn((*c.q[0][:-1], c.v[0][-1]), dtype=dtype) for c in calls]
+
+    def run(self) -> float:
+        """Seconds for one step's attention calls, forward and backward."""
+        total = 0.0
+        for c, (q, k, v), g in zip(self.calls, self.inputs, self.grads, strict=True):
+            t0 = time.perf_counter()
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=c.mask, dropout_p=c.dropout_p,
+                                                 is_causal=c.is_causal, scale=c.scale)  # fmt: skip
+            out.backward(g)
+            total += time.perf_counter() - t0
+            q.grad = k.grad = v.grad = None
+        return total
+
+
 # ---------------------------------------------------------------- the models
 
 
@@ -471,6 +539,11 @@ def run_case(case: Case, cpu: dict[str, Any], args: argparse.Namespace) -> None:
     products = step_products(case.ours, lambda: case.ours_loss(case.ours))
     floor_prec = ("fp32", "bf16") if args.precision != "fp32" else ("fp32",)
     floors = {p: Floor(products, DTYPES[p]) for p in floor_prec}
+    calls = sdpa_calls(lambda: case.ours_loss(case.ours))
+    if not calls and any(p.group == ATTENTION for p in products):
+        raise RuntimeError("the step's attention ran outside F.scaled_dot_product_attention: "
+                           "its fused-kernel time cannot be replayed")  # fmt: skip
+    fused = {p: FusedAttention(calls, DTYPES[p]) for p in step_prec}
     ours = Stepper(case.ours, case.ours_loss)
     peer = Stepper(case.peer, case.peer_loss) if case.peer is not None else None
 
@@ -481,6 +554,7 @@ def run_case(case: Case, cpu: dict[str, Any], args: argparse.Namespace) -> None:
         for prec in step_prec:
             slow_bmm = prec == "bf16" and not cpu["fast_bf16"]  # minutes without AMX
             groups = floors[prec].run(skip=(ATTENTION,) if slow_bmm else ())
+            groups[FUSED] = fused[prec].run()
             if timed:
                 floor_t[prec].append(groups)
             for who, stepper in (("ours", ours), ("peer", peer)):
@@ -493,7 +567,7 @@ def run_case(case: Case, cpu: dict[str, Any], args: argparse.Namespace) -> None:
         print("  timing the bf16 floor once (slow on this CPU)", file=sys.stderr, flush=True)
         floor_t["bf16"].append(floors["bf16"].run(skip=(ATTENTION,), warm=True))
 
-    _report(case, cpu, products, floor_t, steps, step_prec, args)
+    _report(case, cpu, products, floor_t, steps, step_prec, args, calls)
 
 
 def _step_precisions(choice: str, cpu: dict[str, Any]) -> tuple[str, ...]:
@@ -510,6 +584,7 @@ def _report(
     steps: dict[tuple[str, str], list[float]],
     step_prec: tuple[str, ...],
     args: argparse.Namespace,
+    calls: list[SdpaCall],
 ) -> None:
     print(f"\n## {case.title}\n")
     groups = [g for g in dict.fromkeys(p.group for p in products) if g != ATTENTION]
@@ -544,6 +619,11 @@ def _report(
     row("every matrix product", every, bold=True)
     floor_s = {p: ms(p, linear) for p in DTYPES}
     every_s = {p: ms(p, every) for p in DTYPES}
+    fused_s = {p: ms(p, (FUSED,)) for p in DTYPES}
+    shapes = sorted({f"{c.q[0]}{' causal' if c.is_causal else ''}" for c in calls})
+    print(f"| fused attention: the step's {len(calls)} SDPA call(s) {', '.join(shapes)}, "
+          f"forward and backward | {len(calls)} | | {cell(fused_s['fp32'])} | "
+          f"{cell(fused_s['bf16'])} |")  # fmt: skip
     rates = ", ".join(
         f"{p} {sum(gflop[g] for g in linear) / floor_s[p]:.1f} GFLOP/s (median of "
         f"{len(floor_t[p])} round(s))"
@@ -602,6 +682,13 @@ def _report(
             if every_s[fp] == every_s[fp]
             else "not timed"
         )
+        if fused_s[fp] == fused_s[fp]:
+            bound = (floor_s[fp] + fused_s[fp]) / floor_s[fp]
+            print(f"BOUND {case.ours_name}: with PyTorch's fused attention on this CPU the "
+                  f"step cannot go below (floor + fused attention) / floor = "
+                  f"({floor_s[fp]:.3f} + {fused_s[fp]:.3f}) / {floor_s[fp]:.3f} = "
+                  f"{bound:.2f}x the {fp} floor"
+                  + (f", above the {TARGET:.1f}x target" if bound > TARGET else ""))  # fmt: skip
         print(
             f"SUMMARY {case.ours_name}: target step <= {TARGET:.1f}x the {why}: "
             f"{best:.3f} s ({best_prec}) / {floor_s[fp]:.3f} s = {ratio:.2f}x -> "
