@@ -47,6 +47,7 @@ from mfgtx.data import (
     make_windows,
     read_table,
 )
+from mfgtx.kinds.forecast import ridge_map_alone
 from mfgtx.models import CausalForecaster, ForecasterConfig
 from mfgtx.train import TrainConfig, fit
 
@@ -134,7 +135,28 @@ def run_baselines(data: EttData) -> dict[str, dict[str, float]]:
     return out
 
 
-def run_transformer(data: EttData, args: argparse.Namespace, horizon: int) -> dict[str, float]:
+def _forecast(model: CausalForecaster, data: EttData, idx: np.ndarray) -> np.ndarray:
+    """Scaled point forecasts of windows ``idx``, every window, in order."""
+    preds = []
+    with torch.no_grad():
+        for batch in evaluation_batches(idx, 256):
+            x, observed = data.windows.features(batch, data.scaler)
+            preds.append(model(torch.from_numpy(x), torch.from_numpy(observed)).numpy())
+    return np.concatenate(preds)
+
+
+def _val_mse(data: EttData, pred_scaled: np.ndarray) -> float:
+    y = data.scaler.transform(data.windows.y[data.sets["val"]])
+    return float(((pred_scaled.astype(np.float64) - y) ** 2).mean())
+
+
+def run_transformer(
+    data: EttData, args: argparse.Namespace, horizon: int, seed: int
+) -> dict[str, dict]:
+    """One member: the trained Transformer's test scores and, with ``--linear-skip ridge``,
+    its ridge map alone's and the one the job's choice rule ships (``pick: validation``:
+    the lower MSE on every validation window, a tie to the map), with the test forecasts
+    under ``"pred"``."""
     cfg = ForecasterConfig(
         n_channels=len(SERIES),
         context_length=args.context,
@@ -168,7 +190,7 @@ def run_transformer(data: EttData, args: argparse.Namespace, horizon: int) -> di
         device="cpu",
         progress="log",
         log_every=50,
-        seed=args.seed,
+        seed=seed,
     )
     t0 = time.perf_counter()
     every = args.train_stride
@@ -178,18 +200,53 @@ def run_transformer(data: EttData, args: argparse.Namespace, horizon: int) -> di
     )
     result = fit(model, train, val, tc)
     train_s = time.perf_counter() - t0
-    preds = []
-    with torch.no_grad():
-        for batch in evaluation_batches(data.sets["test"], 256):  # every window, in order
-            x, observed = data.windows.features(batch, data.scaler)
-            preds.append(model(torch.from_numpy(x), torch.from_numpy(observed)).numpy())
-    return score(data, np.concatenate(preds)) | {
+    facts = {
         "train_seconds": train_s,
         "epochs_run": len(result.history),
         "best_epoch": result.best_epoch,
         "precision": result.precision,
         "train_windows": len(train),
+        "seed": seed,
     }
+    candidates = {"transformer": model}
+    if args.linear_skip == "ridge":
+        candidates["ridge map"] = ridge_map_alone(model)
+    out: dict[str, dict] = {}
+    for name, m in candidates.items():
+        test = _forecast(m, data, data.sets["test"])
+        val = _val_mse(data, _forecast(m, data, data.sets["val"]))
+        out[name] = score(data, test) | facts | {"val_mse": val, "pred": test}
+    if "ridge map" in out:  # the choice rule of forecast.pick: validation (a tie to the map)
+        shipped = (
+            "transformer"
+            if out["transformer"]["val_mse"] < out["ridge map"]["val_mse"]
+            else "ridge map"
+        )
+        out["picked"] = out[shipped] | {"shipped": shipped}
+    return out
+
+
+def _members_rows(members: list[dict[str, dict]], data: EttData) -> dict[str, dict]:
+    """The table rows of one horizon's members: each member's, and with more than one
+    member the ensemble mean of each kind (the picked one: each member's own pick)."""
+    rows: dict[str, dict] = {}
+    for kind in members[0]:
+        label = {"transformer": "CausalForecaster", "ridge map": "its ridge map alone",
+                 "picked": "choice rule (pick: validation)"}[kind]  # fmt: skip
+        for m in members:
+            r = m[kind]
+            extra = f", shipped {r['shipped']}" if kind == "picked" else ""
+            rows[f"{label}, seed {r['seed']}"] = {k: v for k, v in r.items() if k != "pred"} | {
+                "note": f"val MSE {r['val_mse']:.4f}{extra}"
+            }
+        if len(members) > 1:
+            mean = np.mean([m[kind]["pred"] for m in members], axis=0)
+            shipped = [m[kind].get("shipped") for m in members]
+            what = f" (shipped: {', '.join(shipped)})" if kind == "picked" else ""
+            rows[f"{label}, ensemble of {len(members)}"] = score(data, mean) | {
+                "note": f"mean of the members' forecasts{what}"
+            }
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,6 +277,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "auto"])
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--members",
+        type=int,
+        default=1,
+        help="train members with seeds --seed, --seed+1, ... on the same split and report "
+        "each and the mean of their forecasts (the protocol's one split: no cross-fitting)",
+    )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument(
         "--train-stride",
@@ -230,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="512 train/val windows, 1 epoch, h=96")
     p.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     args = p.parse_args(argv)
+    if args.members < 1:
+        p.error("--members must be >= 1")
     if args.quick:
         args.epochs, args.horizons = 1, [96]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -248,15 +314,17 @@ def main(argv: list[str] | None = None) -> int:
         if "baselines" in args.models:
             rows |= run_baselines(data)
         if "transformer" in args.models:
-            rows["CausalForecaster"] = run_transformer(data, args, h)
+            members = [run_transformer(data, args, h, args.seed + i) for i in range(args.members)]
+            rows |= _members_rows(members, data)
         for name, r in rows.items():
-            note = (
-                f"{r['train_seconds']:.0f} s training on {r['train_windows']} windows, "
-                f"{r['epochs_run']} epochs "
-                f"(best {r['best_epoch']}), {r['precision']}"
-                if "train_seconds" in r
-                else f"{r['seconds']:.1f} s"
-            )
+            if "train_seconds" in r:
+                note = (
+                    f"{r['train_seconds']:.0f} s training on {r['train_windows']} windows, "
+                    f"{r['epochs_run']} epochs (best {r['best_epoch']}), {r['precision']}; "
+                    f"{r['note']}"
+                )
+            else:
+                note = r.get("note") or f"{r['seconds']:.1f} s"
             print(f"| {h} | {name} | {r['mse']:.3f} | {r['mae']:.3f} | {r['n']} | {note} |")
             sys.stdout.flush()
         results[str(h)] = rows
