@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -325,7 +326,7 @@ def _to_float(
             i = _first(bad)
             raise DataError(
                 f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {s.iloc[i]!r}, "
-                f"expected a number ({int(bad.sum())} such values)",
+                f"expected a number ({int(bad.sum())} such values){_comma_hint(s.iloc[i])}",
                 column=column,
                 lot=str(lots.iloc[i]),
                 row=i,
@@ -354,6 +355,19 @@ def _to_float(
     return out
 
 
+#: A number written with one decimal comma (``-1,25``, ``,5``, ``3,0e-2``), as European
+#: exports write them.
+COMMA_NUMBER = r"\s*[+-]?(?:\d+,\d*|,\d+)(?:[eE][+-]?\d+)?\s*"
+
+
+def _comma_hint(value: object) -> str:
+    """A pointer to the job file's ``source.decimal`` when ``value`` is a number written with
+    a decimal comma (``'1,25'``), else ``''``."""
+    if isinstance(value, str) and re.fullmatch(COMMA_NUMBER, value):
+        return "; it looks like a decimal comma: a job file reads it with source.decimal: ','"
+    return ""
+
+
 def _to_codes(s: pd.Series, column: str, where: _Where) -> tuple[pd.Series, dict[float, str]]:
     """A category column as its codes (:mod:`mfgtx.data.categories`) and their names."""
     try:
@@ -380,7 +394,7 @@ def _numeric_columns(
             numeric.append(c)
         else:
             i = _first(bad) if bad.any() else 0
-            left_out.append(f"{c!r} (e.g. {s.iloc[i]!r} at {where(i)})")
+            left_out.append(f"{c!r} (e.g. {s.iloc[i]!r} at {where(i)}{_comma_hint(s.iloc[i])})")
     return numeric, left_out
 
 

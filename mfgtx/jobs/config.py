@@ -23,6 +23,7 @@ Every key is checked; see :func:`load_config`.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,13 @@ class SourceSection:
             C-MAPSS text files, placed on one clock with ``rul``/``failed_at`` added).
         chunk_rows: rows read at a time when scoring (inputs larger than memory).
         rul_cap: ``cmapss`` only: cap the remaining-useful-life target at this many cycles.
+        delimiter: CSV files: the character between values, ``auto`` (the one of ``,``
+            ``;`` tab ``|`` that the header line holds most often, ``,`` when it holds
+            none) or ``tab``.
+        decimal: CSV files: ``,`` reads ``1,25`` as 1.25 (European exports; the delimiter
+            is then not ``,``). Only values that are numbers with one decimal comma change.
+        encoding: CSV files: the text encoding (``utf-8``, a byte-order mark is skipped;
+            Windows exports are often ``cp1252``).
     """
 
     path: str | None = None
@@ -86,8 +94,30 @@ class SourceSection:
     format: Literal["auto", "csv", "parquet", "cmapss"] = "auto"
     chunk_rows: int = 200_000
     rul_cap: float | None = None
+    delimiter: str = "auto"
+    decimal: Literal[".", ","] = "."
+    encoding: str = "utf-8"
 
     def __post_init__(self) -> None:
+        if self.delimiter not in ("auto", "tab") and (
+            len(self.delimiter) != 1 or self.delimiter in '"\r\n'
+        ):
+            raise ValueError(
+                f"delimiter: one character (such as ',' or ';'), 'tab' or 'auto', found "
+                f"{self.delimiter!r}"
+            )
+        if self.decimal == "," and self.delimiter == ",":
+            raise ValueError("decimal ',' needs another delimiter than ',' (such as ';')")
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError:
+            raise ValueError(
+                f"encoding: {self.encoding!r} is not a text encoding Python knows (such as "
+                "utf-8, cp1252, latin-1)"
+            ) from None
+        csv_options = (self.delimiter, self.decimal, self.encoding) != ("auto", ".", "utf-8")
+        if csv_options and (self.url is not None or self.format in ("parquet", "cmapss")):
+            raise ValueError("delimiter, decimal and encoding are for CSV files")
         if (self.path is None) == (self.url is None):
             raise ValueError("give exactly one of path (file or folder) and url (SQL database)")
         if self.url is not None and (self.table is None) == (self.query is None):

@@ -15,6 +15,7 @@ file name (or the table) it came from.
 
 from __future__ import annotations
 
+import gzip
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from mfgtx.data import DataError
+from mfgtx.data.table import COMMA_NUMBER
 from mfgtx.jobs.config import DataSection, SourceSection
 
 __all__ = [
@@ -31,6 +33,8 @@ __all__ = [
     "UngroupedLotsError",
     "add_segments",
     "copy_to_sql",
+    "csv_delimiter",
+    "decimal_points",
     "describe",
     "iter_lot_frames",
     "prepare",
@@ -96,8 +100,82 @@ def _kind(file: Path, source: SourceSection) -> str:
     raise DataError(f"{file.name}: unknown file type; expected .csv or .parquet (or set format)")
 
 
-def _csv_chunks(file: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
-    sep = "\t" if file.name.lower().endswith(".tsv") else ","
+#: What ``delimiter: auto`` looks for in a CSV file's header line (ties: the first).
+DELIMITERS = (",", ";", "\t", "|")
+
+
+def _header_line(file: Path, encoding: str) -> str:
+    """The first line of a CSV file (gzip-compressed or not), for sniffing its delimiter."""
+    with open(file, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    opener = gzip.open if gz else open
+    with opener(file, "rb") as f:
+        head = f.read(65536)
+    lines = head.decode(encoding, errors="replace").lstrip("\ufeff").splitlines()
+    return lines[0] if lines else ""
+
+
+def _count_outside_quotes(line: str, char: str) -> int:
+    quoted, n = False, 0
+    for c in line:
+        if c == '"':
+            quoted = not quoted
+        elif c == char and not quoted:
+            n += 1
+    return n
+
+
+def csv_delimiter(file: Path, source: SourceSection) -> tuple[str, str]:
+    """The delimiter of a CSV file and where it came from (``source.delimiter``, a ``.tsv``
+    name, or the header line: the one of :data:`DELIMITERS` it holds most often).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = Path(d, "export.csv")
+    ...     _ = f.write_text("lot;time;temp\\nA;2026-01-01;1,5\\n")
+    ...     csv_delimiter(f, SourceSection(path=str(f)))
+    (';', 'found in its header line')
+    """
+    if source.delimiter != "auto":
+        return ("\t" if source.delimiter == "tab" else source.delimiter), "source.delimiter"
+    if file.name.lower().endswith(".tsv"):
+        return "\t", "a .tsv file"
+    header = _header_line(file, source.encoding)
+    counts = {d: _count_outside_quotes(header, d) for d in DELIMITERS}
+    best = max(DELIMITERS, key=counts.__getitem__)
+    return (best, "found in its header line") if counts[best] else (",", "the default")
+
+
+def decimal_points(chunk: pd.DataFrame) -> pd.DataFrame:
+    """``chunk`` (text values) with every number written with a decimal comma rewritten with
+    a point; other text (times, names, ``1.234,5``) is left as it is.
+
+    >>> decimal_points(pd.DataFrame({"t": ["1,5", "-,25", "A,1", "2"]}))["t"].tolist()
+    ['1.5', '-.25', 'A,1', '2']
+    """
+    for c in chunk.columns:
+        s = chunk[c]
+        if c in (LINE, FILE) or not (s.dtype == object or pd.api.types.is_string_dtype(s)):
+            continue
+        hit = s.str.fullmatch(COMMA_NUMBER, na=False).to_numpy(dtype=bool)
+        if hit.any():
+            chunk.loc[hit, c] = s[hit].str.replace(",", ".", regex=False)
+    return chunk
+
+
+def _csv_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
+    encoding = source.encoding
+    try:
+        sep, why = csv_delimiter(file, source)
+    except (OSError, EOFError) as e:
+        raise DataError(f"cannot read {file.name}: {e}") from e
+    if source.decimal == "," and sep == ",":
+        raise DataError(
+            f"{file.name}: the delimiter is ',' ({why}), so ',' cannot also be the decimal "
+            "mark (source.decimal); set source.delimiter"
+        )
+    if sep != ",":
+        log.info("%s: values separated by %r (%s)", file.name, sep, why)
     try:
         reader = pd.read_csv(
             file,
@@ -105,15 +183,28 @@ def _csv_chunks(file: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
             dtype=str,
             keep_default_na=False,
             na_values=[""],
-            chunksize=chunk_rows,
+            chunksize=source.chunk_rows,
+            encoding=encoding,
         )
         first = 2
         for chunk in reader:
+            if source.decimal == ",":
+                chunk = decimal_points(chunk)
             chunk[LINE] = range(first, first + len(chunk))
             chunk[FILE] = file.name
             first += len(chunk)
             yield chunk
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as e:
+    except UnicodeDecodeError as e:
+        raise DataError(
+            f"{file.name} is not {encoding} text (byte 0x{e.object[e.start]:02x}: {e.reason}); "
+            "set source.encoding (Windows exports are often cp1252)"
+        ) from e
+    except pd.errors.ParserError as e:
+        raise DataError(
+            f"cannot read {file.name} as CSV with values separated by {sep!r} ({why}): {e}; "
+            "set source.delimiter if that is not the file's"
+        ) from e
+    except OSError as e:
         raise DataError(f"cannot read {file.name} as CSV: {e}") from e
 
 
@@ -174,7 +265,7 @@ def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.Da
 def _file_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
     kind = _kind(file, source)
     if kind == "csv":
-        yield from _csv_chunks(file, source.chunk_rows)
+        yield from _csv_chunks(file, source)
     elif kind == "parquet":
         yield from _parquet_chunks(file, source.chunk_rows)
     else:

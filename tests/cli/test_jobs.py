@@ -13,7 +13,7 @@ from mfgtx.artifacts import BundleError
 from mfgtx.cli import main
 from mfgtx.jobs.config import SourceSection
 from mfgtx.jobs.sources import copy_to_sql
-from tests.cli.conftest import quality_job, summary, write_job
+from tests.cli.conftest import SENSORS, quality_job, summary, write_job
 
 
 @pytest.fixture(scope="module")
@@ -213,6 +213,32 @@ def test_score_parquet_folder_in_small_chunks_equals_one_csv(trained, plant, tmp
         assert code == 0 and result["bad_lots"] == 0, err
         outs[name] = pd.read_parquet(out)
     pd.testing.assert_frame_equal(outs["folder"], outs["csv"], check_exact=False, atol=1e-6)
+
+
+def test_score_a_european_export_equals_the_plain_csv(trained, plant, tmp_path, capsys):
+    """An export with ';' between values, decimal commas and a Windows encoding scores as the
+    plain CSV of the same values: the delimiter is found, decimal and encoding are given."""
+    job, ctx = trained
+    if "bundle" not in ctx:
+        pytest.skip("needs the trained bundle")
+    rows = pd.read_csv(plant / "sensors.csv", dtype=str, keep_default_na=False)
+    for c in SENSORS:
+        rows[c] = rows[c].str.replace(".", ",", regex=False)
+    export = tmp_path / "export.csv"
+    rows.to_csv(export, sep=";", index=False, encoding="cp1252")
+    outs = {}
+    for name, source in (
+        ("export", f"{{path: {export}, decimal: ',', encoding: cp1252, chunk_rows: 100}}"),
+        ("csv", None),
+    ):
+        out = tmp_path / f"{name}.parquet"
+        args = ["score", str(job), "--set", f"score.output.path={out}"]
+        if source:
+            args += ["--set", f"score.source={source}"]
+        code, result, err = _run(capsys, *args)
+        assert code == 0 and result["bad_lots"] == 0, err
+        outs[name] = pd.read_parquet(out)
+    pd.testing.assert_frame_equal(outs["export"], outs["csv"], check_exact=False, atol=1e-6)
 
 
 def test_score_refuses_lots_split_across_the_input(trained, plant, tmp_path, capsys) -> None:
