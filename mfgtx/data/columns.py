@@ -42,6 +42,10 @@ class ColumnMap:
             grade, a recipe; a regime column, ``data.regimes: {column: grade}``): each name
             is read as its stable code (:mod:`mfgtx.data.categories`). With ``sensors``
             ``None`` they are read beside the numeric columns.
+        time_format: how text times (``time`` and ``label_time``) are written, as a
+            ``strptime`` format such as ``"%d.%m.%Y %H:%M"`` for ``13.02.2026 06:00``.
+            ``None``: ISO 8601, else one format inferred for the whole column; a column
+            that reads both day first and month first (``01.02.2026``) is refused then.
 
     Example:
         >>> ColumnMap(lot="lot", time="timestamp", targets="passed").targets
@@ -62,8 +66,16 @@ class ColumnMap:
     sensor_name: str = "sensor"
     value: str = "value"
     categories: tuple[str, ...] = ()
+    time_format: str | None = None
 
     def __post_init__(self) -> None:
+        if self.time_format is not None and (
+            not isinstance(self.time_format, str) or "%" not in self.time_format
+        ):
+            raise ValueError(
+                "time_format must be a strptime format such as '%d.%m.%Y %H:%M', found "
+                f"{self.time_format!r}"
+            )
         for field in ("lot", "time"):
             if not isinstance(getattr(self, field), str) or not getattr(self, field):
                 raise ValueError(f"{field} must be a column name, found {getattr(self, field)!r}")

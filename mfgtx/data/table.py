@@ -212,7 +212,39 @@ def _parse_lots(s: pd.Series, column: str, where: _Where) -> pd.Series:
     return s.astype(str).str.strip()
 
 
-def _parse_times(s: pd.Series, column: str, where: _Where, lots: pd.Series) -> pd.Series:
+def _text_times(
+    text: pd.Series, utc: bool, column: str, where: _Where, lots: pd.Series
+) -> pd.Series:
+    """Text times that are not all ISO 8601: one format inferred for the whole column, read
+    day first and month first; a column that reads both ways with different times is
+    refused (``01.02.2026`` is 1 February in Europe, 2 January in the US)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        month_first, day_first = (
+            pd.to_datetime(text, utc=utc, dayfirst=d, errors="coerce") for d in (False, True)
+        )
+    if text.str.match(r"\s*\d{4}(?:\D|\d{4})", na=False).all():
+        return month_first  # year first (2026/03/02): nobody writes the day before the month
+    if month_first.notna().all() and day_first.notna().all():
+        differ = (month_first != day_first).to_numpy()
+        if differ.any():
+            i = _first(differ)
+            raise DataError(
+                f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {text.iloc[i]!r}, "
+                f"which reads as {day_first.iloc[i]:%d %B %Y} (day first) or "
+                f"{month_first.iloc[i]:%d %B %Y} "
+                "(month first); say which with data.columns.time_format, such as "
+                "'%d.%m.%Y %H:%M'",
+                column=column,
+                row=i,
+            )
+        return month_first
+    return day_first if day_first.isna().sum() < month_first.isna().sum() else month_first
+
+
+def _parse_times(
+    s: pd.Series, column: str, where: _Where, lots: pd.Series, time_format: str | None = None
+) -> pd.Series:
     """Timestamps -> UTC (or naive) datetimes; numbers (cycles) stay numbers."""
     if pd.api.types.is_datetime64_any_dtype(s):
         out = s.dt.tz_convert("UTC") if s.dt.tz is not None else s
@@ -234,7 +266,7 @@ def _parse_times(s: pd.Series, column: str, where: _Where, lots: pd.Series) -> p
                 row=i,
             )
         as_number = pd.to_numeric(text, errors="coerce")
-        if as_number.notna().all():
+        if as_number.notna().all() and time_format is None:
             return _check_finite_time(as_number.astype(float), column, where, lots)
         aware = text.str.contains(_TZ_SUFFIX, regex=True).to_numpy()
         if aware.any() and not aware.all():
@@ -246,20 +278,23 @@ def _parse_times(s: pd.Series, column: str, where: _Where, lots: pd.Series) -> p
                 column=column,
                 row=j,
             )
-        out = pd.to_datetime(text, utc=bool(aware.all()), format="ISO8601", errors="coerce")
-        if out.isna().any():  # not ISO 8601: let pandas infer one format for the whole column
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                inferred = pd.to_datetime(text, utc=bool(aware.all()), errors="coerce")
-            if inferred.isna().sum() < out.isna().sum():
-                out = inferred
+        utc = bool(aware.all())
+        if time_format is not None:
+            out = pd.to_datetime(text, utc=utc, format=time_format, errors="coerce")
+            expected = f"the format {time_format!r} of data.columns.time_format"
+        else:
+            out = pd.to_datetime(text, utc=utc, format="ISO8601", errors="coerce")
+            expected = "ISO 8601 such as 2026-03-02T06:00:00+00:00"
+            if out.isna().any():  # not ISO 8601: one format inferred for the whole column
+                inferred = _text_times(text, utc, column, where, lots)
+                if inferred.isna().sum() < out.isna().sum():
+                    out = inferred
         bad = out.isna().to_numpy()
         if bad.any():
             i = _first(bad)
             raise DataError(
                 f"{where(i)} (lot {lots.iloc[i]}): cannot parse {text.iloc[i]!r} in column "
-                f"{column!r} as a time ({int(bad.sum())} such rows); expected ISO 8601 such "
-                "as 2026-03-02T06:00:00+00:00",
+                f"{column!r} as a time ({int(bad.sum())} such rows); expected {expected}",
                 column=column,
                 lot=str(lots.iloc[i]),
                 row=i,
@@ -489,10 +524,11 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
 
     lots = _parse_lots(df[columns.lot], columns.lot, where)
     df[columns.lot] = lots
-    df[columns.time] = _parse_times(df[columns.time], columns.time, where, lots)
+    fmt = columns.time_format
+    df[columns.time] = _parse_times(df[columns.time], columns.time, where, lots, fmt)
     if columns.label_time is not None:
         df[columns.label_time] = _parse_times(
-            df[columns.label_time], columns.label_time, where, lots
+            df[columns.label_time], columns.label_time, where, lots, fmt
         )
 
     for c in columns.targets:  # before any reshaping, so that positions are input rows
@@ -625,6 +661,7 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
         sensor_name=columns.sensor_name,
         value=columns.value,
         categories=columns.categories,
+        time_format=columns.time_format,
     )
     log.info(
         "read %s: %d rows, %d lots, %d sensors",

@@ -164,6 +164,7 @@ class ColumnsSection:
     layout: Literal["wide", "long"] = "wide"
     sensor_name: str = "sensor"
     value: str = "value"
+    time_format: str | None = None
 
     def __post_init__(self) -> None:
         self.column_map()  # ColumnMap's own checks, with its messages

@@ -63,7 +63,9 @@ def windows_by_chunk(
             config,
             cols,
             cut,
-            iter_lot_frames(data.source, cols.lot, cols.time, segment=data.segment),
+            iter_lot_frames(
+                data.source, cols.lot, cols.time, segment=data.segment, time_format=cols.time_format
+            ),
             label_frame,
             need,
         )
@@ -71,7 +73,8 @@ def windows_by_chunk(
         log.warning("%s; reading the whole input at once instead", e)
         whole = read_frame(data.source)
         if data.segment is not None:
-            whole = add_segments(whole, cols.lot, cols.time, data.segment, describe(data.source))
+            whole = add_segments(whole, cols.lot, cols.time, data.segment, describe(data.source),
+                                 cols.time_format)  # fmt: skip
         return _windows_of_chunks(config, cols, cut, [whole], label_frame, need)
 
 

@@ -151,7 +151,8 @@ def score(config: JobConfig) -> ScoreOutcome:
         # a segmented series is scored whole: its latest window must not be cut off
         segment = WHOLE if config.data is not None and config.data.segment else None
         problems: list[dict[str, object]] = []
-        frames = iter_lot_frames(source, cols.lot, cols.time, segment=segment, problems=problems)
+        frames = iter_lot_frames(source, cols.lot, cols.time, segment=segment, problems=problems,
+                                 time_format=cols.time_format)  # fmt: skip
         for frame in frames:
             positions = frame[[FILE, LINE]].rename(columns={FILE: "file", LINE: "line"})
             scored = predictor.score(

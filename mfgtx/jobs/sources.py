@@ -316,14 +316,21 @@ def read_frame(source: SourceSection) -> pd.DataFrame:
 
 
 def add_segments(
-    frame: pd.DataFrame, lot: str, time: str, segment: str, where: str = "input"
+    frame: pd.DataFrame,
+    lot: str,
+    time: str,
+    segment: str,
+    where: str = "input",
+    time_format: str | None = None,
 ) -> pd.DataFrame:
     """``frame`` with a ``lot`` column cut from ``time`` into ``segment``-long calendar
     blocks (``data.segment``: one continuous series without lots); :data:`WHOLE` makes the
-    whole series one lot (scoring: the latest window must not be cut off).
+    whole series one lot (scoring: the latest window must not be cut off). Times are ISO
+    8601, or written as ``time_format`` (``data.columns.time_format``).
 
     Raises:
-        DataError: the input already has a ``lot`` column, or a time that is not ISO 8601.
+        DataError: the input already has a ``lot`` column, or a time that is not ISO 8601
+            (not ``time_format``).
     """
     if lot in frame.columns:
         raise DataError(
@@ -333,14 +340,20 @@ def add_segments(
         )
     if time not in frame.columns:
         raise DataError(f"{where}: missing time column {time!r}", column=time)
-    stamps = pd.to_datetime(frame[time], utc=True, format="ISO8601", errors="coerce")
+    fmt = time_format or "ISO8601"
+    stamps = pd.to_datetime(frame[time], utc=True, format=fmt, errors="coerce")
     bad = stamps.isna().to_numpy()
     if bad.any():
         i = int(bad.argmax())
         line = frame[LINE].iloc[i] if LINE in frame.columns else i
+        written = (
+            f"written as {time_format!r} (data.columns.time_format)"
+            if time_format
+            else "an ISO 8601 time (data.segment needs timestamps; data.columns.time_format "
+            "reads others, such as '%d.%m.%Y %H:%M')"
+        )
         raise DataError(
-            f"{where}: line {line}: time {frame[time].iloc[i]!r} is not an ISO 8601 time "
-            "(data.segment needs timestamps)",
+            f"{where}: line {line}: time {frame[time].iloc[i]!r} is not {written}",
             column=time,
         )
     out = frame.copy()
@@ -358,6 +371,7 @@ def iter_lot_frames(
     *,
     segment: str | None = None,
     problems: list[dict[str, object]] | None = None,
+    time_format: str | None = None,
 ) -> Iterator[pd.DataFrame]:
     """Frames of complete lots, about ``chunk_rows`` rows each (see the module docstring).
 
@@ -375,7 +389,7 @@ def iter_lot_frames(
         order = (time,)
     for chunk in _chunks(source, order, problems):
         if segment is not None and time is not None:
-            chunk = add_segments(chunk, lot, time, segment, describe(source))
+            chunk = add_segments(chunk, lot, time, segment, describe(source), time_format)
         if lot not in chunk.columns:
             raise DataError(
                 f"{describe(source)}: missing lot column {lot!r}; found {list(chunk.columns)}",

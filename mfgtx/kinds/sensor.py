@@ -85,6 +85,7 @@ def _columns_dict(c: ColumnMap) -> dict[str, Any]:
         "sensor_name": c.sensor_name,
         "value": c.value,
         **({"categories": list(c.categories)} if c.categories else {}),  # a text grade
+        **({"time_format": c.time_format} if c.time_format else {}),
     }
 
 

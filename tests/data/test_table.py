@@ -300,3 +300,49 @@ def test_no_warning_for_clean_input(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         read_table(write_csv(tmp_path, wide_frame()), COLS)
+
+
+# ---------------------------------------------------------------- times not in ISO 8601
+
+
+def _times_frame(times: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({"lot": "A", "time": times, "temp": np.arange(len(times), dtype=float)})
+
+
+def test_a_day_first_month_first_ambiguity_is_refused() -> None:
+    """01.02.2026 is 1 February in Europe and 2 January in the US: never guessed."""
+    frame = _times_frame(["01.02.2026 06:00", "02.02.2026 06:00", "03.02.2026 06:00"])
+    with pytest.raises(
+        DataError, match=r"row 0 \(lot A\): column 'time' holds '01.02.2026 06:00', which reads as 01 "
+        r"February 2026 \(day first\) or 02 January 2026 \(month first\).*time_format"
+    ):  # fmt: skip
+        read_table(frame, ColumnMap(lot="lot", time="time"))
+    cols = ColumnMap(lot="lot", time="time", time_format="%d.%m.%Y %H:%M")
+    table = read_table(frame, cols)
+    assert table.frame["time"].dt.strftime("%Y-%m-%d").tolist() == [
+        "2026-02-01", "2026-02-02", "2026-02-03"
+    ]  # fmt: skip
+    assert table.columns.time_format == "%d.%m.%Y %H:%M"  # kept for scoring
+
+
+def test_a_day_past_twelve_settles_the_order() -> None:
+    table = read_table(_times_frame(["12.02.2026 06:00", "13.02.2026 06:00"]),
+                       ColumnMap(lot="lot", time="time"))  # fmt: skip
+    assert table.frame["time"].dt.strftime("%Y-%m-%d").tolist() == ["2026-02-12", "2026-02-13"]
+    us = read_table(_times_frame(["02/12/2026 06:00", "02/13/2026 06:00"]),
+                    ColumnMap(lot="lot", time="time"))  # fmt: skip
+    assert us.frame["time"].dt.strftime("%Y-%m-%d").tolist() == ["2026-02-12", "2026-02-13"]
+
+
+def test_year_first_times_are_read_year_month_day() -> None:
+    table = read_table(_times_frame(["2026/03/02 07:00", "2026/03/03 07:00"]),
+                       ColumnMap(lot="lot", time="time"))  # fmt: skip
+    assert table.frame["time"].dt.strftime("%Y-%m-%d").tolist() == ["2026-03-02", "2026-03-03"]
+
+
+def test_time_format_names_a_time_it_cannot_read() -> None:
+    cols = ColumnMap(lot="lot", time="time", time_format="%d.%m.%Y %H:%M")
+    with pytest.raises(DataError, match=r"cannot parse '2026-02-03T06:00'.*'%d.%m.%Y %H:%M'"):
+        read_table(_times_frame(["01.02.2026 06:00", "2026-02-03T06:00"]), cols)
+    with pytest.raises(ValueError, match="strptime format"):
+        ColumnMap(lot="lot", time="time", time_format="dd.mm.yyyy")
