@@ -2,7 +2,7 @@
 
 Shape legend: ``N`` images, ``C`` channels, ``S`` image side, ``K`` classes.
 
-Job file: the ``images`` section (:class:`ImagesSection`: where the labelled images are and
+Job file: the ``images`` section (:class:`ImagesSection`, in :mod:`mfgtx.kinds._images`: where the
 how they are read) and the ``vit`` section (:data:`VitSection`: the ViT's config minus image
 size, channels, classes and class weights, which come from ``images`` and the data). Images
 (a folder per class, a ``.zip`` of one, or a CSV manifest with lots and times) -> split (by
@@ -18,7 +18,6 @@ per class, and with a good class ``p_defect`` and ``decision`` (1 = flagged).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -33,6 +32,7 @@ from mfgtx._config import config_from, section_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.calibration import class_probabilities, fit_calibration
 from mfgtx.kinds._base import Fitted, Kind, Predictor, Scored, Trained
+from mfgtx.kinds._images import ImagesSection, PreparedImages, image_records, prepare_images
 from mfgtx.kinds._tiles import TILE_CLASSES, MasksSection, PreparedTiles, TilesSection
 from mfgtx.models import DefectViT, ViTConfig
 from mfgtx.split import SplitPlan
@@ -49,77 +49,14 @@ __all__ = [
     "VitPredictor",
     "VitSection",
     "VitSpec",
+    "image_records",
+    "prepare_images",
 ]
 
 log = logging.getLogger("mfgtx.kinds")
 
 #: Normalisation of the model input: ``(x - MEAN) / STD`` for pixels in [0, 1].
 MEAN, STD = 0.5, 0.5
-
-
-@dataclass(frozen=True)
-class ImagesSection:
-    """Labelled images for ``train vit``, and how every image is read.
-
-    Args:
-        path: a folder with one sub-folder per class (or a ``.zip`` of one), or a CSV
-            manifest (``path``, ``label``, optional ``lot`` and ``timestamp``; with lots the
-            split keeps lots and time apart).
-        subdir: the folder inside a ``.zip`` that holds the class folders.
-        image_size: side of the square model input; every image is resized to it.
-        mode: ``L`` (grey) or ``RGB``.
-        min_size: smallest accepted image side in pixels (smaller files are refused).
-        augment: surface augmentation while training (flips, brightness and contrast,
-            random resized crops).
-        rot90: also rotate by 90 degrees (only where orientation carries no class cue).
-        good_class: the defect-free class; its complement is the flagged P(defect) whose
-            threshold comes from ``calibration.cost_ratio`` (none: no threshold).
-        tiles: full-size photos: cut each into tiles (:class:`TilesSection`); the model
-            reads one tile (resized to ``image_size`` if the sizes differ) and a photo is as
-            bad as its worst tile. ``path`` is then a folder of photos or a manifest with
-            ``path`` (and ``lot`` with ``timestamp``, ``mask``), no ``label``.
-        masks: with ``tiles``: the defect masks that label the tiles (:class:`MasksSection`);
-            the classes are ``good`` and ``defect``.
-    """
-
-    path: str
-    subdir: str = ""
-    image_size: int = 64
-    mode: Literal["L", "RGB"] = "L"
-    min_size: int = 8
-    augment: bool = True
-    rot90: bool = False
-    good_class: str | None = None
-    tiles: TilesSection | None = None
-    masks: MasksSection | None = None
-
-    def __post_init__(self) -> None:
-        if self.image_size < 8:
-            raise ValueError(f"image_size must be >= 8 pixels, found {self.image_size}")
-        if self.min_size < 1:
-            raise ValueError(f"min_size must be >= 1, found {self.min_size}")
-        if (self.tiles is None) != (self.masks is None):
-            raise ValueError(
-                "tiles and masks go together: full-size photos are cut into tiles (tiles: "
-                "{size, stride}) that their masks label (masks: {format, min_defect_px})"
-            )
-        if self.tiles is not None and self.masks is not None:
-            if self.masks.min_defect_px > self.tiles.size**2:
-                raise ValueError(
-                    f"masks.min_defect_px={self.masks.min_defect_px} is more pixels than a "
-                    f"{self.tiles.size}x{self.tiles.size} tile holds"
-                )
-            if self.good_class not in (None, TILE_CLASSES[0]):
-                raise ValueError(
-                    f"good_class: a tiled job's classes are {list(TILE_CLASSES)} (from the "
-                    f"masks); found {self.good_class!r}"
-                )
-            if self.subdir:
-                raise ValueError("subdir: a tiled job reads a folder of photos or a manifest")
-
-    @property
-    def is_manifest(self) -> bool:
-        return self.path.lower().endswith(".csv")
 
 
 VitSection = section_of(
@@ -193,161 +130,6 @@ class VitSpec:
             )
         fields = {k: v for k, v in state.items() if k not in ("kind", "version")}
         return cls(**{**fields, "class_names": tuple(fields["class_names"])})
-
-
-# --------------------------------------------------------------------------- images
-
-
-def image_records(images: ImagesSection) -> Any:
-    """The :class:`~mfgtx.images.ImageRecords` of an ``images`` section.
-
-    Raises:
-        ValueError: the folder, zip or manifest cannot be read as labelled images.
-    """
-    from mfgtx.images import ImageRecords
-
-    if images.is_manifest:
-        return ImageRecords.from_manifest(images.path)
-    return ImageRecords.from_folder(images.path, subdir=images.subdir)
-
-
-@dataclass(frozen=True)
-class PreparedImages:
-    """A ViT job's images, read, split and audited.
-
-    Attributes:
-        names: class names (index = label).
-        images: the readable images ``(N', C, S, S)`` in [0, 1].
-        labels: ``(N',)`` their classes.
-        train, val, test: positions into ``images``.
-        groups: ``(N',)`` the split group of each image: its lot (a manifest with lots),
-            else one per distinct file (byte-identical files share one).
-        errors: one :class:`~mfgtx.images.ImageError` per unreadable file (left out).
-        split: the :class:`~mfgtx.images.ImageSplit` over every listed file.
-        audit: the lot-and-time audit (a manifest with lots), else ``None``.
-        duplicates_across: byte-identical files in two sets (0 unless a bug).
-    """
-
-    names: list[str]
-    images: torch.Tensor
-    labels: np.ndarray
-    train: np.ndarray
-    val: np.ndarray
-    test: np.ndarray
-    groups: np.ndarray
-    errors: list[Any]
-    split: Any
-    audit: Any
-    duplicates_across: int
-
-    def audit_report(self) -> Any:
-        """The split's :class:`~mfgtx.split.AuditReport`: byte-identical files kept in one set,
-        plus the lot-and-time checks when the manifest has lots."""
-        from mfgtx.split import AuditReport, Check
-
-        n = self.duplicates_across
-        dup = Check(
-            "duplicates_together",
-            n == 0,
-            "byte-identical files share one set"
-            if n == 0
-            else f"{n} byte-identical file(s) appear in two sets: the test set is not unseen",
-        )
-        checks = (dup, *(self.audit.checks if self.audit is not None else ()))
-        summary = dict(self.audit.summary) if self.audit is not None else {}
-        summary.update(method=self.split.method, images=self.counts)
-        not_checked = self.audit.not_checked if self.audit is not None else ()
-        return AuditReport(checks, summary, not_checked=not_checked)
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return {
-            "train": len(self.train),
-            "val": len(self.val),
-            "test": len(self.test),
-            "unreadable": len(self.errors),
-        }
-
-
-def prepare_images(
-    images: ImagesSection, plan: SplitPlan, *, seed: int = 0
-) -> PreparedImages | PreparedTiles:
-    """Read ``images`` and split them as ``train vit`` does (the same seed gives the same
-    split, so ``evaluate`` judges a bundle on its own test images). With ``images.tiles``:
-    the photos, their tiles and tile labels (:func:`mfgtx.kinds._tiles.prepare_tiles`).
-
-    Raises:
-        ValueError: shares that are not in (0, 1), an unknown good class, a set left empty.
-        DataError: no image could be read.
-    """
-    from mfgtx.data import DataError
-
-    if images.tiles is not None:
-        from mfgtx.kinds._tiles import prepare_tiles
-
-        return prepare_tiles(images, plan, seed=seed)
-    from mfgtx.images import load_images, split_images
-
-    test_size, val_size = plan.test_size, plan.val_size
-    if not (0 < test_size < 1 and 0 < val_size < 1):
-        raise ValueError(
-            f"split: train vit takes test_size and val_size as shares of the images in (0, 1), "
-            f"found {test_size} and {val_size}"
-        )
-    records = image_records(images)
-    names = list(records.class_names)
-    if images.good_class is not None and images.good_class not in names:
-        raise ValueError(
-            f"images.good_class: {images.good_class!r} is not a class of {images.path} "
-            f"(classes: {names})"
-        )
-    sources = records.read_bytes()
-    hashes = [hashlib.sha256(data).hexdigest() for _, data in sources]
-    split = split_images(
-        records, test_size=test_size, val_size=val_size, seed=seed, gap=plan.gap, hashes=hashes
-    )
-    loaded, kept, errors = load_images(
-        sources, images.image_size, mode=images.mode, min_size=images.min_size
-    )
-    for err in errors:
-        log.warning("image left out: %s", err)
-    if not kept:
-        raise DataError(f"{images.path}: none of the {len(records)} images could be read")
-    position = np.full(len(records), -1, dtype=np.int64)
-    position[np.asarray(kept)] = np.arange(len(kept))
-    train, val, test = (position[s][position[s] >= 0] for s in (split.train, split.val, split.test))
-    for set_name, idx in (("training", train), ("validation", val), ("test", test)):
-        if len(idx) == 0:
-            raise ValueError(f"split: the {set_name} set has no image")
-    audit_report = None
-    if split.lot_sets is not None:  # lots and times: the same leakage audit as sensor windows
-        from mfgtx.split import audit
-
-        t = records.frame["timestamp"]
-        frame = pd.DataFrame({"lot": records.frame["lot"].astype(str), "start": t, "end": t})
-        audit_report = audit(frame, split.lot_sets, strict=False, unit="image")
-    return PreparedImages(
-        names=names,
-        images=loaded,
-        labels=records.labels[np.asarray(kept)],
-        train=train,
-        val=val,
-        test=test,
-        groups=split.groups[np.asarray(kept)],
-        errors=list(errors),
-        split=split,
-        audit=audit_report,
-        duplicates_across=_duplicates_across(split, hashes),
-    )
-
-
-def _duplicates_across(split: Any, hashes: list[str]) -> int:
-    """Byte-identical files that ended up in two different sets (0 unless a bug)."""
-    where: dict[str, set[str]] = {}
-    for name, idx in (("train", split.train), ("val", split.val), ("test", split.test)):
-        for i in idx:
-            where.setdefault(hashes[int(i)], set()).add(name)
-    return sum(1 for sets in where.values() if len(sets) > 1)
 
 
 # --------------------------------------------------------------------------- predictor
