@@ -202,12 +202,19 @@ class CausalForecaster(nn.Module):
         alpha: float = 1.0,
         freeze: bool = True,
         chunk: int = 4096,
+        weighted: bool = True,
     ) -> None:
         """Set the linear skip (``linear_skip=True``) to the ridge regression of the horizon
         on the context, in the model's normalised units, over training windows.
 
         Training then starts from that linear forecast and the Transformer learns what it
         misses; ``freeze`` keeps the map fixed while it does.
+
+        With RevIN every window is divided by its own scale, so an unweighted fit counts a
+        quiet window's errors as much as a lively one's, though a forecast is judged in the
+        input's units. ``weighted`` weights each window's rows by its scale squared, so the
+        fit minimises the squared error in the input's units, as
+        :class:`~mfgtx.baselines.LinearRidge` does (without RevIN every weight is 1).
 
         Args:
             past: ``(N, L, C)`` training contexts.
@@ -216,6 +223,7 @@ class CausalForecaster(nn.Module):
             alpha: ridge penalty on the map's weights (not on its bias).
             freeze: stop gradients to the map.
             chunk: windows normalised at a time (the fit keeps sums of products only).
+            weighted: fit in the input's units (``False``: in the normalised units).
         """
         if self.skip is None:
             raise ValueError("fit_linear_skip needs a model built with linear_skip=True")
@@ -231,7 +239,7 @@ class CausalForecaster(nn.Module):
             raise ValueError(f"past has {past.shape[0]} windows but future {future.shape[0]}")
         L, H = c.context_length, c.horizon
         f64 = {"dtype": torch.float64, "device": past.device}
-        n, sx, sy = 0, torch.zeros(L, **f64), torch.zeros(H, **f64)
+        n, sx, sy = torch.zeros((), **f64), torch.zeros(L, **f64), torch.zeros(H, **f64)
         xx, xy = torch.zeros(L, L, **f64), torch.zeros(L, H, **f64)
         for a in range(0, past.shape[0], chunk):  # sums of products: memory of one chunk
             part = slice(a, a + chunk)
@@ -241,8 +249,14 @@ class CausalForecaster(nn.Module):
             X = self._to_series(values).transpose(1, 2).reshape(-1, L).double()  # (rows, L)
             Y = self._to_series(normalize(future[part], stats)).transpose(1, 2).reshape(-1, H)
             Y = Y.double()
-            n, sx, sy = n + X.shape[0], sx + X.sum(0), sy + Y.sum(0)
-            xx, xy = xx + X.T @ X, xy + X.T @ Y
+            w = (  # (rows, 1): a row's error in the input's units is its scale times its own
+                self._to_series(stats.std).transpose(1, 2).reshape(-1, 1).double() ** 2
+                if weighted
+                else torch.ones(X.shape[0], 1, **f64)
+            )
+            wX = w * X
+            n, sx, sy = n + w.sum(), sx + wX.sum(0), sy + (w * Y).sum(0)
+            xx, xy = xx + wX.T @ X, xy + wX.T @ Y
         x_mean, y_mean = sx / n, sy / n  # centred normal equations; the bias is not penalised
         gram = xx - n * torch.outer(x_mean, x_mean) + alpha * torch.eye(L, **f64)
         W = torch.linalg.solve(gram, xy - n * torch.outer(x_mean, y_mean))  # (L, H)
