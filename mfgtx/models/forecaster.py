@@ -202,7 +202,7 @@ class CausalForecaster(nn.Module):
         alpha: float = 1.0,
         freeze: bool = True,
         chunk: int = 4096,
-        weighted: bool = True,
+        weighted: bool = False,
     ) -> None:
         """Set the linear skip (``linear_skip=True``) to the ridge regression of the horizon
         on the context, in the model's normalised units, over training windows.
@@ -214,7 +214,10 @@ class CausalForecaster(nn.Module):
         quiet window's errors as much as a lively one's, though a forecast is judged in the
         input's units. ``weighted`` weights each window's rows by its scale squared, so the
         fit minimises the squared error in the input's units, as
-        :class:`~mfgtx.baselines.LinearRidge` does (without RevIN every weight is 1).
+        :class:`~mfgtx.baselines.LinearRidge` does (without RevIN every weight is 1). On
+        ETTh1 the weighted map alone validates better at 3 of 4 horizons, but the
+        Transformer then adds nothing to it, and the unweighted map with the Transformer on
+        top validates better at 3 of 4: so the default is unweighted.
 
         Args:
             past: ``(N, L, C)`` training contexts.
@@ -223,7 +226,7 @@ class CausalForecaster(nn.Module):
             alpha: ridge penalty on the map's weights (not on its bias).
             freeze: stop gradients to the map.
             chunk: windows normalised at a time (the fit keeps sums of products only).
-            weighted: fit in the input's units (``False``: in the normalised units).
+            weighted: fit in the input's units (default: in the normalised units).
         """
         if self.skip is None:
             raise ValueError("fit_linear_skip needs a model built with linear_skip=True")
