@@ -193,6 +193,20 @@ def test_score_in_a_fresh_process(trained, tmp_path) -> None:
     assert summary(done.stdout)["ok"] and out.is_file()
 
 
+def _scores_equal(capsys: pytest.CaptureFixture[str], job: Path, tmp: Path, source: str) -> None:
+    """``score`` of the job on ``source`` writes the same rows as on the job's own CSV."""
+    outs = []
+    for name, where in (("other", source), ("csv", None)):
+        out = tmp / f"{name}.parquet"
+        args = ["score", str(job), "--set", f"score.output.path={out}"]
+        if where:
+            args += ["--set", f"score.source={where}"]
+        code, result, err = _run(capsys, *args)
+        assert code == 0 and result["bad_lots"] == 0, err
+        outs.append(pd.read_parquet(out))
+    pd.testing.assert_frame_equal(outs[0], outs[1], check_exact=False, atol=1e-6)
+
+
 def test_score_parquet_folder_in_small_chunks_equals_one_csv(trained, plant, tmp_path, capsys):
     job, ctx = trained
     if "bundle" not in ctx:
@@ -203,16 +217,7 @@ def test_score_parquet_folder_in_small_chunks_equals_one_csv(trained, plant, tmp
     lots = rows["lot"].unique()
     for i, part in enumerate((lots[:5], lots[5:])):  # two files, lots grouped
         rows[rows["lot"].isin(part)].to_parquet(folder / f"part-{i}.parquet", index=False)
-    outs = {}
-    for name, source in (("folder", f"{{path: {folder}, chunk_rows: 64}}"), ("csv", None)):
-        out = tmp_path / f"{name}.parquet"
-        args = ["score", str(job), "--set", f"score.output.path={out}"]
-        if source:
-            args += ["--set", f"score.source={source}"]
-        code, result, err = _run(capsys, *args)
-        assert code == 0 and result["bad_lots"] == 0, err
-        outs[name] = pd.read_parquet(out)
-    pd.testing.assert_frame_equal(outs["folder"], outs["csv"], check_exact=False, atol=1e-6)
+    _scores_equal(capsys, job, tmp_path, f"{{path: {folder}, chunk_rows: 64}}")
 
 
 def test_score_a_european_export_equals_the_plain_csv(trained, plant, tmp_path, capsys):
@@ -226,19 +231,8 @@ def test_score_a_european_export_equals_the_plain_csv(trained, plant, tmp_path, 
         rows[c] = rows[c].str.replace(".", ",", regex=False)
     export = tmp_path / "export.csv"
     rows.to_csv(export, sep=";", index=False, encoding="cp1252")
-    outs = {}
-    for name, source in (
-        ("export", f"{{path: {export}, decimal: ',', encoding: cp1252, chunk_rows: 100}}"),
-        ("csv", None),
-    ):
-        out = tmp_path / f"{name}.parquet"
-        args = ["score", str(job), "--set", f"score.output.path={out}"]
-        if source:
-            args += ["--set", f"score.source={source}"]
-        code, result, err = _run(capsys, *args)
-        assert code == 0 and result["bad_lots"] == 0, err
-        outs[name] = pd.read_parquet(out)
-    pd.testing.assert_frame_equal(outs["export"], outs["csv"], check_exact=False, atol=1e-6)
+    source = f"{{path: {export}, decimal: ',', encoding: cp1252, chunk_rows: 100}}"
+    _scores_equal(capsys, job, tmp_path, source)
 
 
 def test_score_refuses_lots_split_across_the_input(trained, plant, tmp_path, capsys) -> None:
