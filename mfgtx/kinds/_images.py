@@ -14,7 +14,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from mfgtx.kinds._tiles import TILE_CLASSES, MasksSection, PreparedTiles, TilesSection
+from mfgtx.kinds._tiles import (
+    TILE_CLASSES,
+    MasksSection,
+    PreparedTiles,
+    TilesSection,
+    image_audit_report,
+)
 from mfgtx.split import SplitPlan
 
 __all__ = ["ImagesSection", "PreparedImages", "image_records", "prepare_images"]
@@ -132,21 +138,7 @@ class PreparedImages:
     def audit_report(self) -> Any:
         """The split's :class:`~mfgtx.split.AuditReport`: byte-identical files kept in one set,
         plus the lot-and-time checks when the manifest has lots."""
-        from mfgtx.split import AuditReport, Check
-
-        n = self.duplicates_across
-        dup = Check(
-            "duplicates_together",
-            n == 0,
-            "byte-identical files share one set"
-            if n == 0
-            else f"{n} byte-identical file(s) appear in two sets: the test set is not unseen",
-        )
-        checks = (dup, *(self.audit.checks if self.audit is not None else ()))
-        summary = dict(self.audit.summary) if self.audit is not None else {}
-        summary.update(method=self.split.method, images=self.counts)
-        not_checked = self.audit.not_checked if self.audit is not None else ()
-        return AuditReport(checks, summary, not_checked=not_checked)
+        return image_audit_report(self, "file")
 
     @property
     def counts(self) -> dict[str, int]:

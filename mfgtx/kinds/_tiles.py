@@ -353,16 +353,8 @@ class PreparedTiles:
     def audit_report(self) -> Any:
         """Byte-identical photos in one set, every photo's tiles in one set (checked on the
         tiles of each set), and the lot-and-time checks when the manifest has lots."""
-        from mfgtx.split import AuditReport, Check
+        from mfgtx.split import Check
 
-        n = self.duplicates_across
-        dup = Check(
-            "duplicates_together",
-            n == 0,
-            "byte-identical photos share one set"
-            if n == 0
-            else f"{n} byte-identical photo(s) appear in two sets: the test set is not unseen",
-        )
         where: dict[int, set[str]] = {}
         for name, photos in (("train", self.train), ("val", self.val), ("test", self.test)):
             for p in self.tiles["photo"].to_numpy()[self.tiles_of(photos)]:
@@ -375,11 +367,7 @@ class PreparedTiles:
             if not split_photos
             else f"tiles of {len(split_photos)} photo(s) lie in two sets: {split_photos[:5]}",
         )
-        checks = (dup, whole, *(self.audit.checks if self.audit is not None else ()))
-        summary = dict(self.audit.summary) if self.audit is not None else {}
-        summary.update(method=self.split.method, images=self.counts)
-        not_checked = self.audit.not_checked if self.audit is not None else ()
-        return AuditReport(checks, summary, not_checked=not_checked)
+        return image_audit_report(self, "photo", whole)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -548,6 +536,30 @@ def photo_scores(prep: PreparedTiles, photos: np.ndarray, tile_p: Any) -> PhotoS
     image = np.empty(len(photos))
     image[order] = s.score
     return PhotoScores(p, rows, image)
+
+
+def image_audit_report(prep: Any, unit: str, *checks: Any) -> Any:
+    r"""The :class:`~mfgtx.split.AuditReport` of a split image set ``prep`` (whole images or
+    tiled photos): byte-identical ``unit``\ s kept in one set, then ``checks``, then the
+    lot-and-time audit's checks when the manifest has lots."""
+    from mfgtx.split import AuditReport, Check
+
+    n = prep.duplicates_across
+    dup = Check(
+        "duplicates_together",
+        n == 0,
+        f"byte-identical {unit}s share one set"
+        if n == 0
+        else f"{n} byte-identical {unit}(s) appear in two sets: the test set is not unseen",
+    )
+    audit = prep.audit
+    summary = dict(audit.summary) if audit is not None else {}
+    summary.update(method=prep.split.method, images=prep.counts)
+    return AuditReport(
+        (dup, *checks, *(audit.checks if audit is not None else ())),
+        summary,
+        not_checked=audit.not_checked if audit is not None else (),
+    )
 
 
 def image_threshold(
