@@ -218,13 +218,16 @@ def _text_times(
     """Text times that are not all ISO 8601: one format inferred for the whole column, read
     day first and month first; a column that reads both ways with different times is
     refused (``01.02.2026`` is 1 February in Europe, 2 January in the US)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        month_first, day_first = (
-            pd.to_datetime(text, utc=utc, dayfirst=d, errors="coerce") for d in (False, True)
-        )
+
+    def read(dayfirst: bool) -> pd.Series:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return pd.to_datetime(text, utc=utc, dayfirst=dayfirst, errors="coerce")
+
+    month_first = read(False)
     if text.str.match(r"\s*\d{4}(?:\D|\d{4})", na=False).all():
         return month_first  # year first (2026/03/02): nobody writes the day before the month
+    day_first = read(True)
     if month_first.notna().all() and day_first.notna().all():
         differ = (month_first != day_first).to_numpy()
         if differ.any():

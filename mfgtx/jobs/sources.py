@@ -108,9 +108,8 @@ def _header_line(file: Path, encoding: str) -> str:
     """The first line of a CSV file (gzip-compressed or not), for sniffing its delimiter."""
     with open(file, "rb") as f:
         gz = f.read(2) == b"\x1f\x8b"
-    opener = gzip.open if gz else open
-    with opener(file, "rb") as f:
-        head = f.read(65536)
+        f.seek(0)
+        head = (gzip.GzipFile(fileobj=f) if gz else f).read(65536)
     lines = head.decode(encoding, errors="replace").lstrip("\ufeff").splitlines()
     return lines[0] if lines else ""
 
@@ -155,7 +154,7 @@ def decimal_points(chunk: pd.DataFrame) -> pd.DataFrame:
     """
     for c in chunk.columns:
         s = chunk[c]
-        if c in (LINE, FILE) or not (s.dtype == object or pd.api.types.is_string_dtype(s)):
+        if not (s.dtype == object or pd.api.types.is_string_dtype(s)):
             continue
         hit = s.str.fullmatch(COMMA_NUMBER, na=False).to_numpy(dtype=bool)
         if hit.any():
