@@ -114,11 +114,11 @@ class ScaledWindows(torch.utils.data.Dataset):
         return item
 
 
-def score(data: EttData, pred_scaled: np.ndarray) -> dict[str, float]:
-    """MSE and MAE on the standardised scale over every test window."""
-    y = data.scaler.transform(data.windows.y[data.sets["test"]])  # (N, H, 7)
+def score(data: EttData, pred_scaled: np.ndarray, split: str = "test") -> dict[str, float]:
+    """MSE and MAE on the standardised scale over every window of ``split``."""
+    y = data.scaler.transform(data.windows.y[data.sets[split]])  # (N, H, 7)
     if pred_scaled.shape != y.shape:
-        raise ValueError(f"predictions {pred_scaled.shape} do not cover the test set {y.shape}")
+        raise ValueError(f"predictions {pred_scaled.shape} do not cover the {split} set {y.shape}")
     err = pred_scaled.astype(np.float64) - y
     return {"mse": float((err**2).mean()), "mae": float(np.abs(err).mean()), "n": len(y)}
 
@@ -143,11 +143,6 @@ def _forecast(model: CausalForecaster, data: EttData, idx: np.ndarray) -> np.nda
             x, observed = data.windows.features(batch, data.scaler)
             preds.append(model(torch.from_numpy(x), torch.from_numpy(observed)).numpy())
     return np.concatenate(preds)
-
-
-def _val_mse(data: EttData, pred_scaled: np.ndarray) -> float:
-    y = data.scaler.transform(data.windows.y[data.sets["val"]])
-    return float(((pred_scaled.astype(np.float64) - y) ** 2).mean())
 
 
 def run_transformer(
@@ -214,7 +209,7 @@ def run_transformer(
     out: dict[str, dict] = {}
     for name, m in candidates.items():
         test = _forecast(m, data, data.sets["test"])
-        val = _val_mse(data, _forecast(m, data, data.sets["val"]))
+        val = score(data, _forecast(m, data, data.sets["val"]), "val")["mse"]
         out[name] = score(data, test) | facts | {"val_mse": val, "pred": test}
     if "ridge map" in out:  # the choice rule of forecast.pick: validation (a tie to the map)
         shipped = (
