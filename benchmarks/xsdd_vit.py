@@ -16,10 +16,20 @@ across seeds (``--split-seed``); the seed changes initialisation, shuffling and 
 Each seed is also scored with flip averaging (the mean softmax of a test image and its three
 flips), printed as its own row; the per-seed mean is of the plain predictions.
 
+With ``--peers vit_tiny resnet18`` (benchmark venv: timm), the models a plant engineer would
+train instead run beside DefectViT on the same split, the same augmented images, the same
+loss (class weights, label smoothing 0.1), the same time budget fitted the same way and the
+same loop (:func:`mfgtx.train.fit`: AdamW, warmup and cosine, checkpoint chosen on the
+validation loss): timm's ``vit_tiny_patch16_224`` (DeiT-Tiny, at ``--image-size``, drop path
+0.1, weight decay 0.05 as in DeiT's recipe) and timm's ``resnet18`` (channels-last, weight
+decay 0.05 as in the AdamW recipes of timm's ResNet training), both from scratch. Only the
+model differs between the rows.
+
 Usage::
 
     PYTHONPATH=. python benchmarks/xsdd_vit.py [--zip PATH] [--seeds 0 1 2] [--epochs 60]
         [--minutes 20] [--quick] [--baseline-only] [--no-baseline]
+        [--peers vit_tiny resnet18] [--no-defectvit]
 """
 
 from __future__ import annotations
@@ -109,17 +119,61 @@ def vit_config(args: argparse.Namespace, weights: tuple[float, ...]) -> ViTConfi
                      d_ff=384, drop_path=0.1, **common)  # fmt: skip
 
 
-def run_vit(
-    seed: int, args: argparse.Namespace, data: dict[str, ImageDataset], weights: tuple[float, ...]
+class Peer(torch.nn.Module):
+    """A timm classifier with DefectViT's training protocol: the same loss on the same batches."""
+
+    def __init__(self, net: torch.nn.Module, weights: tuple[float, ...], channels_last: bool):
+        super().__init__()
+        self.net = net.to(memory_format=torch.channels_last) if channels_last else net
+        self.channels_last = channels_last
+        self.register_buffer("class_weights", torch.tensor(weights, dtype=torch.float32))
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        if self.channels_last:
+            images = images.contiguous(memory_format=torch.channels_last)
+        return self.net(images)
+
+    def predict(self, batch: dict) -> torch.Tensor:
+        return self(batch["images"])
+
+    def loss(self, batch: dict) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(
+            self(batch["images"]).float(), batch["y"].long().view(-1),
+            weight=self.class_weights, label_smoothing=0.1,
+        )  # fmt: skip
+
+
+def build_model(name: str, args: argparse.Namespace, weights: tuple[float, ...]) -> torch.nn.Module:
+    if name == "DefectViT":
+        return DefectViT(vit_config(args, weights))
+    import timm  # benchmark venv only
+
+    size = 64 if args.quick else args.image_size
+    if name == "vit_tiny":
+        net = timm.create_model("vit_tiny_patch16_224", pretrained=False, num_classes=7,
+                                img_size=size, patch_size=8 if args.quick else 16,
+                                drop_path_rate=0.1)  # fmt: skip
+        return Peer(net, weights, channels_last=False)
+    if name == "resnet18":
+        net = timm.create_model("resnet18", pretrained=False, num_classes=7)
+        return Peer(net, weights, channels_last=True)
+    raise ValueError(f"unknown model {name!r}; choose DefectViT, vit_tiny or resnet18")
+
+
+def run_model(
+    name: str,
+    seed: int,
+    args: argparse.Namespace,
+    data: dict[str, ImageDataset],
+    weights: tuple[float, ...],
 ) -> tuple[np.ndarray, dict[str, float]]:
-    cfg = vit_config(args, weights)
     torch.manual_seed(seed)
-    model = DefectViT(cfg)
+    model = build_model(name, args, weights)
     n_params = sum(p.numel() for p in model.parameters())
     base = dict(batch_size=args.batch, lr=args.lr, weight_decay=0.05, warmup_fraction=0.05,
                 patience=None, seed=seed, precision="fp32", progress="off")  # fmt: skip
     # time a few steps of a throw-away copy, then fit the epoch count to the budget
-    probe = DefectViT(cfg).train()
+    probe = build_model(name, args, weights).train()
     opt = torch.optim.AdamW(probe.parameters(), lr=args.lr)
     batch = next(iter(torch.utils.data.DataLoader(data["train"], batch_size=args.batch)))
     step_s = []
@@ -130,6 +184,7 @@ def run_vit(
         loss.backward()
         opt.step()
         step_s.append(time.perf_counter() - t0)
+    del probe, opt
     steps = math.ceil(len(data["train"]) / args.batch)
     epoch_s = statistics.median(step_s[1:]) * steps * 1.15  # + validation and data
     epochs = max(1, min(args.epochs, math.floor(args.minutes * 60 / epoch_s)))
@@ -170,6 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--baseline-only", action="store_true")
     p.add_argument("--no-baseline", action="store_true")
+    p.add_argument(
+        "--peers",
+        nargs="*",
+        default=[],
+        choices=["vit_tiny", "resnet18"],
+        help="timm models trained beside DefectViT from scratch (benchmark venv)",
+    )
+    p.add_argument("--no-defectvit", action="store_true", help="train only the --peers")
     args = p.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -182,7 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     y = records.labels
     split = split_images(records, test_size=0.2, val_size=0.1, seed=args.split_seed)
     trainval = np.sort(np.concatenate([split.train, split.val]))
-    print("# X-SDD: DefectViT vs HOG + gradient boosting\n")
+    print(
+        "# X-SDD: DefectViT vs HOG + gradient boosting"
+        + "".join(f" vs {m}" for m in args.peers)
+        + "\n"
+    )
     print(f"- {len(records)} images, {len(names)} classes, read from {args.zip.name} in memory")
     print(
         f"- split seed {args.split_seed}: test {len(split.test)} (20 %), training {len(trainval)} "
@@ -211,26 +278,33 @@ def main(argv: list[str] | None = None) -> int:
             "val": ImageDataset(rgb[split.val], y[split.val]),
             "test": ImageDataset(rgb[split.test], y[split.test]),
         }
-        accs = []
-        for seed in args.seeds:
-            proba, info = run_vit(seed, args, data, weights)
-            acc, mf1 = accuracy(y[split.test], proba), f1(y[split.test], proba)
-            accs.append(acc)
-            results[f"DefectViT seed {seed}"] = (acc, mf1)
-            print(
-                f"\n- seed {seed}: {info['params']:,} parameters, {info['epochs']} epochs "
-                f"(estimated {info['epoch_s']:.0f} s per epoch), best validation epoch "
-                f"{info['best_epoch']}, "
-                f"{info['minutes']:.1f} min training; test accuracy {acc:.4f}, macro-F1 {mf1:.4f}"
-            )
-            print_confusion(f"DefectViT seed {seed}", y[split.test], proba, names)
-            pf = info["proba_flips"]
-            results[f"DefectViT seed {seed}, flip-averaged"] = (
-                accuracy(y[split.test], pf),
-                f1(y[split.test], pf),
-            )
-        if accs:
-            results["DefectViT mean over seeds"] = (statistics.mean(accs), float("nan"))
+        models = ([] if args.no_defectvit else ["DefectViT"]) + list(args.peers)
+        for name in models:
+            accs, took = [], []
+            for seed in args.seeds:
+                proba, info = run_model(name, seed, args, data, weights)
+                acc, mf1 = accuracy(y[split.test], proba), f1(y[split.test], proba)
+                accs.append(acc)
+                took.append(info["minutes"])
+                results[f"{name} seed {seed}"] = (acc, mf1)
+                print(
+                    f"\n- {name} seed {seed}: {info['params']:,} parameters, {info['epochs']} "
+                    f"epochs (estimated {info['epoch_s']:.0f} s per epoch), best validation "
+                    f"epoch {info['best_epoch']}, {info['minutes']:.1f} min training; "
+                    f"test accuracy {acc:.4f}, macro-F1 {mf1:.4f}",
+                    flush=True,
+                )
+                print_confusion(f"{name} seed {seed}", y[split.test], proba, names)
+                pf = info["proba_flips"]
+                results[f"{name} seed {seed}, flip-averaged"] = (
+                    accuracy(y[split.test], pf),
+                    f1(y[split.test], pf),
+                )
+            if accs:
+                results[f"{name} mean over seeds ({statistics.mean(took):.1f} min each)"] = (
+                    statistics.mean(accs),
+                    float("nan"),
+                )
     print("\n| model | test accuracy | macro-F1 |\n|---|---:|---:|")
     for name, (acc, mf1) in results.items():
         print(f"| {name} | {acc:.4f} | {'' if math.isnan(mf1) else f'{mf1:.4f}'} |")
