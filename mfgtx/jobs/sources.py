@@ -16,6 +16,7 @@ file name (or the table) it came from.
 from __future__ import annotations
 
 import gzip
+import io
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +39,7 @@ __all__ = [
     "describe",
     "iter_lot_frames",
     "prepare",
+    "read_csv_bytes",
     "read_frame",
     "without_position",
 ]
@@ -104,12 +106,16 @@ def _kind(file: Path, source: SourceSection) -> str:
 DELIMITERS = (",", ";", "\t", "|")
 
 
-def _header_line(file: Path, encoding: str) -> str:
-    """The first line of a CSV file (gzip-compressed or not), for sniffing its delimiter."""
+def _head(file: Path) -> bytes:
+    """The first 64 KiB of a file, gzip-decompressed when it is gzip."""
     with open(file, "rb") as f:
         gz = f.read(2) == b"\x1f\x8b"
         f.seek(0)
-        head = (gzip.GzipFile(fileobj=f) if gz else f).read(65536)
+        return (gzip.GzipFile(fileobj=f) if gz else f).read(65536)
+
+
+def _header_line(head: bytes, encoding: str) -> str:
+    """The first line of a CSV file's first bytes, for sniffing its delimiter."""
     lines = head.decode(encoding, errors="replace").lstrip("\ufeff").splitlines()
     return lines[0] if lines else ""
 
@@ -139,7 +145,11 @@ def csv_delimiter(file: Path, source: SourceSection) -> tuple[str, str]:
         return ("\t" if source.delimiter == "tab" else source.delimiter), "source.delimiter"
     if file.name.lower().endswith(".tsv"):
         return "\t", "a .tsv file"
-    header = _header_line(file, source.encoding)
+    return _sniffed(_head(file), source.encoding)
+
+
+def _sniffed(head: bytes, encoding: str) -> tuple[str, str]:
+    header = _header_line(head, encoding)
     counts = {d: _count_outside_quotes(header, d) for d in DELIMITERS}
     best = max(DELIMITERS, key=counts.__getitem__)
     return (best, "found in its header line") if counts[best] else (",", "the default")
@@ -163,48 +173,104 @@ def decimal_points(chunk: pd.DataFrame) -> pd.DataFrame:
 
 
 def _csv_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
-    encoding = source.encoding
     try:
         sep, why = csv_delimiter(file, source)
     except (OSError, EOFError) as e:
         raise DataError(f"cannot read {file.name}: {e}") from e
+    yield from _read_csv(file, file.name, sep, why, source)
+
+
+def _read_csv(
+    data: Path | io.BytesIO, name: str, sep: str, why: str, source: SourceSection
+) -> Iterator[pd.DataFrame]:
+    """Chunks of text values with ``_line`` (the file's own line numbers: blank lines are
+    counted, then dropped) and ``_file``."""
+    encoding = source.encoding
     if source.decimal == "," and sep == ",":
         raise DataError(
-            f"{file.name}: the delimiter is ',' ({why}), so ',' cannot also be the decimal "
+            f"{name}: the delimiter is ',' ({why}), so ',' cannot also be the decimal "
             "mark (source.decimal); set source.delimiter"
         )
     if sep != ",":
-        log.info("%s: values separated by %r (%s)", file.name, sep, why)
+        log.info("%s: values separated by %r (%s)", name, sep, why)
     try:
         reader = pd.read_csv(
-            file,
+            data,
             sep=sep,
             dtype=str,
             keep_default_na=False,
             na_values=[""],
             chunksize=source.chunk_rows,
             encoding=encoding,
+            skip_blank_lines=False,
+            compression="infer" if isinstance(data, Path) else _compression(data),
         )
         first = 2
         for chunk in reader:
+            chunk[LINE] = range(first, first + len(chunk))
+            first += len(chunk)
+            kept = chunk.iloc[:, :-1].notna().any(axis=1)  # False: a blank line
+            if not kept.all():
+                chunk = chunk[kept]
             if source.decimal == ",":
                 chunk = decimal_points(chunk)
-            chunk[LINE] = range(first, first + len(chunk))
-            chunk[FILE] = file.name
-            first += len(chunk)
+            chunk[FILE] = name
             yield chunk
     except UnicodeDecodeError as e:
         raise DataError(
-            f"{file.name} is not {encoding} text (byte 0x{e.object[e.start]:02x}: {e.reason}); "
+            f"{name} is not {encoding} text (byte 0x{e.object[e.start]:02x}: {e.reason}); "
             "set source.encoding (Windows exports are often cp1252)"
         ) from e
     except pd.errors.ParserError as e:
         raise DataError(
-            f"cannot read {file.name} as CSV with values separated by {sep!r} ({why}): {e}; "
+            f"cannot read {name} as CSV with values separated by {sep!r} ({why}): {e}; "
             "set source.delimiter if that is not the file's"
         ) from e
+    except pd.errors.EmptyDataError as e:
+        raise DataError(f"{name} is empty: no header line") from e
     except OSError as e:
-        raise DataError(f"cannot read {file.name} as CSV: {e}") from e
+        raise DataError(f"cannot read {name} as CSV: {e}") from e
+
+
+def _compression(data: io.BytesIO) -> str | None:
+    return "gzip" if data.getbuffer()[:2] == b"\x1f\x8b" else None
+
+
+def read_csv_bytes(
+    data: bytes,
+    name: str,
+    *,
+    delimiter: str = "auto",
+    decimal: str = ".",
+    encoding: str = "utf-8",
+) -> pd.DataFrame:
+    """A CSV file held in memory (an upload) read as a job's CSV source reads it: text
+    values, the same delimiter sniffing, decimal commas and encoding
+    (:class:`~mfgtx.jobs.config.SourceSection`), with ``_line`` and ``_file``.
+
+    >>> read_csv_bytes(b"lot;t\\nA;1,5\\n\\nB;2\\n", "export.csv", decimal=",")
+      lot    t  _line       _file
+    0   A  1.5      2  export.csv
+    1   B    2      4  export.csv
+
+    Raises:
+        DataError: the file cannot be read with these options (the reason names the
+            setting to change), or it holds no rows.
+        ValueError: the options are not valid (as in a job file's ``source`` section).
+    """
+    source = SourceSection(path=name, delimiter=delimiter, decimal=decimal, encoding=encoding)  # type: ignore[arg-type]
+    if delimiter != "auto":
+        sep, why = ("\t" if delimiter == "tab" else delimiter), "the delimiter chosen"
+    elif name.lower().endswith(".tsv"):
+        sep, why = "\t", "a .tsv file"
+    else:
+        buf = io.BytesIO(data)
+        head = gzip.GzipFile(fileobj=buf).read(65536) if _compression(buf) else data[:65536]
+        sep, why = _sniffed(head, encoding)
+    parts = list(_read_csv(io.BytesIO(data), name, sep, why, source))
+    if not parts or not sum(map(len, parts)):
+        raise DataError(f"{name} holds no rows (a header only, or empty)")
+    return pd.concat(parts, ignore_index=True)
 
 
 def _parquet_chunks(file: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:

@@ -14,7 +14,7 @@ import pytest
 
 from mfgtx.data import ColumnMap, DataError, read_table
 from mfgtx.jobs.config import SourceSection
-from mfgtx.jobs.sources import csv_delimiter, read_frame, without_position
+from mfgtx.jobs.sources import csv_delimiter, read_csv_bytes, read_frame, without_position
 
 PLAIN = "lot,time,temp \u00b0C,pressure\nA,2026-01-01 00:00,1.5,2\nA,2026-01-01 01:00,-0.25,1e-3\n"
 
@@ -110,3 +110,27 @@ def test_source_options_are_checked(options: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SourceSection(path="export.csv", **options)
     assert SourceSection(path="export.csv", delimiter="tab").delimiter == "tab"
+
+
+def test_blank_lines_keep_the_file_line_numbers(tmp_path: Path) -> None:
+    """A blank line (Excel leaves them, ``;;;`` too) is dropped, and the lines after it keep
+    their own numbers, so an error names the line a person finds in the file."""
+    f = tmp_path / "export.csv"
+    f.write_text("lot;time;temp\nA;2026-01-01;1\n\n;;\nA;2026-01-02;hot\n")
+    frame = read_frame(SourceSection(path=str(f), chunk_rows=2))  # the blank lines span chunks
+    assert frame["_line"].tolist() == [2, 5]
+    with pytest.raises(DataError, match=r"row 1 .*'hot'"):
+        read_table(without_position(frame), ColumnMap(lot="lot", time="time", sensors=("temp",)))
+    assert read_csv_bytes(f.read_bytes(), "export.csv")["_line"].tolist() == [2, 5]
+
+
+def test_an_upload_reads_as_the_same_file_on_disk(tmp_path: Path) -> None:
+    f = tmp_path / "euro.csv.gz"
+    f.write_bytes(gzip.compress(_european(PLAIN).encode("cp1252")))
+    source = SourceSection(path=str(f), decimal=",", encoding="cp1252")
+    got = read_csv_bytes(f.read_bytes(), f.name, decimal=",", encoding="cp1252")
+    pd.testing.assert_frame_equal(got, read_frame(source))
+    with pytest.raises(ValueError, match="decimal ',' needs another delimiter"):
+        read_csv_bytes(b"a,b\n1,2\n", "x.csv", delimiter=",", decimal=",")
+    with pytest.raises(DataError, match="x.csv holds no rows"):
+        read_csv_bytes(b"a;b\n\n", "x.csv")
