@@ -11,7 +11,6 @@ repository (see :func:`app_config`).
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import re
@@ -31,6 +30,8 @@ from mfgtx.artifacts import BundleError, verify_bundle
 from mfgtx.data import ColumnMap, DataError
 from mfgtx.images import DEFAULT_MAX_PIXELS, ImageError, read_image
 from mfgtx.jobs import ConfigError, recorded_job
+from mfgtx.jobs.config import SourceSection
+from mfgtx.jobs.sources import LINE, csv_delimiter, read_csv_bytes, without_position
 
 log = logging.getLogger("mfgtx.app")
 
@@ -208,9 +209,98 @@ def no_bundle_message(kind: str, models_dir: Path, command: str) -> None:
 # ----------------------------------------------------------------- data
 
 
+#: The CSV formats an upload may be read in: a job file's ``source.delimiter``,
+#: ``source.decimal`` and ``source.encoding``, worded for the page.
+DELIMITERS = {"auto": "found in the header line", ",": "comma ,", ";": "semicolon ;",
+              "tab": "tab", "|": "bar |"}  # fmt: skip
+DECIMALS = {".": "point (1.25)", ",": "comma (1,25)"}
+ENCODINGS = ("utf-8", "cp1252", "latin-1")
+PLAIN_CSV = {"delimiter": "auto", "decimal": ".", "encoding": "utf-8"}
+
+
+def recorded_format(manifest: dict | None) -> dict[str, str]:
+    """The CSV format the bundle's recorded job read its training data in (``delimiter``,
+    ``decimal``, ``encoding``), or the plain one: a plant's next export is written alike."""
+    try:
+        job = recorded_job(manifest or {})
+    except ConfigError:
+        return dict(PLAIN_CSV)
+    source = job.data.source if job is not None and job.data is not None else None
+    if source is None or source.url is not None or source.format in ("parquet", "cmapss"):
+        return dict(PLAIN_CSV)
+    return {"delimiter": source.delimiter, "decimal": source.decimal, "encoding": source.encoding}
+
+
+def csv_format(manifest: dict | None, key: str) -> dict[str, str]:
+    """The upload's CSV format, chosen under "CSV format"; it starts as the bundle's
+    recorded job read its training data (:func:`recorded_format`)."""
+    start = recorded_format(manifest)
+    encodings = list(dict.fromkeys([*ENCODINGS, start["encoding"]]))
+    delimiters = list(DELIMITERS) + ([start["delimiter"]] * (start["delimiter"] not in DELIMITERS))
+    with st.expander("CSV format", expanded=start != PLAIN_CSV):
+        st.caption("As the bundle's job file read its training data; change it for a file "
+                   "written otherwise.")  # fmt: skip
+        c1, c2, c3 = st.columns(3)
+        delimiter = c1.selectbox(
+            "Between values",
+            delimiters,
+            delimiters.index(start["delimiter"]),
+            format_func=lambda d: DELIMITERS.get(d, repr(d)),
+            key=f"{key}_delimiter",
+        )
+        decimals = list(DECIMALS)
+        decimal = c2.selectbox(
+            "Decimal mark",
+            decimals,
+            decimals.index(start["decimal"]),
+            format_func=DECIMALS.get,
+            key=f"{key}_decimal",
+        )
+        encoding = c3.selectbox(
+            "Encoding", encodings, encodings.index(start["encoding"]), key=f"{key}_encoding"
+        )
+    return {"delimiter": delimiter, "decimal": decimal, "encoding": encoding}
+
+
+def read_csv(data: bytes, name: str, fmt: dict[str, str], columns: ColumnMap) -> pd.DataFrame:
+    """A CSV file read as ``mfgtx score`` reads a job's source in format ``fmt``
+    (:func:`mfgtx.jobs.sources.read_csv_bytes`: the file's lines in ``_line``), with every
+    column but the lot, time and key columns as numbers where all its values are numbers.
+
+    Raises:
+        DataError: the file cannot be read in ``fmt``; the reason names the control to change.
+    """
+    try:
+        frame = read_csv_bytes(data, name, **fmt)
+    except ValueError as e:  # DataError too: worded for the page, not for a job file
+        raise DataError(page_words(str(e))) from None
+    text = {columns.lot, columns.time, *columns.keys, LINE, "_file"}
+    for c in frame.columns.difference(list(text)):
+        values = pd.to_numeric(frame[c], errors="coerce")
+        if values.notna().sum() == frame[c].notna().sum():
+            frame[c] = values
+    return frame
+
+
+def page_words(reason: str) -> str:
+    """A reader's reason with the job file's setting named as this page's control."""
+    for setting, control in (
+        ("source.decimal: ','", "Decimal mark: comma under CSV format"),
+        ("source.decimal", "Decimal mark under CSV format"),
+        ("source.delimiter", "Between values under CSV format"),
+        ("source.encoding", "Encoding under CSV format"),
+    ):
+        reason = reason.replace(setting, control)
+    return reason
+
+
 @st.cache_data(show_spinner=False, max_entries=8, ttl=60)  # new rows show within a minute
-def _csv(path: str) -> pd.DataFrame:
-    return pd.read_csv(path)
+def _csv(
+    path: str, delimiter: str, decimal: str, encoding: str, _columns: ColumnMap
+) -> pd.DataFrame:
+    fmt = {"delimiter": delimiter, "decimal": decimal, "encoding": encoding}
+    frame = read_csv(Path(path).read_bytes(), Path(path).name, fmt, _columns)
+    return without_position(frame)
 
 
 def frame_for(cmap: ColumnMap, data_dir: Path, manifest: dict | None = None) -> pd.DataFrame:
@@ -218,17 +308,28 @@ def frame_for(cmap: ColumnMap, data_dir: Path, manifest: dict | None = None) -> 
     recorded job trained on when that lies in the data folder, else the first file that
     has the columns, in the folder first, then one folder down (``sensors.csv`` for the
     quality and forecast models of the sample plant, ``degradation.csv`` for RUL,
-    ``regimes/train.csv`` for the regimes fleet)."""
+    ``regimes/train.csv`` for the regimes fleet). Each is read in the recorded job's CSV
+    format (:func:`recorded_format`)."""
     need = {cmap.lot, cmap.time, *cmap.keys, *(cmap.sensors or ())}
     if not data_dir.is_dir():
         raise DataError(f"the data folder {data_dir} does not exist")
     trained_on = _trained_on(manifest)
     here = [p for p in [trained_on] if p is not None and p.is_relative_to(data_dir.resolve())]
     found = sorted(data_dir.glob("*.csv")) + sorted(data_dir.glob("*/*.csv"))
+    fmt = recorded_format(manifest)
     for path in here + found:
-        if need <= set(pd.read_csv(path, nrows=0).columns):  # the header first: cheap
-            return _csv(str(path))
+        if need <= _header(path, fmt):  # the header first: cheap
+            return _csv(str(path), **fmt, _columns=cmap)
     raise DataError(f"no CSV file in {data_dir} has the bundle's columns {sorted(need)}")
+
+
+def _header(path: Path, fmt: dict[str, str]) -> set[str]:
+    """The column names of a CSV file in format ``fmt`` (none when it cannot be read so)."""
+    try:
+        sep, _ = csv_delimiter(path, SourceSection(path=str(path), **fmt))  # type: ignore[arg-type]
+        return set(pd.read_csv(path, nrows=0, sep=sep, encoding=fmt["encoding"]).columns)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return set()
 
 
 def _trained_on(manifest: dict | None) -> Path | None:
@@ -245,38 +346,36 @@ def _trained_on(manifest: dict | None) -> Path | None:
     return path.resolve() if path.is_file() else None
 
 
-def read_upload_csv(upload: Any, predictor: Any) -> tuple[pd.DataFrame | None, str | None]:
-    """An uploaded CSV checked as the bundle reads its input: ``(frame, None)`` or
-    ``(None, why)``; ``why`` names the file's line, as a spreadsheet numbers it."""
+def read_upload_csv(
+    upload: Any, predictor: Any, fmt: dict[str, str]
+) -> tuple[pd.DataFrame | None, str | None]:
+    """An uploaded CSV in format ``fmt`` (:func:`csv_format`) checked as the bundle reads
+    its input: ``(frame, None)`` or ``(None, why)``; ``why`` names the file's line, as a
+    spreadsheet numbers it."""
     if upload.size > MAX_CSV_MB * 2**20:
         size = upload.size / 2**20
         return None, f"{upload.name}: {size:.1f} MB is over the {MAX_CSV_MB} MB limit"
     try:
-        df = pd.read_csv(io.BytesIO(upload.getvalue()), skip_blank_lines=False)
-    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
-        return None, f"{upload.name}: not a readable CSV file ({_first_line(e)})"
-    df = df.dropna(how="all")  # blank lines: kept above so that positions are file lines
+        frame = read_csv(upload.getvalue(), upload.name, fmt, predictor.columns)
+    except DataError as e:
+        return None, str(e)
+    lines = frame[LINE].to_numpy()
+    df = without_position(frame).reset_index(drop=True)
     try:
         predictor.table(df)  # positions in df order: mapped back to lines below
     except DataError as e:
-        return None, _upload_reason(upload.name, df, e)
+        return None, _upload_reason(upload.name, lines, e)
     return df, None
 
 
-def _first_line(e: Exception) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-
-
-def _upload_reason(name: str, df: pd.DataFrame, e: DataError) -> str:
-    """``e`` worded with the upload's own CSV lines (``df.index`` holds each row's data
-    position, blank lines counted)."""
-    positions = df.index.to_numpy()
+def _upload_reason(name: str, lines: np.ndarray, e: DataError) -> str:
+    """``e`` worded with the upload's own CSV lines (``lines[i]``: the line of row ``i``)."""
 
     def line(m: re.Match[str]) -> str:
         i = int(m.group(1))
-        return f"line {int(positions[i]) + 2 if i < len(positions) else i + 2}"
+        return f"line {int(lines[i]) if i < len(lines) else i + 2}"
 
-    text = re.sub(r"DataFrame rows? (\d+)", lambda m: f"{name} " + line(m), str(e))
+    text = re.sub(r"DataFrame rows? (\d+)", lambda m: f"{name} " + line(m), page_words(str(e)))
     text = text.replace("DataFrame", name)
     return text if text.startswith(name) else f"{name}: {text}"
 

@@ -19,6 +19,7 @@ from _common import (
     UNITS,
     bundles_of,
     csv_download,
+    csv_format,
     data_key,
     frame_for,
     guarded,
@@ -85,7 +86,8 @@ def quality() -> None:
     )
     uploaded = upload is not None
     if uploaded:
-        df, problem = read_upload_csv(upload, predictor)  # new data: no labels yet
+        fmt = csv_format(info.manifest, "quality_csv")
+        df, problem = read_upload_csv(upload, predictor, fmt)  # new data: no labels yet
         if problem:
             st.error(f"Upload refused: {problem}")
             st.info("Nothing is drawn for a refused file. Fix it and upload it again, or "

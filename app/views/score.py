@@ -10,7 +10,6 @@ sit in a form with the "Score" button: changing one scores nothing until it is p
 from __future__ import annotations
 
 import hashlib
-import io
 from typing import Any
 
 import pandas as pd
@@ -20,24 +19,32 @@ from _common import (
     MAX_IMAGE_MB,
     app_config,
     csv_download,
+    csv_format,
     find_bundles,
     guarded,
     load,
+    page_words,
     pick_bundle,
 )
 from _trust import set_of, trust_of
+
+from mfgtx.jobs.sources import FILE, LINE, read_csv_bytes, without_position
 
 IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
 
 
 @st.cache_resource(max_entries=8, show_spinner="scoring")
-def _score_rows(bundle_id: str, digest: str, latest: bool, name: str, _p: Any, _data: bytes):
-    """``(rows, errors)`` of a CSV file, keyed by bundle, the file's checksum and options."""
-    frame = pd.read_csv(io.BytesIO(_data), skip_blank_lines=False).dropna(how="all")
-    positions = pd.DataFrame({"file": name, "line": frame.index.to_numpy() + 2})
-    frame = frame.reset_index(drop=True)
-    scored = _p.score(frame, last_per_lot=latest, positions=positions)
-    return scored.rows, pd.DataFrame(scored.errors)
+def _score_rows(bundle_id: str, digest: str, latest: bool, name: str, _p: Any, _data: bytes,
+                _fmt: dict[str, str]):  # fmt: skip
+    """``(rows, errors)`` of a CSV file, keyed by bundle, the file's checksum and options;
+    the file is read as ``mfgtx score`` reads a job's CSV source in format ``_fmt``."""
+    frame = read_csv_bytes(_data, name, **_fmt)
+    positions = frame[[FILE, LINE]].rename(columns={FILE: "file", LINE: "line"})
+    scored = _p.score(without_position(frame), last_per_lot=latest, positions=positions)
+    errors = pd.DataFrame(scored.errors)
+    if len(errors):  # a reason names the control of this page, not the job file's setting
+        errors["reason"] = errors["reason"].map(page_words)
+    return scored.rows, errors
 
 
 @st.cache_resource(max_entries=8, show_spinner="scoring the images")
@@ -98,6 +105,7 @@ def score_page() -> None:
             max_upload_size=MAX_CSV_MB,
         )
         with st.form("score_form", border=False):  # an option changed scores nothing yet
+            fmt = csv_format(info.manifest, "score_csv")
             latest = st.toggle(
                 "Each lot's latest prediction only", value=True, key="score_latest",
                 help="Off: one row per window, as the bundle's stride cuts them.",
@@ -107,14 +115,16 @@ def score_page() -> None:
             st.info("Upload a CSV file, then press Score, to get one row per lot.")
             return
         data = upload.getvalue()
-        digest = hashlib.sha256(data).hexdigest() + str(latest)
+        digest = hashlib.sha256(data).hexdigest() + str(latest) + str(sorted(fmt.items()))
         if not go and not _done(digest):
             return
         st.session_state["score_done"] = digest
         try:
-            rows, errors = _score_rows(info.bundle_id, digest, latest, upload.name, predictor, data)
-        except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-            st.error(f"{upload.name}: not a readable CSV file ({str(e).strip()[:200]})")
+            rows, errors = _score_rows(
+                info.bundle_id, digest, latest, upload.name, predictor, data, fmt
+            )
+        except ValueError as e:  # DataError too: the file cannot be read in this format
+            st.error(f"Not scored: {page_words(str(e))}")
             return
         lot_column = "lot"
     st.subheader(f"{len(rows)} row(s) scored, {len(errors)} problem(s)")
