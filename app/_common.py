@@ -265,7 +265,7 @@ def csv_format(manifest: dict | None, key: str) -> dict[str, str]:
 def read_csv(data: bytes, name: str, fmt: dict[str, str], columns: ColumnMap) -> pd.DataFrame:
     """A CSV file read as ``mfgtx score`` reads a job's source in format ``fmt``
     (:func:`mfgtx.jobs.sources.read_csv_bytes`: the file's lines in ``_line``), with every
-    column but the lot, time and key columns as numbers where all its values are numbers.
+    column but the lot and key columns as numbers where all its values are numbers.
 
     Raises:
         DataError: the file cannot be read in ``fmt``; the reason names the control to change.
@@ -274,12 +274,17 @@ def read_csv(data: bytes, name: str, fmt: dict[str, str], columns: ColumnMap) ->
         frame = read_csv_bytes(data, name, **fmt)
     except ValueError as e:  # DataError too: worded for the page, not for a job file
         raise DataError(page_words(str(e))) from None
-    text = {columns.lot, columns.time, *columns.keys, LINE, "_file"}
-    for c in frame.columns.difference(list(text)):
+    for c in frame.columns.difference([*_text_columns(columns), LINE, "_file"]):
         values = pd.to_numeric(frame[c], errors="coerce")
         if values.notna().sum() == frame[c].notna().sum():
             frame[c] = values
     return frame
+
+
+def _text_columns(columns: ColumnMap) -> tuple[str, ...]:
+    """The columns an upload keeps as text: ids (``001`` stays ``001``). A time column of
+    numbers (a cycle counter) becomes numbers, as every reading does."""
+    return (columns.lot, *columns.keys)
 
 
 def page_words(reason: str) -> str:
@@ -296,11 +301,11 @@ def page_words(reason: str) -> str:
 
 @st.cache_data(show_spinner=False, max_entries=8, ttl=60)  # new rows show within a minute
 def _csv(
-    path: str, delimiter: str, decimal: str, encoding: str, _columns: ColumnMap
+    path: str, delimiter: str, decimal: str, encoding: str, text: tuple[str, ...], _cmap: ColumnMap
 ) -> pd.DataFrame:
+    """The file as :func:`read_csv` gives it, keyed by its format and text columns."""
     fmt = {"delimiter": delimiter, "decimal": decimal, "encoding": encoding}
-    frame = read_csv(Path(path).read_bytes(), Path(path).name, fmt, _columns)
-    return without_position(frame)
+    return without_position(read_csv(Path(path).read_bytes(), Path(path).name, fmt, _cmap))
 
 
 def frame_for(cmap: ColumnMap, data_dir: Path, manifest: dict | None = None) -> pd.DataFrame:
@@ -319,7 +324,7 @@ def frame_for(cmap: ColumnMap, data_dir: Path, manifest: dict | None = None) -> 
     fmt = recorded_format(manifest)
     for path in here + found:
         if need <= _header(path, fmt):  # the header first: cheap
-            return _csv(str(path), **fmt, _columns=cmap)
+            return _csv(str(path), **fmt, text=_text_columns(cmap), _cmap=cmap)
     raise DataError(f"no CSV file in {data_dir} has the bundle's columns {sorted(need)}")
 
 
