@@ -48,7 +48,7 @@ import torch
 from mfgtx.jobs import load_config
 from mfgtx.jobs.config import train_config
 from mfgtx.kinds._base import Trained
-from mfgtx.kinds._tiles import baseline_scorers, photo_scores, prepare_tiles
+from mfgtx.kinds._tiles import baseline_scorers, image_threshold, photo_scores, prepare_tiles
 from mfgtx.kinds.vit import VIT, VitPredictor
 from mfgtx.metrics import detection_metrics
 
@@ -69,6 +69,19 @@ def folds(lots: list[str]) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray
     return out
 
 
+def view_mean(tile_p, rot90: bool):
+    """``tile_p`` averaged over the tile's flips (and its quarter turns with ``rot90``): the
+    views training draws, so each is in distribution (``--views``)."""
+
+    def p(tiles: np.ndarray) -> np.ndarray:
+        views = [tiles, tiles[:, :, ::-1], tiles[:, ::-1], tiles[:, ::-1, ::-1]]
+        if rot90:
+            views += [np.rot90(v, 1, axes=(1, 2)) for v in views]
+        return np.mean([tile_p(np.ascontiguousarray(v)) for v in views], axis=0)
+
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path, help="e.g. sample_data/inspection")
@@ -81,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--external", type=Path, default=None, metavar="DIR",
         help="each fold's predictors score the photos of DIR instead of their test coil",
+    )  # fmt: skip
+    ap.add_argument(
+        "--views", action="store_true",
+        help="also score each tile as the mean over its flips (and quarter turns with "
+        "images.rot90), its threshold chosen on the validation photos likewise",
     )  # fmt: skip
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -130,6 +148,13 @@ def main(argv: list[str] | None = None) -> int:
             cal = fitted.calibration
             thr = 0.5 if cal is None or cal.threshold is None else cal.threshold.threshold
             scorers = {"DefectViT": (vit.tile_p, thr), **baseline_scorers(fold, cost_ratio=cost)}
+            if args.views:
+                mean_p = view_mean(vit.tile_p, images.rot90)
+                val_s = photo_scores(fold, val, mean_p)
+                choice, _ = image_threshold(val_s.image, fold.image_labels[val], cost)
+                scorers["DefectViT, views averaged"] = (
+                    mean_p, 0.5 if choice is None else choice.threshold
+                )  # fmt: skip
             judged, on = (
                 (fold, test) if external is None else (external, np.arange(len(external.keys)))
             )
