@@ -29,9 +29,15 @@ import mfgtx
 from mfgtx.artifacts import BundleError, verify_bundle
 from mfgtx.data import ColumnMap, DataError
 from mfgtx.images import DEFAULT_MAX_PIXELS, ImageError, read_image
-from mfgtx.jobs import ConfigError, recorded_job
-from mfgtx.jobs.config import SourceSection
-from mfgtx.jobs.sources import LINE, csv_delimiter, read_csv_bytes, without_position
+from mfgtx.jobs import (
+    LINE,
+    ConfigError,
+    SourceSection,
+    csv_delimiter,
+    read_csv_bytes,
+    recorded_job,
+    without_position,
+)
 
 log = logging.getLogger("mfgtx.app")
 

@@ -28,7 +28,7 @@ from _common import (
 )
 from _trust import set_of, trust_of
 
-from mfgtx.jobs.sources import FILE, LINE, read_csv_bytes, without_position
+from mfgtx.jobs import FILE, LINE, read_csv_bytes, without_position
 
 IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
 

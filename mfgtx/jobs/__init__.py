@@ -8,24 +8,31 @@ prints their summaries. Inputs come from CSV/Parquet files or folders and SQL da
 """
 
 from mfgtx.jobs._lock import LockedError, output_lock
-from mfgtx.jobs.config import ConfigError, JobConfig, load_config, recorded_job
+from mfgtx.jobs.config import ConfigError, JobConfig, SourceSection, load_config, recorded_job
 from mfgtx.jobs.evaluate import audit_split, bench, evaluate
 from mfgtx.jobs.prepare import read_windows
 from mfgtx.jobs.score import score
+from mfgtx.jobs.sources import FILE, LINE, csv_delimiter, read_csv_bytes, without_position
 from mfgtx.jobs.train import TrainOutcome, train
 
 __all__ = [
+    "FILE",
+    "LINE",
     "ConfigError",
     "JobConfig",
     "LockedError",
+    "SourceSection",
     "TrainOutcome",
     "audit_split",
     "bench",
+    "csv_delimiter",
     "evaluate",
     "load_config",
     "output_lock",
+    "read_csv_bytes",
     "read_windows",
     "recorded_job",
     "score",
     "train",
+    "without_position",
 ]
