@@ -242,7 +242,7 @@ def csv_format(manifest: dict | None, key: str) -> dict[str, str]:
     recorded job read its training data (:func:`recorded_format`)."""
     start = recorded_format(manifest)
     encodings = list(dict.fromkeys([*ENCODINGS, start["encoding"]]))
-    delimiters = list(DELIMITERS) + ([start["delimiter"]] * (start["delimiter"] not in DELIMITERS))
+    delimiters = list(dict.fromkeys([*DELIMITERS, start["delimiter"]]))
     with st.expander("CSV format", expanded=start != PLAIN_CSV):
         st.caption("As the bundle's job file read its training data; change it for a file "
                    "written otherwise.")  # fmt: skip
@@ -268,10 +268,11 @@ def csv_format(manifest: dict | None, key: str) -> dict[str, str]:
     return {"delimiter": delimiter, "decimal": decimal, "encoding": encoding}
 
 
-def read_csv(data: bytes, name: str, fmt: dict[str, str], columns: ColumnMap) -> pd.DataFrame:
+def read_csv(data: bytes, name: str, fmt: dict[str, str], text: tuple[str, ...]) -> pd.DataFrame:
     """A CSV file read as ``mfgtx score`` reads a job's source in format ``fmt``
     (:func:`mfgtx.jobs.sources.read_csv_bytes`: the file's lines in ``_line``), with every
-    column but the lot and key columns as numbers where all its values are numbers.
+    column but the ``text`` ones (:func:`text_columns`) as numbers where all its values are
+    numbers.
 
     Raises:
         DataError: the file cannot be read in ``fmt``; the reason names the control to change.
@@ -280,14 +281,14 @@ def read_csv(data: bytes, name: str, fmt: dict[str, str], columns: ColumnMap) ->
         frame = read_csv_bytes(data, name, **fmt)
     except ValueError as e:  # DataError too: worded for the page, not for a job file
         raise DataError(page_words(str(e))) from None
-    for c in frame.columns.difference([*_text_columns(columns), LINE, "_file"]):
+    for c in frame.columns.difference([*text, LINE, "_file"]):
         values = pd.to_numeric(frame[c], errors="coerce")
         if values.notna().sum() == frame[c].notna().sum():
             frame[c] = values
     return frame
 
 
-def _text_columns(columns: ColumnMap) -> tuple[str, ...]:
+def text_columns(columns: ColumnMap) -> tuple[str, ...]:
     """The columns an upload keeps as text: ids (``001`` stays ``001``). A time column of
     numbers (a cycle counter) becomes numbers, as every reading does."""
     return (columns.lot, *columns.keys)
@@ -307,11 +308,11 @@ def page_words(reason: str) -> str:
 
 @st.cache_data(show_spinner=False, max_entries=8, ttl=60)  # new rows show within a minute
 def _csv(
-    path: str, delimiter: str, decimal: str, encoding: str, text: tuple[str, ...], _cmap: ColumnMap
+    path: str, delimiter: str, decimal: str, encoding: str, text: tuple[str, ...]
 ) -> pd.DataFrame:
     """The file as :func:`read_csv` gives it, keyed by its format and text columns."""
     fmt = {"delimiter": delimiter, "decimal": decimal, "encoding": encoding}
-    return without_position(read_csv(Path(path).read_bytes(), Path(path).name, fmt, _cmap))
+    return without_position(read_csv(Path(path).read_bytes(), Path(path).name, fmt, text))
 
 
 def frame_for(cmap: ColumnMap, data_dir: Path, manifest: dict | None = None) -> pd.DataFrame:
@@ -330,7 +331,7 @@ def frame_for(cmap: ColumnMap, data_dir: Path, manifest: dict | None = None) -> 
     fmt = recorded_format(manifest)
     for path in here + found:
         if need <= _header(path, fmt):  # the header first: cheap
-            return _csv(str(path), **fmt, text=_text_columns(cmap), _cmap=cmap)
+            return _csv(str(path), **fmt, text=text_columns(cmap))
     raise DataError(f"no CSV file in {data_dir} has the bundle's columns {sorted(need)}")
 
 
@@ -367,7 +368,7 @@ def read_upload_csv(
         size = upload.size / 2**20
         return None, f"{upload.name}: {size:.1f} MB is over the {MAX_CSV_MB} MB limit"
     try:
-        frame = read_csv(upload.getvalue(), upload.name, fmt, predictor.columns)
+        frame = read_csv(upload.getvalue(), upload.name, fmt, text_columns(predictor.columns))
     except DataError as e:
         return None, str(e)
     lines = frame[LINE].to_numpy()

@@ -106,10 +106,13 @@ def _kind(file: Path, source: SourceSection) -> str:
 DELIMITERS = (",", ";", "\t", "|")
 
 
-def _head(file: Path) -> bytes:
-    """The first 64 KiB of a file, gzip-decompressed when it is gzip."""
-    with open(file, "rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
+GZIP = b"\x1f\x8b"  # the first bytes of a gzip file
+
+
+def _head(data: Path | bytes) -> bytes:
+    """The first 64 KiB of a file (or of bytes), gzip-decompressed when it is gzip."""
+    with open(data, "rb") if isinstance(data, Path) else io.BytesIO(data) as f:
+        gz = f.read(2) == GZIP
         f.seek(0)
         return (gzip.GzipFile(fileobj=f) if gz else f).read(65536)
 
@@ -141,15 +144,15 @@ def csv_delimiter(file: Path, source: SourceSection) -> tuple[str, str]:
     ...     csv_delimiter(f, SourceSection(path=str(f)))
     (';', 'found in its header line')
     """
+    return _delimiter(file, file.name, source)
+
+
+def _delimiter(data: Path | bytes, name: str, source: SourceSection) -> tuple[str, str]:
     if source.delimiter != "auto":
         return ("\t" if source.delimiter == "tab" else source.delimiter), "source.delimiter"
-    if file.name.lower().endswith(".tsv"):
+    if name.lower().endswith(".tsv"):
         return "\t", "a .tsv file"
-    return _sniffed(_head(file), source.encoding)
-
-
-def _sniffed(head: bytes, encoding: str) -> tuple[str, str]:
-    header = _header_line(head, encoding)
+    header = _header_line(_head(data), source.encoding)
     counts = {d: _count_outside_quotes(header, d) for d in DELIMITERS}
     best = max(DELIMITERS, key=counts.__getitem__)
     return (best, "found in its header line") if counts[best] else (",", "the default")
@@ -181,7 +184,7 @@ def _csv_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
 
 
 def _read_csv(
-    data: Path | io.BytesIO, name: str, sep: str, why: str, source: SourceSection
+    data: Path | bytes, name: str, sep: str, why: str, source: SourceSection
 ) -> Iterator[pd.DataFrame]:
     """Chunks of text values with ``_line`` (the file's own line numbers: blank lines are
     counted, then dropped) and ``_file``."""
@@ -195,7 +198,7 @@ def _read_csv(
         log.info("%s: values separated by %r (%s)", name, sep, why)
     try:
         reader = pd.read_csv(
-            data,
+            data if isinstance(data, Path) else io.BytesIO(data),
             sep=sep,
             dtype=str,
             keep_default_na=False,
@@ -203,13 +206,13 @@ def _read_csv(
             chunksize=source.chunk_rows,
             encoding=encoding,
             skip_blank_lines=False,
-            compression="infer" if isinstance(data, Path) else _compression(data),
+            compression="infer" if isinstance(data, Path) else "gzip" if data[:2] == GZIP else None,
         )
         first = 2
         for chunk in reader:
             chunk[LINE] = range(first, first + len(chunk))
             first += len(chunk)
-            kept = chunk.iloc[:, :-1].notna().any(axis=1)  # False: a blank line
+            kept = chunk.iloc[:, :-1].notna().any(axis=1)  # all but _line empty: a blank line
             if not kept.all():
                 chunk = chunk[kept]
             if source.decimal == ",":
@@ -230,10 +233,6 @@ def _read_csv(
         raise DataError(f"{name} is empty: no header line") from e
     except OSError as e:
         raise DataError(f"cannot read {name} as CSV: {e}") from e
-
-
-def _compression(data: io.BytesIO) -> str | None:
-    return "gzip" if data.getbuffer()[:2] == b"\x1f\x8b" else None
 
 
 def read_csv_bytes(
@@ -259,15 +258,8 @@ def read_csv_bytes(
         ValueError: the options are not valid (as in a job file's ``source`` section).
     """
     source = SourceSection(path=name, delimiter=delimiter, decimal=decimal, encoding=encoding)  # type: ignore[arg-type]
-    if delimiter != "auto":
-        sep, why = ("\t" if delimiter == "tab" else delimiter), "the delimiter chosen"
-    elif name.lower().endswith(".tsv"):
-        sep, why = "\t", "a .tsv file"
-    else:
-        buf = io.BytesIO(data)
-        head = gzip.GzipFile(fileobj=buf).read(65536) if _compression(buf) else data[:65536]
-        sep, why = _sniffed(head, encoding)
-    parts = list(_read_csv(io.BytesIO(data), name, sep, why, source))
+    sep, why = _delimiter(data, name, source)
+    parts = list(_read_csv(data, name, sep, why, source))
     if not parts or not sum(map(len, parts)):
         raise DataError(f"{name} holds no rows (a header only, or empty)")
     return pd.concat(parts, ignore_index=True)
