@@ -12,7 +12,11 @@ job file says: training tiles ``train_stride`` apart, balanced draws for the rar
 threshold chosen on the validation photos' worst tiles), HOG + logistic regression fitted on
 the same training tiles with its threshold chosen on the same validation photos by the same
 cost rule (``mfgtx.kinds._tiles.baseline_scorers``), both scoring the photo's tiles
-``stride`` apart and a photo by its worst tile.
+``stride`` apart and a photo by its worst tile; the ViT scores each tile as the mean over
+the job's ``images.tiles.views``, HOG + LR (fitted without flips) as cut, as ``mfgtx train
+vit`` reports them. With more than one view, the same trained models are also scored the
+other way (the ViT on tiles as cut, HOG + LR over the views; thresholds chosen again on the
+validation photos), side by side.
 
 Printed side by side, pooled over the held-out photos of every fold (each photo scored once,
 by the model that did not see its coil): average precision and ROC AUC of the photo scores,
@@ -69,19 +73,6 @@ def folds(lots: list[str]) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray
     return out
 
 
-def view_mean(tile_p, rot90: bool):
-    """``tile_p`` averaged over the tile's flips (and its quarter turns with ``rot90``): the
-    views training draws, so each is in distribution (``--views``)."""
-
-    def p(tiles: np.ndarray) -> np.ndarray:
-        views = [tiles, tiles[:, :, ::-1], tiles[:, ::-1], tiles[:, ::-1, ::-1]]
-        if rot90:
-            views += [np.rot90(v, 1, axes=(1, 2)) for v in views]
-        return np.mean([tile_p(np.ascontiguousarray(v)) for v in views], axis=0)
-
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path, help="e.g. sample_data/inspection")
@@ -94,11 +85,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--external", type=Path, default=None, metavar="DIR",
         help="each fold's predictors score the photos of DIR instead of their test coil",
-    )  # fmt: skip
-    ap.add_argument(
-        "--views", action="store_true",
-        help="also score each tile as the mean over its flips (and quarter turns with "
-        "images.rot90), its threshold chosen on the validation photos likewise",
     )  # fmt: skip
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -147,14 +133,20 @@ def main(argv: list[str] | None = None) -> int:
             vit = VitPredictor(VIT, Trained(fitted.model, fitted.calibration), fitted.spec)
             cal = fitted.calibration
             thr = 0.5 if cal is None or cal.threshold is None else cal.threshold.threshold
+            views = fitted.spec.tile_views
             scorers = {"DefectViT": (vit.tile_p, thr), **baseline_scorers(fold, cost_ratio=cost)}
-            if args.views:
-                mean_p = view_mean(vit.tile_p, images.rot90)
-                val_s = photo_scores(fold, val, mean_p)
-                choice, _ = image_threshold(val_s.image, fold.image_labels[val], cost)
-                scorers["DefectViT, views averaged"] = (
-                    mean_p, 0.5 if choice is None else choice.threshold
-                )  # fmt: skip
+            if views > 1:  # the same models the other way: each tile as cut, or over views
+                one = VitPredictor(VIT, vit.bundle, replace(fitted.spec, tile_views=1))
+                hog, _ = baseline_scorers(fold, cost_ratio=cost, views=views)[
+                    "HOG + logistic regression"
+                ]
+                for name, p_of in (
+                    ("DefectViT, one view", one.tile_p),
+                    (f"HOG + LR, {views} views", hog),
+                ):
+                    val_s = photo_scores(fold, val, p_of)
+                    choice, _ = image_threshold(val_s.image, fold.image_labels[val], cost)
+                    scorers[name] = (p_of, 0.5 if choice is None else choice.threshold)
             judged, on = (
                 (fold, test) if external is None else (external, np.arange(len(external.keys)))
             )

@@ -132,6 +132,7 @@ def _bench(args: argparse.Namespace) -> int:
         what = (
             f"{result['images_per_s']:.1f} photos/s, {result['tiles_per_s']:.0f} tiles/s "
             f"({result['images']} photos, {result['tiles']} tiles of {result['tile_size']} px"
+            + (f", each in {result['views']} views" if result["views"] > 1 else "")
         )
     elif "images_per_s" in result:
         what = (

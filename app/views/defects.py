@@ -216,9 +216,15 @@ def defects() -> None:
                 ),
                 key=f"tiles-{name}",
             )  # fmt: skip
+            step = spec.tile_stride or spec.tile_size  # stride unset: tiles touch
+            views = {
+                1: "",
+                4: ", each the mean of 4 views: as cut and flipped",
+                8: ", each the mean of 8 views: as cut, flipped and turned a quarter",
+            }[spec.tile_views]
             st.caption(
-                f"{len(tiles)} tiles of {spec.tile_size} px (every {spec.tile_stride} px); "
-                f"the photo's P(defect) is its worst tile's, at top {int(explained.row['top'])} "
+                f"{len(tiles)} tiles of {spec.tile_size} px (every {step} px{views}); the "
+                f"photo's P(defect) is its worst tile's, at top {int(explained.row['top'])} "
                 f"px, left {int(explained.row['left'])} px. Below: that tile and its attention "
                 "map."
             )

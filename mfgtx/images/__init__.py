@@ -8,7 +8,8 @@
 * :func:`split_images`: lot-and-time split through :mod:`mfgtx.split` when lots are known,
   stratified otherwise; byte-identical files always share a set.
 * :func:`load_images`, :class:`ImageDataset`, :class:`SurfaceAugment`, :func:`class_weights`:
-  tensors for :func:`mfgtx.train.fit` and :class:`mfgtx.models.DefectViT`.
+  tensors for :func:`mfgtx.train.fit` and :class:`mfgtx.models.DefectViT`;
+  :func:`surface_views`: the flips and quarter turns training draws, for test-time views.
 * Full-size photos: :class:`TileSpec`, :func:`cut_tiles`, :func:`iter_tiles` and
   :func:`tile_index` cut them into tiles (lot = the photo unless the manifest says);
   :func:`mask_path`, :func:`read_mask` (PNG or labelme, :func:`read_labelme`,
@@ -18,7 +19,14 @@
 """
 
 from mfgtx.images.balance import RARE_SHARE, Balancing, plan_balancing
-from mfgtx.images.dataset import ImageDataset, SurfaceAugment, class_weights, load_images
+from mfgtx.images.dataset import (
+    VIEWS,
+    ImageDataset,
+    SurfaceAugment,
+    class_weights,
+    load_images,
+    surface_views,
+)
 from mfgtx.images.io import (
     DEFAULT_MAX_PIXELS,
     MAX_IMAGE_BYTES,
@@ -65,6 +73,7 @@ __all__ = [
     "MAX_POINTS",
     "MAX_SHAPES",
     "RARE_SHARE",
+    "VIEWS",
     "Balancing",
     "DuplicateWarning",
     "ImageBatch",
@@ -103,5 +112,6 @@ __all__ = [
     "read_mask",
     "read_zip_member",
     "split_images",
+    "surface_views",
     "tile_index",
 ]

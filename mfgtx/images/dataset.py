@@ -11,6 +11,9 @@ change of brightness and contrast (lighting drifts between cameras and shifts), 
 resized crop (the defect is seldom centred). Rotations by 90 degrees are **off by default**:
 on rolled steel, scratches and oxide scale run along the rolling direction, so orientation
 carries class information; switch them on only where it does not.
+
+Test-time views (:func:`surface_views`): the flips (and quarter turns) that training draws,
+so a model can score an image as the mean over views it has learned to read.
 """
 
 from __future__ import annotations
@@ -28,7 +31,14 @@ from torch.utils.data import Dataset
 
 from mfgtx.images.io import ImageError, ImageSource, read_images
 
-__all__ = ["ImageDataset", "SurfaceAugment", "class_weights", "load_images"]
+__all__ = [
+    "VIEWS",
+    "ImageDataset",
+    "SurfaceAugment",
+    "class_weights",
+    "load_images",
+    "surface_views",
+]
 
 
 def load_images(
@@ -59,6 +69,31 @@ def load_images(
     channels = 1 if mode == "L" else 3
     images = torch.stack(out) if out else torch.zeros(0, channels, size, size)
     return images, batch.indices, batch.errors
+
+
+#: How many views :func:`surface_views` can give: the image itself, its flips (4) and, for
+#: square images, their quarter turns (8, the dihedral group of the square).
+VIEWS = (1, 4, 8)
+
+
+def surface_views(images: Tensor, n: int) -> list[Tensor]:
+    """The first ``n`` views of ``images`` ``(..., S, S)``: as given; flipped left-right, top-
+    bottom, both (``n >= 4``: :class:`SurfaceAugment`'s flips); and those four turned a
+    quarter (``n == 8``: with ``rot90``). Together they are every view training draws.
+
+    Example:
+        >>> x = torch.arange(4.0).reshape(1, 2, 2)
+        >>> [v.flatten().tolist() for v in surface_views(x, 4)]
+        [[0.0, 1.0, 2.0, 3.0], [1.0, 0.0, 3.0, 2.0], [2.0, 3.0, 0.0, 1.0], [3.0, 2.0, 1.0, 0.0]]
+    """
+    if n not in VIEWS:
+        raise ValueError(f"views must be one of {list(VIEWS)}, found {n!r}")
+    views = [images]
+    if n >= 4:
+        views += [images.flip(-1), images.flip(-2), images.flip(-2, -1)]
+    if n == 8:
+        views += [torch.rot90(v, 1, dims=(-2, -1)) for v in views]
+    return views
 
 
 @dataclass(frozen=True)

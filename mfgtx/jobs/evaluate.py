@@ -398,6 +398,7 @@ def _bench_photos(config: JobConfig, predictor: Any, batch: int, repeats: int) -
         "images": n,
         "tiles": tiles,
         "tile_size": predictor.input_spec.tile_size,
+        "views": predictor.input_spec.tile_views,
         "batch_size": batch,
         "threads": torch.get_num_threads(),
         "seconds": round(best, 4),

@@ -87,6 +87,18 @@ class ImagesSection:
                 )
             if self.subdir:
                 raise ValueError("subdir: a tiled job reads a folder of photos or a manifest")
+            views = self.tiles.views
+            if views > 1 and not self.augment:
+                raise ValueError(
+                    f"tiles.views={views}: flipped views are only read well by a model that "
+                    f"trained on flips (images.augment: true); without augment use views: 1"
+                )
+            if views == 8 and not self.rot90:
+                raise ValueError(
+                    "tiles.views=8 turns each tile a quarter, which this model never saw in "
+                    "training (images.rot90: false); use views: 4 (flips only), or rot90: true "
+                    "where orientation carries no defect cue"
+                )
 
     @property
     def is_manifest(self) -> bool:

@@ -98,6 +98,8 @@ class VitSpec:
         good_class: the defect-free class's name (``p_defect`` = 1 - its probability).
         tile_size, tile_stride: full-size photos are cut into tiles of this side, this far
             apart (``None``: whole images, as every version-1 spec).
+        tile_views: a tile's probabilities are the mean over this many of its views
+            (:func:`mfgtx.images.surface_views`; 1 in bundles saved before views existed).
     """
 
     VERSION: ClassVar[int] = 2
@@ -112,6 +114,7 @@ class VitSpec:
     good_class: str | None
     tile_size: int | None = None
     tile_stride: int | None = None
+    tile_views: int = 1
 
     @property
     def tiled(self) -> bool:
@@ -129,6 +132,12 @@ class VitSpec:
                 f"input_spec version {state.get('version')!r}, expected 1 or {cls.VERSION}"
             )
         fields = {k: v for k, v in state.items() if k not in ("kind", "version")}
+        from mfgtx.images import VIEWS
+
+        if fields.get("tile_views", 1) not in VIEWS:
+            raise ValueError(
+                f"input_spec tile_views {fields['tile_views']!r}, expected one of {list(VIEWS)}"
+            )
         return cls(**{**fields, "class_names": tuple(fields["class_names"])})
 
 
@@ -165,12 +174,29 @@ class VitPredictor(Predictor):
 
     keys = ("image",)
 
-    def tile_p(self, tiles: np.ndarray) -> np.ndarray:
-        """``(N,)`` P(defect) of uint8 tiles ``(N, S, S[, C])`` of a tiled bundle."""
+    def tile_p(self, tiles: np.ndarray, batch_size: int = 256) -> np.ndarray:
+        """``(N,)`` P(defect) of uint8 tiles ``(N, S, S[, C])`` of a tiled bundle (the mean
+        over its views, as :meth:`tile_probabilities`)."""
         from mfgtx.kinds._tiles import tile_tensor
 
-        logits = self.logits(tile_tensor(tiles, self.input_spec.image_size))
-        return class_probabilities(logits, self.calibration)[:, 1].astype(np.float64)
+        size, out = self.input_spec.image_size, [np.zeros(0)]
+        for a in range(0, len(tiles), batch_size):
+            x = tile_tensor(tiles[a : a + batch_size], size)
+            out.append(self.tile_probabilities(x, batch_size)[:, 1].astype(np.float64))
+        return np.concatenate(out)
+
+    def tile_probabilities(self, tiles: torch.Tensor, batch_size: int = 256) -> np.ndarray:
+        """``(N, K)`` calibrated class probabilities of tiles ``(N, C, s, s)`` in [0, 1]: the
+        mean over the bundle's ``tile_views`` views of each tile, a batch at a time."""
+        from mfgtx.images import surface_views
+
+        n, cal, out = self.input_spec.tile_views, self.calibration, []
+        for a in range(0, len(tiles), batch_size):
+            views = surface_views(tiles[a : a + batch_size], n)
+            p = [class_probabilities(self.logits(v, batch_size), cal) for v in views]
+            out.append(np.mean(p, axis=0) if n > 1 else p[0])
+        k = self.model.config.num_classes
+        return np.concatenate(out) if out else np.zeros((0, k))
 
     def logits(self, images: torch.Tensor, batch_size: int = 64) -> np.ndarray:
         """Logits for images ``(N, C, S, S)`` in [0, 1], normalised as in training."""
@@ -526,7 +552,7 @@ class VitKind(Kind):
         spec = VitSpec(
             image_size=images.image_size, mode=images.mode, min_size=images.min_size,
             mean=MEAN, std=STD, class_names=TILE_CLASSES, good_class=TILE_CLASSES[0],
-            tile_size=tiles.size, tile_stride=tiles.stride,
+            tile_size=tiles.size, tile_stride=tiles.stride, tile_views=tiles.views,
         )  # fmt: skip
         split_info = {
             **plan.to_dict(),
@@ -579,8 +605,9 @@ class VitKind(Kind):
         cal = predictor.calibration
         threshold = None if cal is None or cal.threshold is None else cal.threshold.threshold
         return judge_tiles(
-            prep, predictor.tile_p, threshold, cost_ratio=cost_ratio or 1.0, model_name=model_name
-        )
+            prep, predictor.tile_p, threshold, cost_ratio=cost_ratio or 1.0,
+            model_name=model_name, views=predictor.input_spec.tile_views,
+        )  # fmt: skip
 
     def save(self, path: str | Path, fitted: Fitted, *, job: Any = None) -> Path:
         """:meth:`Kind.save`; a tiled bundle also keeps its per-tile report beside the

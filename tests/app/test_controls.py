@@ -133,7 +133,11 @@ def test_full_size_photo_shows_the_tile_heat_map_beside_the_worst_tiles_map(demo
         s for s in _charts(at) if s["layout"].get("meta", {}).get("kind") == "model output per tile"
     )
     assert _trace(heat, "P(defect)")["opacity"] == 0.9
-    assert "its worst tile's" in " ".join(_texts(at.caption))
+    captions = " ".join(_texts(at.caption))
+    assert "its worst tile's" in captions
+    # the sample job scores every tile over its 8 views, and the caption says so
+    assert predictor.input_spec.tile_views == 8
+    assert "each the mean of 8 views: as cut, flipped and turned a quarter" in captions
 
 
 # --------------------------------------------------------------------------- forecast

@@ -166,8 +166,14 @@ def test_without_lots_each_photo_is_its_own_group(photos, tmp_path) -> None:
 def trained(photos, tmp_path_factory) -> dict:
     """A tiny tiled bundle trained through ``mfgtx train vit``, scored per photo and per tile."""
     out = tmp_path_factory.mktemp("tiles_run")
-    job = write_job(out / "tiles.yaml", tiles_job(photos, out))
-    per_tile = tiles_job(photos, out)
+    views = {
+        "images": {
+            **tiles_job(photos, out)["images"],
+            "tiles": {"size": SIZE, "stride": SIZE, "views": 4},
+        }
+    }
+    job = write_job(out / "tiles.yaml", tiles_job(photos, out, **views))
+    per_tile = tiles_job(photos, out, **views)
     per_tile["score"] = {"per_tile": True, "output": {"path": str(out / "tiles.csv")}}
     tile_job = write_job(out / "per_tile.yaml", per_tile)
     seen: list[str] = []
@@ -192,6 +198,7 @@ def test_train_writes_a_tiled_bundle_judged_per_photo_and_per_tile(trained) -> N
     predictor = mfgtx.load(str(config.bundle))
     spec = predictor.input_spec
     assert spec.tiled and (spec.tile_size, spec.tile_stride) == (SIZE, SIZE)
+    assert spec.tile_views == 4  # images.tiles.views, kept in the bundle
     assert spec.class_names == ("good", "defect") and spec.good_class == "good"
     report, tiles = predictor.report, predictor.tile_report
     for r, unit in ((report, "photos"), (tiles, "tiles")):
@@ -200,6 +207,12 @@ def test_train_writes_a_tiled_bundle_judged_per_photo_and_per_tile(trained) -> N
             "DefectViT", "MajorityClass", "HOG + logistic regression"
         ]  # fmt: skip
         assert set(r.metrics) == {"roc_auc", "average_precision", "recall", "false_alarm_rate"}
+    for r in (report, tiles):  # the report says how tiles were scored, baselines included
+        assert any(
+            "DefectViT scores every tile as the mean of 4 views (as cut and flipped); the "
+            "baselines, fitted without flips, score tiles as cut" in n
+            for n in r.notes
+        )
     manifest = predictor.bundle.manifest
     assert manifest["audit"]["passed"]
     assert "photos_in_one_set" in [c["name"] for c in manifest["audit"]["checks"]]
@@ -290,6 +303,12 @@ def test_a_bad_mask_or_labelme_file_is_an_errors_file_row(photos, tmp_path, caps
          "train_stride: stride must be a whole number of pixels from 1 to size=32"),
         ({"tiles": {"size": 32, "balance": "both"}, "masks": {"format": "labelme"}},
          "must be one of ['sampler', 'weights']"),
+        ({"tiles": {"size": 32, "views": 2}, "masks": {"format": "labelme"}},
+         "views must be 1 (the tile as cut), 4 (and its flips) or 8 (and their quarter turns)"),
+        ({"tiles": {"size": 32, "views": 8}, "masks": {"format": "labelme"}},
+         "tiles.views=8 turns each tile a quarter, which this model never saw in training"),
+        ({"tiles": {"size": 32, "views": 4}, "masks": {"format": "labelme"}, "augment": False},
+         "tiles.views=4: flipped views are only read well by a model that trained on flips"),
         ({"tiles": {"size": 32}, "masks": {"format": "png"}}, "PNG masks need their own folder"),
         ({"tiles": {"size": 32}, "masks": {"format": "jpg"}}, "must be one of ['png', 'labelme']"),
         ({"tiles": {"size": 8}, "masks": {"format": "labelme", "min_defect_px": 65}},
@@ -324,6 +343,9 @@ def test_the_input_spec_reads_version_1_and_writes_version_2() -> None:
     assert state["version"] == 2 and VitSpec.from_dict(state) == tiled
     with pytest.raises(ValueError, match="version 3"):
         VitSpec.from_dict({**state, "version": 3})
+    assert tiled.tile_views == 1  # saved before views existed: the tile as cut
+    with pytest.raises(ValueError, match=r"tile_views 3, expected one of \[1, 4, 8\]"):
+        VitSpec.from_dict({**state, "tile_views": 3})
 
 
 def test_rare_defects_are_drawn_as_often_as_good_tiles_and_logged(trained) -> None:
@@ -381,3 +403,51 @@ def test_bench_times_full_size_photos_without_labels(trained, capsys) -> None:
     scored = pd.read_csv(trained["out"] / "photos.csv")
     assert speed["images"] == len(scored) and speed["tiles"] == scored["tiles"].sum()
     assert speed["images_per_s"] > 0 and speed["tiles_per_s"] > speed["images_per_s"]
+    assert speed["views"] == 4  # each tile is scored 4 times: the figure says so
+
+
+def _flipped(data: bytes) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    Image.open(io.BytesIO(data)).transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def test_with_views_a_flipped_photo_scores_as_the_photo(trained) -> None:
+    """A tile scored as the mean over its flips scores its mirror image the same: the photo,
+    flipped (7 x 2 tiles map onto tiles), keeps its scores; with one view it does not."""
+    from mfgtx.kinds.vit import VIT, VitPredictor
+
+    predictor = mfgtx.load(str(load_config(trained["job"]).bundle))
+    assert predictor.input_spec.tile_views == 4
+    one = VitPredictor(VIT, predictor.bundle, replace(predictor.input_spec, tile_views=1))
+    data = (trained["photos"] / "images" / "P02.png").read_bytes()
+    pair = [("photo.png", data), ("flipped.png", _flipped(data))]
+    for p, same in ((predictor, True), (one, False)):
+        rows = p.score(pair, per_tile=True).rows
+        a = np.sort(rows.loc[rows["image"] == "photo.png", "p_defect"].to_numpy())
+        b = np.sort(rows.loc[rows["image"] == "flipped.png", "p_defect"].to_numpy())
+        assert np.allclose(a, b, rtol=0, atol=1e-6) is same
+
+
+def test_the_baselines_score_tiles_as_cut_unless_told(trained, photos) -> None:
+    """Fitted without flips, HOG + LR scores a tile as cut in the bundle's report (its
+    figures are the one-view scorer's); asked for views, it scores mirrored tiles alike."""
+    from mfgtx.kinds._tiles import baseline_scorers
+    from mfgtx.metrics import detection_metrics
+
+    prep = prepare_tiles(load_config(trained["job"]).images, PLAN)
+    tiles = prep.cut(prep.tiles_of(prep.test))
+    mirrored = tiles[:, :, ::-1].copy()
+    for views, same in ((4, True), (1, False)):
+        scorers = baseline_scorers(prep, cost_ratio=5.0, views=views)
+        hog, _ = scorers["HOG + logistic regression"]
+        assert np.allclose(hog(tiles), hog(mirrored), rtol=0, atol=1e-9) is same
+    hog, thr = baseline_scorers(prep, cost_ratio=5.0)["HOG + logistic regression"]
+    saved = mfgtx.load(str(load_config(trained["job"]).bundle)).tile_report
+    (row,) = [r for r in saved.rows if r.name == "HOG + logistic regression"]
+    rows = prep.tiles_of(prep.test, labelled=True)
+    y = prep.tiles["label"].to_numpy()[rows]
+    mine = detection_metrics(y, hog(prep.cut(rows)), thr, reasons=[])
+    assert mine["average_precision"] == pytest.approx(row.metrics["average_precision"])
