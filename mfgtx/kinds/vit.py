@@ -274,7 +274,7 @@ class VitPredictor(Predictor):
                 except ImageError as e:
                     errors.append(_error_of(e.source, e.reason))
             if self.input_spec.tiled:
-                from mfgtx.kinds._tiles import score_photos
+                from mfgtx.kinds._tile_scores import score_photos
 
                 rows, bad_photos = score_photos(
                     self, sources, batch_size=batch_size, per_tile=per_tile
@@ -328,8 +328,9 @@ class VitPredictor(Predictor):
     def _worst_tile(self, data: tuple[str, bytes]) -> tuple[torch.Tensor, dict[str, Any]]:
         """The worst tile of a photo ``(1, C, S, S)`` and the photo's output row."""
         from mfgtx.data import DataError
-        from mfgtx.images import cut_tiles, read_image
-        from mfgtx.kinds._tiles import TileSpec, score_photos, tile_tensor
+        from mfgtx.images import TileSpec, cut_tiles, read_image
+        from mfgtx.kinds._tile_scores import score_photos
+        from mfgtx.kinds._tiles import tile_tensor
 
         spec = self.input_spec
         rows, bad = score_photos(self, [data], batch_size=256, per_tile=False)
@@ -510,7 +511,8 @@ class VitKind(Kind):
         the validation tiles, threshold on the validation photos."""
         from mfgtx.calibration import Calibration
         from mfgtx.images import SurfaceAugment, plan_balancing
-        from mfgtx.kinds._tiles import image_threshold, photo_scores, tile_tensor
+        from mfgtx.kinds._tile_scores import image_threshold, photo_scores
+        from mfgtx.kinds._tiles import tile_tensor
 
         tiles = images.tiles
         assert tiles is not None
@@ -600,7 +602,7 @@ class VitKind(Kind):
         cost_ratio: float | None,
         model_name: str = "DefectViT",
     ) -> tuple[Any, Any, dict[str, float]]:
-        from mfgtx.kinds._tiles import judge_tiles
+        from mfgtx.kinds._tile_scores import judge_tiles
 
         cal = predictor.calibration
         threshold = None if cal is None or cal.threshold is None else cal.threshold.threshold

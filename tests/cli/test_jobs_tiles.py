@@ -434,7 +434,7 @@ def test_with_views_a_flipped_photo_scores_as_the_photo(trained) -> None:
 def test_the_baselines_score_tiles_as_cut_unless_told(trained, photos) -> None:
     """Fitted without flips, HOG + LR scores a tile as cut in the bundle's report (its
     figures are the one-view scorer's); asked for views, it scores mirrored tiles alike."""
-    from mfgtx.kinds._tiles import baseline_scorers
+    from mfgtx.kinds._tile_scores import baseline_scorers
     from mfgtx.metrics import detection_metrics
 
     prep = prepare_tiles(load_config(trained["job"]).images, PLAN)
