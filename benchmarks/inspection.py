@@ -13,7 +13,7 @@ threshold chosen on the validation photos' worst tiles), HOG + logistic regressi
 the same training tiles with its threshold chosen on the same validation photos by the same
 cost rule (``mfgtx.kinds._tile_scores.baseline_scorers``), both scoring the photo's tiles
 ``stride`` apart and a photo by its worst tile; the ViT scores each tile as the mean over
-the job's ``images.tiles.views``, HOG + LR (fitted without flips) as cut, as ``mfgtx train
+the job's ``images.views``, HOG + LR (fitted without flips) as cut, as ``mfgtx train
 vit`` reports them. With more than one view, the same trained models are also scored the
 other way (the ViT on tiles as cut, HOG + LR over the views; thresholds chosen again on the
 validation photos), side by side.
@@ -134,10 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             vit = VitPredictor(VIT, Trained(fitted.model, fitted.calibration), fitted.spec)
             cal = fitted.calibration
             thr = 0.5 if cal is None or cal.threshold is None else cal.threshold.threshold
-            views = fitted.spec.tile_views
+            views = fitted.spec.views
             scorers = {"DefectViT": (vit.tile_p, thr), **baseline_scorers(fold, cost_ratio=cost)}
             if views > 1:  # the same models the other way: each tile as cut, or over views
-                one = VitPredictor(VIT, vit.bundle, replace(fitted.spec, tile_views=1))
+                one = VitPredictor(VIT, vit.bundle, replace(fitted.spec, views=1))
                 hog, _ = baseline_scorers(fold, cost_ratio=cost, views=views)[
                     "HOG + logistic regression"
                 ]

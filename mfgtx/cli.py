@@ -138,6 +138,7 @@ def _bench(args: argparse.Namespace) -> int:
         what = (
             f"{result['images_per_s']:.1f} images/s ({result['images']} images of "
             f"{result['image_size']} px"
+            + (f", each in {result['views']} views" if result["views"] > 1 else "")
         )
     else:
         what = (

@@ -77,6 +77,12 @@ def classify(predictor, name: str, data: bytes, which: str = "rollout"):
     return decision_of(predictor, explained.row), explained
 
 
+def _views(n: int, as_: str) -> str:
+    """``n`` views in words (``as_``: how the first one is taken, read or cut)."""
+    turned = ", flipped and turned a quarter" if n == 8 else " and flipped"
+    return f"{n} views: as {as_}{turned}"
+
+
 def decision_text(d: dict[str, Any]) -> str:
     if d["flagged"] is None:
         tail = "no operating threshold in this bundle (train it with a cost ratio): no decision"
@@ -195,6 +201,9 @@ def defects() -> None:
             st.plotly_chart(image_figure(checked.image, name))
             continue
         st.markdown(decision_text(d))
+        if bundle.input_spec.views > 1 and not bundle.input_spec.tiled:
+            st.caption(f"Scored as the mean of {_views(bundle.input_spec.views, 'read')}, as "
+                       "mfgtx score does.")  # fmt: skip
         entry = listed[listed["key"] == key] if key is not None else listed.iloc[0:0]
         lot = _given(entry, "lot")
         known = _given(entry, "label")  # a photo with masks has no label column value
@@ -217,11 +226,7 @@ def defects() -> None:
                 key=f"tiles-{name}",
             )  # fmt: skip
             step = spec.tile_stride or spec.tile_size  # stride unset: tiles touch
-            views = {
-                1: "",
-                4: ", each the mean of 4 views: as cut and flipped",
-                8: ", each the mean of 8 views: as cut, flipped and turned a quarter",
-            }[spec.tile_views]
+            views = f", each the mean of {_views(spec.views, 'cut')}" if spec.views > 1 else ""
             st.caption(
                 f"{len(tiles)} tiles of {spec.tile_size} px (every {step} px{views}); the "
                 f"photo's P(defect) is its worst tile's, at top {int(explained.row['top'])} "

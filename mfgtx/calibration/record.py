@@ -68,7 +68,12 @@ class Calibration:
     def defect_probability(self, logits: object) -> np.ndarray:
         """``(N,)`` calibrated probability of a defect: P(class 1) for binary models,
         ``1 - P(good_class)`` for multi-class ones."""
-        p = self.probabilities(logits)
+        return self.defect_of(self.probabilities(logits))
+
+    def defect_of(self, p: np.ndarray) -> np.ndarray:
+        """``(N,)`` P(defect) of calibrated probabilities ``p`` (:meth:`probabilities`, or
+        their mean over several views of each image), as :meth:`defect_probability`."""
+        p = np.asarray(p)
         if p.ndim == 1:
             return p
         if self.good_class is not None:
@@ -82,11 +87,14 @@ class Calibration:
     def decide(self, logits: object) -> np.ndarray:
         """Decisions ``(N,)``: with a threshold, 1 = flagged as defective (P(defect) above
         it); without, the most probable class (binary: P(class 1) > 0.5)."""
+        return self.decide_of(self.probabilities(logits))
+
+    def decide_of(self, p: np.ndarray) -> np.ndarray:
+        """:meth:`decide` on calibrated probabilities ``p`` (see :meth:`defect_of`)."""
+        p = np.asarray(p)
         if self.threshold is None:
-            p = self.probabilities(logits)
             return (p > 0.5).astype(np.int64) if p.ndim == 1 else p.argmax(-1)
-        flagged = self.defect_probability(logits) > self.threshold.threshold
-        return flagged.astype(np.int64)
+        return (self.defect_of(p) > self.threshold.threshold).astype(np.int64)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible state (the bundle's ``calibration`` section)."""

@@ -398,7 +398,7 @@ def _bench_photos(config: JobConfig, predictor: Any, batch: int, repeats: int) -
         "images": n,
         "tiles": tiles,
         "tile_size": predictor.input_spec.tile_size,
-        "views": predictor.input_spec.tile_views,
+        "views": predictor.input_spec.views,
         "batch_size": batch,
         "threads": torch.get_num_threads(),
         "seconds": round(best, 4),
@@ -429,13 +429,14 @@ def bench(config: JobConfig, *, repeats: int = 3) -> dict[str, Any]:
         best = float("inf")
         for _ in range(repeats):
             t0 = time.perf_counter()
-            predictor.logits(images, batch)
+            predictor.probabilities(images, batch)
             best = min(best, time.perf_counter() - t0)
         return {
             "command": "bench",
             "bundle_id": predictor.bundle_id,
             "images": len(images),
             "image_size": predictor.input_spec.image_size,
+            "views": predictor.input_spec.views,
             "batch_size": batch,
             "threads": torch.get_num_threads(),
             "seconds": round(best, 4),

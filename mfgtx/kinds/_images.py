@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from mfgtx.images import VIEWS
 from mfgtx.kinds._tiles import (
     TILE_CLASSES,
     MasksSection,
@@ -51,6 +52,11 @@ class ImagesSection:
             ``path`` (and ``lot`` with ``timestamp``, ``mask``), no ``label``.
         masks: with ``tiles``: the defect masks that label the tiles (:class:`MasksSection`);
             the classes are ``good`` and ``defect``.
+        views: score each image (or tile) as the mean of its class probabilities over this
+            many views (:func:`mfgtx.images.surface_views`, the views training draws): 1 (as
+            read, default), 4 (and flipped) or 8 (and turned a quarter: needs ``rot90``).
+            Each view is one more model pass, so scoring takes that many times longer; the
+            threshold is chosen on validation scores taken the same way.
     """
 
     path: str
@@ -63,12 +69,29 @@ class ImagesSection:
     good_class: str | None = None
     tiles: TilesSection | None = None
     masks: MasksSection | None = None
+    views: int = 1
 
     def __post_init__(self) -> None:
         if self.image_size < 8:
             raise ValueError(f"image_size must be >= 8 pixels, found {self.image_size}")
         if self.min_size < 1:
             raise ValueError(f"min_size must be >= 1, found {self.min_size}")
+        if self.views not in VIEWS:
+            raise ValueError(
+                f"views must be 1 (as read), 4 (and flipped) or 8 (and turned a quarter), "
+                f"found {self.views!r}"
+            )
+        if self.views > 1 and not self.augment:
+            raise ValueError(
+                f"views={self.views}: flipped views are only read well by a model that trained "
+                "on flips (augment: true); without augment use views: 1"
+            )
+        if self.views == 8 and not self.rot90:
+            raise ValueError(
+                "views=8 turns each image a quarter, which this model never saw in training "
+                "(rot90: false); use views: 4 (flips only), or rot90: true where orientation "
+                "carries no defect cue"
+            )
         if (self.tiles is None) != (self.masks is None):
             raise ValueError(
                 "tiles and masks go together: full-size photos are cut into tiles (tiles: "
@@ -87,18 +110,6 @@ class ImagesSection:
                 )
             if self.subdir:
                 raise ValueError("subdir: a tiled job reads a folder of photos or a manifest")
-            views = self.tiles.views
-            if views > 1 and not self.augment:
-                raise ValueError(
-                    f"tiles.views={views}: flipped views are only read well by a model that "
-                    f"trained on flips (images.augment: true); without augment use views: 1"
-                )
-            if views == 8 and not self.rot90:
-                raise ValueError(
-                    "tiles.views=8 turns each tile a quarter, which this model never saw in "
-                    "training (images.rot90: false); use views: 4 (flips only), or rot90: true "
-                    "where orientation carries no defect cue"
-                )
 
     @property
     def is_manifest(self) -> bool:

@@ -2,7 +2,7 @@
 
 Shape legend: ``M`` photos, ``N`` tiles, ``K`` classes.
 
-* **Views** (``tiles.views``): a tile's P(defect) is the mean over its first ``views``
+* **Views** (``images.views``): a tile's P(defect) is the mean over its first ``views``
   flips and quarter turns (:func:`mfgtx.images.surface_views`, the views training draws;
   1 = the tile as cut). The threshold is chosen on the validation photos scored the same
   way. The baselines are fitted on tiles as cut, without flips, so they score tiles as cut:
@@ -241,7 +241,7 @@ def score_photos(
     photo, top, left, prob = [], [], [], []
     for batch in iter_tiles(sources, tiling, batch_size=batch_size, mode=spec.mode, errors=bad):
         x = tile_tensor(batch.tiles, spec.image_size)
-        prob.append(predictor.tile_probabilities(x, batch_size))
+        prob.append(predictor.probabilities(x, batch_size))
         photo.append(batch.image)
         top.append(batch.top)
         left.append(batch.left)

@@ -4,7 +4,7 @@ photo and audited (:class:`PreparedTiles`).
 Shape legend: ``M`` photos, ``N`` tiles, ``S`` tile side, ``s`` model input side, ``C``
 channels.
 
-Job file: ``images.tiles: {size, stride, train_stride, balance, views}``
+Job file: ``images.tiles: {size, stride, train_stride, balance}``
 (:class:`TilesSection`) and ``images.masks: {format, path, min_defect_px, missing_ok}``
 (:class:`MasksSection`). ``images.path`` is a folder of photos (searched recursively) or a
 CSV manifest with ``path`` and optionally ``lot`` with ``timestamp``, and ``mask`` (a mask
@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from mfgtx.images import AMBIGUOUS, VIEWS, TileSpec
+from mfgtx.images import AMBIGUOUS, TileSpec
 
 __all__ = [
     "MasksSection",
@@ -79,27 +79,17 @@ class TilesSection:
             tiles (:func:`mfgtx.images.plan_balancing`): ``sampler`` (default) draws every
             class equally often, so each batch holds defect tiles; ``weights`` keeps one
             shuffled pass and weighs the loss by inverse class frequency.
-        views: score each tile as the mean P(defect) over this many of its views: 1 (the
-            tile as cut, default), 4 (and its flips) or 8 (and their quarter turns: needs
-            ``images.rot90``). Each view is one more pass of the model: scoring takes that
-            many times longer.
     """
 
     size: int = 64
     stride: int | None = None
     train_stride: int | None = None
     balance: Literal["sampler", "weights"] = "sampler"
-    views: int = 1
 
     def __post_init__(self) -> None:
         self.spec()  # TileSpec's checks, with its messages
         if self.balance not in ("sampler", "weights"):
             raise ValueError(f"balance must be 'sampler' or 'weights', found {self.balance!r}")
-        if self.views not in VIEWS:
-            raise ValueError(
-                f"views must be 1 (the tile as cut), 4 (and its flips) or 8 (and their "
-                f"quarter turns), found {self.views!r}"
-            )
         try:
             self.train_spec()
         except ValueError as e:

@@ -30,7 +30,7 @@ import torch
 
 from mfgtx._config import config_from, section_of
 from mfgtx.artifacts import Bundle, BundleError
-from mfgtx.calibration import class_probabilities, fit_calibration
+from mfgtx.calibration import Calibration, choose_threshold, class_probabilities, fit_calibration
 from mfgtx.kinds._base import Fitted, Kind, Predictor, Scored, Trained
 from mfgtx.kinds._images import ImagesSection, PreparedImages, image_records, prepare_images
 from mfgtx.kinds._tiles import TILE_CLASSES, MasksSection, PreparedTiles, TilesSection
@@ -98,8 +98,8 @@ class VitSpec:
         good_class: the defect-free class's name (``p_defect`` = 1 - its probability).
         tile_size, tile_stride: full-size photos are cut into tiles of this side, this far
             apart (``None``: whole images, as every version-1 spec).
-        tile_views: a tile's probabilities are the mean over this many of its views
-            (:func:`mfgtx.images.surface_views`; 1 in bundles saved before views existed).
+        views: an image's (or tile's) probabilities are the mean over this many of its
+            views (:func:`mfgtx.images.surface_views`; 1 in bundles saved before views).
     """
 
     VERSION: ClassVar[int] = 2
@@ -114,7 +114,7 @@ class VitSpec:
     good_class: str | None
     tile_size: int | None = None
     tile_stride: int | None = None
-    tile_views: int = 1
+    views: int = 1
 
     @property
     def tiled(self) -> bool:
@@ -134,10 +134,8 @@ class VitSpec:
         fields = {k: v for k, v in state.items() if k not in ("kind", "version")}
         from mfgtx.images import VIEWS
 
-        if fields.get("tile_views", 1) not in VIEWS:
-            raise ValueError(
-                f"input_spec tile_views {fields['tile_views']!r}, expected one of {list(VIEWS)}"
-            )
+        if fields.get("views", 1) not in VIEWS:
+            raise ValueError(f"input_spec views {fields['views']!r}, expected one of {list(VIEWS)}")
         return cls(**{**fields, "class_names": tuple(fields["class_names"])})
 
 
@@ -176,23 +174,23 @@ class VitPredictor(Predictor):
 
     def tile_p(self, tiles: np.ndarray, batch_size: int = 256) -> np.ndarray:
         """``(N,)`` P(defect) of uint8 tiles ``(N, S, S[, C])`` of a tiled bundle (the mean
-        over its views, as :meth:`tile_probabilities`)."""
+        over its views, as :meth:`probabilities`)."""
         from mfgtx.kinds._tiles import tile_tensor
 
         size, out = self.input_spec.image_size, [np.zeros(0)]
         for a in range(0, len(tiles), batch_size):
             x = tile_tensor(tiles[a : a + batch_size], size)
-            out.append(self.tile_probabilities(x, batch_size)[:, 1].astype(np.float64))
+            out.append(self.probabilities(x, batch_size)[:, 1].astype(np.float64))
         return np.concatenate(out)
 
-    def tile_probabilities(self, tiles: torch.Tensor, batch_size: int = 256) -> np.ndarray:
-        """``(N, K)`` calibrated class probabilities of tiles ``(N, C, s, s)`` in [0, 1]: the
-        mean over the bundle's ``tile_views`` views of each tile, a batch at a time."""
+    def probabilities(self, images: torch.Tensor, batch_size: int = 256) -> np.ndarray:
+        """``(N, K)`` calibrated class probabilities of images (or tiles) ``(N, C, s, s)`` in
+        [0, 1]: the mean over the bundle's ``views`` views of each, a batch at a time."""
         from mfgtx.images import surface_views
 
-        n, cal, out = self.input_spec.tile_views, self.calibration, []
-        for a in range(0, len(tiles), batch_size):
-            views = surface_views(tiles[a : a + batch_size], n)
+        n, cal, out = self.input_spec.views, self.calibration, []
+        for a in range(0, len(images), batch_size):
+            views = surface_views(images[a : a + batch_size], n)
             p = [class_probabilities(self.logits(v, batch_size), cal) for v in views]
             out.append(np.mean(p, axis=0) if n > 1 else p[0])
         k = self.model.config.num_classes
@@ -216,10 +214,10 @@ class VitPredictor(Predictor):
         spec = self.input_spec
         return load_images(sources, spec.image_size, mode=spec.mode, min_size=spec.min_size)
 
-    def columns_of(self, logits: np.ndarray) -> dict[str, Any]:
-        """The output columns (without ``image`` and ``bundle_id``) of ``logits``."""
+    def columns_of(self, prob: np.ndarray) -> dict[str, Any]:
+        """The output columns (without ``image`` and ``bundle_id``) of class probabilities
+        ``prob`` ``(N, K)`` (:meth:`probabilities`)."""
         spec, cal = self.input_spec, self.calibration
-        prob = class_probabilities(logits, cal)
         pred = prob.argmax(1)
         cols: dict[str, Any] = {
             "predicted": pred.astype(np.int64),
@@ -228,9 +226,9 @@ class VitPredictor(Predictor):
         for k in range(prob.shape[1]):
             cols[f"p_{k}"] = prob[:, k].astype(np.float64)
         if cal is not None and cal.good_class is not None:
-            cols["p_defect"] = cal.defect_probability(logits).astype(np.float64)
+            cols["p_defect"] = cal.defect_of(prob).astype(np.float64)
             if cal.threshold is not None:
-                cols["decision"] = cal.decide(logits).astype(np.int64)
+                cols["decision"] = cal.decide_of(prob).astype(np.int64)
         return cols
 
     @property
@@ -287,7 +285,7 @@ class VitPredictor(Predictor):
             errors += [_error_of(e.source, e.reason) for e in bad]
             if not kept:
                 continue
-            cols = self.columns_of(self.logits(images, len(images)))
+            cols = self.columns_of(self.probabilities(images, len(images)))
             parts.append(
                 pd.DataFrame(
                     {"image": [sources[i][0] for i in kept], "bundle_id": self.bundle_id, **cols}
@@ -317,9 +315,9 @@ class VitPredictor(Predictor):
                 raise DataError(f"{data[0]}: {errors[0].reason}")
         x = (images - spec.mean) / spec.std  # (1, C, S, S)
         maps = attention_maps(self.model, x)
-        logits = maps.prediction.numpy()
         if not spec.tiled:
-            row = {"image": data[0], **{k: v[0] for k, v in self.columns_of(logits).items()}}
+            cols = self.columns_of(self.probabilities(images))  # over the views, as scored
+            row = {"image": data[0], **{k: v[0] for k, v in cols.items()}}
         check = None
         if deletion:
             check = deletion_test(self.model, x, maps, which=which, fraction=0.1, n_random=5)
@@ -463,6 +461,7 @@ class VitKind(Kind):
             std=STD,
             class_names=tuple(names),
             good_class=images.good_class,
+            views=images.views,
         )
         split_info = {
             **plan.to_dict(),
@@ -489,6 +488,14 @@ class VitKind(Kind):
             good_class=good,
         )  # fmt: skip
         predictor = VitPredictor(self, Trained(model, calibration), spec)
+        if images.views > 1 and calibration is not None and calibration.threshold is not None:
+            # the threshold on validation scores taken as scoring takes them: over the views
+            p = calibration.defect_of(predictor.probabilities(prep.images[prep.val]))
+            cost = calibration.threshold.cost_missed_defect
+            y_defect = (labels[prep.val] != good).astype(int)
+            choice = choose_threshold(p, y_defect, cost_missed_defect=cost)
+            calibration = Calibration(calibration.temperature, choice, good_class=good)
+            predictor = VitPredictor(self, Trained(model, calibration), spec)
         report, extra = self.judge(predictor, prep)
         return replace(result, report=report, calibration=calibration, extra_metrics=extra)
 
@@ -509,7 +516,6 @@ class VitKind(Kind):
         """:meth:`fit` on tiles (see :mod:`mfgtx.kinds._tiles`): balanced draws (or class
         weights) when a class is rare, training tiles ``train_stride`` apart, temperature on
         the validation tiles, threshold on the validation photos."""
-        from mfgtx.calibration import Calibration
         from mfgtx.images import SurfaceAugment, plan_balancing
         from mfgtx.kinds._tile_scores import image_threshold, photo_scores
         from mfgtx.kinds._tiles import tile_tensor
@@ -554,7 +560,7 @@ class VitKind(Kind):
         spec = VitSpec(
             image_size=images.image_size, mode=images.mode, min_size=images.min_size,
             mean=MEAN, std=STD, class_names=TILE_CLASSES, good_class=TILE_CLASSES[0],
-            tile_size=tiles.size, tile_stride=tiles.stride, tile_views=tiles.views,
+            tile_size=tiles.size, tile_stride=tiles.stride, views=images.views,
         )  # fmt: skip
         split_info = {
             **plan.to_dict(),
@@ -608,7 +614,7 @@ class VitKind(Kind):
         threshold = None if cal is None or cal.threshold is None else cal.threshold.threshold
         return judge_tiles(
             prep, predictor.tile_p, threshold, cost_ratio=cost_ratio or 1.0,
-            model_name=model_name, views=predictor.input_spec.tile_views,
+            model_name=model_name, views=predictor.input_spec.views,
         )  # fmt: skip
 
     def save(self, path: str | Path, fitted: Fitted, *, job: Any = None) -> Path:
@@ -658,14 +664,13 @@ class VitKind(Kind):
                 cost = predictor.calibration.threshold.cost_missed_defect
             report, _, extra = self._judge_tiles(predictor, prep, cost, model_name)
             return report, extra
-        logits = predictor.logits(prep.images[prep.test])
-        prob = class_probabilities(logits, predictor.calibration)
+        prob = predictor.probabilities(prep.images[prep.test])
         report = compare_images(prep, prob, model_name=model_name)
         extra: dict[str, float] = {}
         cal, good_name = predictor.calibration, predictor.input_spec.good_class
         if cal is not None and cal.threshold is not None and good_name is not None:
             good = prep.names.index(good_name)
-            flagged = cal.decide(logits).astype(bool)
+            flagged = cal.decide_of(prob).astype(bool)
             y = prep.labels[prep.test]
             if (y != good).any():
                 extra["flag_recall"] = round(float(flagged[y != good].mean()), 6)

@@ -166,12 +166,7 @@ def test_without_lots_each_photo_is_its_own_group(photos, tmp_path) -> None:
 def trained(photos, tmp_path_factory) -> dict:
     """A tiny tiled bundle trained through ``mfgtx train vit``, scored per photo and per tile."""
     out = tmp_path_factory.mktemp("tiles_run")
-    views = {
-        "images": {
-            **tiles_job(photos, out)["images"],
-            "tiles": {"size": SIZE, "stride": SIZE, "views": 4},
-        }
-    }
+    views = {"images": {**tiles_job(photos, out)["images"], "views": 4}}
     job = write_job(out / "tiles.yaml", tiles_job(photos, out, **views))
     per_tile = tiles_job(photos, out, **views)
     per_tile["score"] = {"per_tile": True, "output": {"path": str(out / "tiles.csv")}}
@@ -198,7 +193,7 @@ def test_train_writes_a_tiled_bundle_judged_per_photo_and_per_tile(trained) -> N
     predictor = mfgtx.load(str(config.bundle))
     spec = predictor.input_spec
     assert spec.tiled and (spec.tile_size, spec.tile_stride) == (SIZE, SIZE)
-    assert spec.tile_views == 4  # images.tiles.views, kept in the bundle
+    assert spec.views == 4  # images.views, kept in the bundle
     assert spec.class_names == ("good", "defect") and spec.good_class == "good"
     report, tiles = predictor.report, predictor.tile_report
     for r, unit in ((report, "photos"), (tiles, "tiles")):
@@ -303,12 +298,12 @@ def test_a_bad_mask_or_labelme_file_is_an_errors_file_row(photos, tmp_path, caps
          "train_stride: stride must be a whole number of pixels from 1 to size=32"),
         ({"tiles": {"size": 32, "balance": "both"}, "masks": {"format": "labelme"}},
          "must be one of ['sampler', 'weights']"),
-        ({"tiles": {"size": 32, "views": 2}, "masks": {"format": "labelme"}},
-         "views must be 1 (the tile as cut), 4 (and its flips) or 8 (and their quarter turns)"),
-        ({"tiles": {"size": 32, "views": 8}, "masks": {"format": "labelme"}},
-         "tiles.views=8 turns each tile a quarter, which this model never saw in training"),
-        ({"tiles": {"size": 32, "views": 4}, "masks": {"format": "labelme"}, "augment": False},
-         "tiles.views=4: flipped views are only read well by a model that trained on flips"),
+        ({"tiles": {"size": 32}, "masks": {"format": "labelme"}, "views": 2},
+         "views must be 1 (as read), 4 (and flipped) or 8 (and turned a quarter), found 2"),
+        ({"tiles": {"size": 32}, "masks": {"format": "labelme"}, "views": 8},
+         "views=8 turns each image a quarter, which this model never saw in training"),
+        ({"tiles": {"size": 32}, "masks": {"format": "labelme"}, "views": 4, "augment": False},
+         "views=4: flipped views are only read well by a model that trained on flips"),
         ({"tiles": {"size": 32}, "masks": {"format": "png"}}, "PNG masks need their own folder"),
         ({"tiles": {"size": 32}, "masks": {"format": "jpg"}}, "must be one of ['png', 'labelme']"),
         ({"tiles": {"size": 8}, "masks": {"format": "labelme", "min_defect_px": 65}},
@@ -343,9 +338,9 @@ def test_the_input_spec_reads_version_1_and_writes_version_2() -> None:
     assert state["version"] == 2 and VitSpec.from_dict(state) == tiled
     with pytest.raises(ValueError, match="version 3"):
         VitSpec.from_dict({**state, "version": 3})
-    assert tiled.tile_views == 1  # saved before views existed: the tile as cut
-    with pytest.raises(ValueError, match=r"tile_views 3, expected one of \[1, 4, 8\]"):
-        VitSpec.from_dict({**state, "tile_views": 3})
+    assert tiled.views == 1  # saved before views existed: the tile as cut
+    with pytest.raises(ValueError, match=r"views 3, expected one of \[1, 4, 8\]"):
+        VitSpec.from_dict({**state, "views": 3})
 
 
 def test_rare_defects_are_drawn_as_often_as_good_tiles_and_logged(trained) -> None:
@@ -420,8 +415,8 @@ def test_with_views_a_flipped_photo_scores_as_the_photo(trained) -> None:
     from mfgtx.kinds.vit import VIT, VitPredictor
 
     predictor = mfgtx.load(str(load_config(trained["job"]).bundle))
-    assert predictor.input_spec.tile_views == 4
-    one = VitPredictor(VIT, predictor.bundle, replace(predictor.input_spec, tile_views=1))
+    assert predictor.input_spec.views == 4
+    one = VitPredictor(VIT, predictor.bundle, replace(predictor.input_spec, views=1))
     data = (trained["photos"] / "images" / "P02.png").read_bytes()
     pair = [("photo.png", data), ("flipped.png", _flipped(data))]
     for p, same in ((predictor, True), (one, False)):
