@@ -25,6 +25,7 @@ from mfgtx.images.dataset import (
     SurfaceAugment,
     class_weights,
     load_images,
+    surface_view,
     surface_views,
 )
 from mfgtx.images.io import (
@@ -112,6 +113,7 @@ __all__ = [
     "read_mask",
     "read_zip_member",
     "split_images",
+    "surface_view",
     "surface_views",
     "tile_index",
 ]

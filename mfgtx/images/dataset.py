@@ -37,6 +37,7 @@ __all__ = [
     "SurfaceAugment",
     "class_weights",
     "load_images",
+    "surface_view",
     "surface_views",
 ]
 
@@ -88,12 +89,14 @@ def surface_views(images: Tensor, n: int) -> list[Tensor]:
     """
     if n not in VIEWS:
         raise ValueError(f"views must be one of {list(VIEWS)}, found {n!r}")
-    views = [images]
-    if n >= 4:
-        views += [images.flip(-1), images.flip(-2), images.flip(-2, -1)]
-    if n == 8:
-        views += [torch.rot90(v, 1, dims=(-2, -1)) for v in views]
-    return views
+    return [surface_view(images, k) for k in range(n)]
+
+
+def surface_view(images: Tensor, k: int) -> Tensor:
+    """View ``k`` (0 to 7) of :func:`surface_views`, alone (one copy in memory at a time)."""
+    flip = [(), (-1,), (-2,), (-2, -1)][k % 4]
+    x = images.flip(flip) if flip else images
+    return torch.rot90(x, 1, dims=(-2, -1)) if k >= 4 else x
 
 
 @dataclass(frozen=True)

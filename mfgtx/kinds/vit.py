@@ -89,7 +89,8 @@ VitSection = section_of(
 
 @dataclass(frozen=True)
 class VitSpec:
-    """What a defect ViT reads, and how: saved in its bundle (``input_spec``, version 2).
+    """What a defect ViT reads, and how: saved in its bundle (``input_spec``: version 2, or 3
+    with ``views``).
 
     Attributes:
         image_size, mode, min_size: how every image (or tile) is read and resized.
@@ -102,7 +103,7 @@ class VitSpec:
             views (:func:`mfgtx.images.surface_views`; 1 in bundles saved before views).
     """
 
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
     task: ClassVar[str] = "classification"
 
     image_size: int
@@ -121,21 +122,26 @@ class VitSpec:
         return self.tile_size is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "vit", "version": self.VERSION, **{
-            k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()
-        }}  # fmt: skip
+        """Version 2 when the bundle scores one view (older mfgtx reads it the same way),
+        else version 3 with ``views`` (older mfgtx refuses it instead of scoring one view)."""
+        state = {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+        if self.views == 1:
+            del state["views"]
+        return {"kind": "vit", "version": 2 if self.views == 1 else self.VERSION, **state}
 
     @classmethod
     def from_dict(cls, state: dict[str, Any]) -> VitSpec:
-        if state.get("version") not in (1, cls.VERSION):  # version 1: whole images only
-            raise ValueError(
-                f"input_spec version {state.get('version')!r}, expected 1 or {cls.VERSION}"
-            )
-        fields = {k: v for k, v in state.items() if k not in ("kind", "version")}
         from mfgtx.images import VIEWS
 
-        if fields.get("views", 1) not in VIEWS:
-            raise ValueError(f"input_spec views {fields['views']!r}, expected one of {list(VIEWS)}")
+        # version 1: whole images only; 2: and tiles; 3: and views
+        if state.get("version") not in (1, 2, cls.VERSION):
+            raise ValueError(
+                f"input_spec version {state.get('version')!r}, expected 1 to {cls.VERSION}"
+            )
+        fields = {k: v for k, v in state.items() if k not in ("kind", "version")}
+        views = fields.get("views", 1)
+        if type(views) is not int or views not in VIEWS:
+            raise ValueError(f"input_spec views {views!r}, expected one of {list(VIEWS)}")
         return cls(**{**fields, "class_names": tuple(fields["class_names"])})
 
 
@@ -183,16 +189,18 @@ class VitPredictor(Predictor):
             out.append(self.probabilities(x, batch_size)[:, 1].astype(np.float64))
         return np.concatenate(out)
 
-    def probabilities(self, images: torch.Tensor, batch_size: int = 256) -> np.ndarray:
+    def probabilities(self, images: torch.Tensor, batch_size: int = 64) -> np.ndarray:
         """``(N, K)`` calibrated class probabilities of images (or tiles) ``(N, C, s, s)`` in
-        [0, 1]: the mean over the bundle's ``views`` views of each, a batch at a time."""
-        from mfgtx.images import surface_views
+        [0, 1]: the mean over the bundle's ``views`` views of each, a batch and a view at a
+        time."""
+        from mfgtx.images import surface_view
 
         n, cal, out = self.input_spec.views, self.calibration, []
         for a in range(0, len(images), batch_size):
-            views = surface_views(images[a : a + batch_size], n)
-            p = [class_probabilities(self.logits(v, batch_size), cal) for v in views]
-            out.append(np.mean(p, axis=0) if n > 1 else p[0])
+            x = images[a : a + batch_size]
+            p = sum(class_probabilities(self.logits(surface_view(x, k), batch_size), cal)
+                    for k in range(n))  # fmt: skip
+            out.append(p / n)
         k = self.model.config.num_classes
         return np.concatenate(out) if out else np.zeros((0, k))
 
@@ -339,6 +347,15 @@ class VitPredictor(Predictor):
         tiles, pos = cut_tiles(photo, TileSpec(spec.tile_size, spec.tile_stride), name=data[0])
         k = int(np.flatnonzero((pos[:, 0] == row["top"]) & (pos[:, 1] == row["left"]))[0])
         return tile_tensor(tiles[k : k + 1], spec.image_size), row
+
+
+def _over_views(calibration: Calibration, p_defect: np.ndarray, defect: np.ndarray) -> Calibration:
+    """``calibration`` with its cost threshold chosen again on validation P(defect) taken as
+    scoring takes it, over the views (its temperature, fitted on one view, kept)."""
+    assert calibration.threshold is not None
+    cost = calibration.threshold.cost_missed_defect
+    choice = choose_threshold(p_defect, defect.astype(int), cost_missed_defect=cost)
+    return Calibration(calibration.temperature, choice, good_class=calibration.good_class)
 
 
 def _read(key: str, where: Any) -> tuple[str, bytes]:
@@ -489,12 +506,8 @@ class VitKind(Kind):
         )  # fmt: skip
         predictor = VitPredictor(self, Trained(model, calibration), spec)
         if images.views > 1 and calibration is not None and calibration.threshold is not None:
-            # the threshold on validation scores taken as scoring takes them: over the views
             p = calibration.defect_of(predictor.probabilities(prep.images[prep.val]))
-            cost = calibration.threshold.cost_missed_defect
-            y_defect = (labels[prep.val] != good).astype(int)
-            choice = choose_threshold(p, y_defect, cost_missed_defect=cost)
-            calibration = Calibration(calibration.temperature, choice, good_class=good)
+            calibration = _over_views(calibration, p, labels[prep.val] != good)
             predictor = VitPredictor(self, Trained(model, calibration), spec)
         report, extra = self.judge(predictor, prep)
         return replace(result, report=report, calibration=calibration, extra_metrics=extra)
@@ -590,6 +603,9 @@ class VitKind(Kind):
             choice, why = image_threshold(val.image, prep.image_labels[prep.val], cost_ratio)
             if choice is None:
                 log.warning("threshold chosen on the validation tiles: %s", why)
+                if images.views > 1 and calibration.threshold is not None:
+                    p = predictor.tile_p(prep.cut(val_rows))
+                    calibration = _over_views(calibration, p, labels[val_rows] == 1)
             else:
                 calibration = Calibration(calibration.temperature, choice, good_class=0)
                 where = "validation photos"

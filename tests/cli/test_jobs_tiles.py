@@ -328,19 +328,22 @@ def test_per_tile_is_refused_for_a_whole_image_bundle(trained) -> None:
         whole.score([], per_tile=True)
 
 
-def test_the_input_spec_reads_version_1_and_writes_version_2() -> None:
+def test_the_input_spec_reads_versions_1_and_2_and_writes_3_only_with_views() -> None:
     old = {"kind": "vit", "version": 1, "image_size": 64, "mode": "L", "min_size": 8,
            "mean": 0.5, "std": 0.5, "class_names": ["none", "pit"], "good_class": "none"}  # fmt: skip
     spec = VitSpec.from_dict(old)
     assert not spec.tiled and spec.class_names == ("none", "pit")
     tiled = replace(spec, tile_size=64, tile_stride=32)
-    state = tiled.to_dict()
-    assert state["version"] == 2 and VitSpec.from_dict(state) == tiled
-    with pytest.raises(ValueError, match="version 3"):
-        VitSpec.from_dict({**state, "version": 3})
+    state = tiled.to_dict()  # one view: what a version-2 bundle holds, readable by older mfgtx
+    assert state["version"] == 2 and "views" not in state and VitSpec.from_dict(state) == tiled
     assert tiled.views == 1  # saved before views existed: the tile as cut
-    with pytest.raises(ValueError, match=r"views 3, expected one of \[1, 4, 8\]"):
-        VitSpec.from_dict({**state, "views": 3})
+    viewed = replace(tiled, views=8)  # older mfgtx would score one view: it refuses version 3
+    assert viewed.to_dict()["version"] == 3 and VitSpec.from_dict(viewed.to_dict()) == viewed
+    with pytest.raises(ValueError, match="version 4, expected 1 to 3"):
+        VitSpec.from_dict({**state, "version": 4})
+    for forged in (3, 4.0, True, "8"):
+        with pytest.raises(ValueError, match=r"views .*, expected one of \[1, 4, 8\]"):
+            VitSpec.from_dict({**viewed.to_dict(), "views": forged})
 
 
 def test_rare_defects_are_drawn_as_often_as_good_tiles_and_logged(trained) -> None:
