@@ -83,6 +83,13 @@ def _views(n: int, as_: str) -> str:
     return f"{n} views: as {as_}{turned}"
 
 
+def one_view_note(spec: Any) -> str:
+    """Why the map can disagree with the score: it reads one view, the score the mean."""
+    what = "tile as cut" if spec.tiled else "image as read"
+    return (f"The attention map and the deletion test read the {what}, one view; the "
+            f"P(defect) above is the mean over {spec.views} views.")  # fmt: skip
+
+
 def decision_text(d: dict[str, Any]) -> str:
     if d["flagged"] is None:
         tail = "no operating threshold in this bundle (train it with a cost ratio): no decision"
@@ -245,6 +252,8 @@ def defects() -> None:
             kw = {"scale": 100.0, "unit": "percentage points", "watched": f"P({d['label']})"}
             st.plotly_chart(deletion_bars(explained.deletion, **kw), key=f"del-{name}")
             st.caption(deletion_sentence(explained.deletion, **kw))
+        if spec.views > 1:
+            st.caption(one_view_note(spec))
         results.append({"image": name, **{k: v for k, v in explained.row.items() if k != "image"}})
     if results:
         csv_download(

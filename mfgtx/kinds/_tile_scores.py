@@ -41,7 +41,6 @@ __all__ = [
     "judge_tiles",
     "photo_scores",
     "score_photos",
-    "tile_columns",
 ]
 
 
@@ -209,24 +208,6 @@ def judge_tiles(
 # --------------------------------------------------------------------------- scoring
 
 
-def tile_columns(predictor: Any, prob: np.ndarray) -> dict[str, Any]:
-    """Output columns of tile probabilities ``prob`` ``(N, 2)``: ``predicted``,
-    ``predicted_class``, ``p_<k>``, ``p_defect`` (P(class 1)) and, with a threshold,
-    ``decision``."""
-    cal, names = predictor.calibration, predictor.input_spec.class_names
-    pred = prob.argmax(1)
-    cols: dict[str, Any] = {
-        "predicted": pred.astype(np.int64),
-        "predicted_class": [names[int(k)] for k in pred],
-    }
-    for k in range(prob.shape[1]):
-        cols[f"p_{k}"] = prob[:, k].astype(np.float64)
-    cols["p_defect"] = prob[:, 1].astype(np.float64)
-    if cal is not None and cal.threshold is not None:
-        cols["decision"] = (cols["p_defect"] > cal.threshold.threshold).astype(np.int64)
-    return cols
-
-
 def score_photos(
     predictor: Any, sources: Iterable[tuple[str, bytes]], *, batch_size: int, per_tile: bool
 ) -> tuple[pd.DataFrame | None, list[Any]]:
@@ -248,7 +229,7 @@ def score_photos(
     if not photo:
         return None, bad
     img, t, lf = np.concatenate(photo), np.concatenate(top), np.concatenate(left)
-    cols = tile_columns(predictor, np.concatenate(prob))
+    cols = predictor.columns_of(np.concatenate(prob))
     names = [sources[int(i)][0] for i in img]
     if per_tile:
         head = {"image": names, "top": t, "left": lf, "bundle_id": predictor.bundle_id}

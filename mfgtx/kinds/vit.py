@@ -157,6 +157,9 @@ class VitExplanation:
         deletion: :class:`~mfgtx.explain.DeletionResult`, or ``None``.
         image: the image as the model read it ``(S, S)`` grey in [0, 1].
         row: the image's output row (the columns ``mfgtx score`` writes).
+
+    With ``input_spec.views`` above 1 the maps and the deletion test read the image (or the
+    worst tile) as read, one view, while ``row`` is the mean over the views, as scored.
     """
 
     maps: Any
@@ -224,7 +227,9 @@ class VitPredictor(Predictor):
 
     def columns_of(self, prob: np.ndarray) -> dict[str, Any]:
         """The output columns (without ``image`` and ``bundle_id``) of class probabilities
-        ``prob`` ``(N, K)`` (:meth:`probabilities`)."""
+        ``prob`` ``(N, K)`` (:meth:`probabilities`): ``predicted``, ``predicted_class``,
+        ``p_<k>`` and, where it is defined, ``p_defect`` and, with a threshold, ``decision``.
+        A tiled bundle's tiles always get ``p_defect`` (P(class 1)), as :meth:`tile_p`."""
         spec, cal = self.input_spec, self.calibration
         pred = prob.argmax(1)
         cols: dict[str, Any] = {
@@ -233,7 +238,11 @@ class VitPredictor(Predictor):
         }
         for k in range(prob.shape[1]):
             cols[f"p_{k}"] = prob[:, k].astype(np.float64)
-        if cal is not None and cal.good_class is not None:
+        if spec.tiled:  # good and defect: P(defect) as tile_p reads it, calibrated or not
+            cols["p_defect"] = prob[:, 1].astype(np.float64)
+            if cal is not None and cal.threshold is not None:
+                cols["decision"] = (cols["p_defect"] > cal.threshold.threshold).astype(np.int64)
+        elif cal is not None and cal.good_class is not None:
             cols["p_defect"] = cal.defect_of(prob).astype(np.float64)
             if cal.threshold is not None:
                 cols["decision"] = cal.decide_of(prob).astype(np.int64)

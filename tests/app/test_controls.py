@@ -138,6 +138,7 @@ def test_full_size_photo_shows_the_tile_heat_map_beside_the_worst_tiles_map(demo
     # the sample job scores every tile over its 8 views, and the caption says so
     assert predictor.input_spec.views == 8
     assert "each the mean of 8 views: as cut, flipped and turned a quarter" in captions
+    assert "The attention map and the deletion test read the tile as cut, one view" in captions
 
 
 # --------------------------------------------------------------------------- forecast

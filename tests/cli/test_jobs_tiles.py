@@ -449,3 +449,28 @@ def test_the_baselines_score_tiles_as_cut_unless_told(trained, photos) -> None:
     y = prep.tiles["label"].to_numpy()[rows]
     mine = detection_metrics(y, hog(prep.cut(rows)), thr, reasons=[])
     assert mine["average_precision"] == pytest.approx(row.metrics["average_precision"])
+
+
+def test_the_fallback_threshold_on_validation_tiles_is_chosen_over_the_views(
+    photos, tmp_path, monkeypatch
+) -> None:
+    """When the validation photos cannot carry the threshold (one class only), it is chosen
+    on the validation tiles, and with views on their P(defect) over the views, as scored."""
+    import mfgtx.kinds._tile_scores as tile_scores
+    from mfgtx.calibration import choose_threshold
+
+    monkeypatch.setattr(tile_scores, "image_threshold", lambda *a: (None, "one class (test)"))
+    views = {"images": {**tiles_job(photos, tmp_path)["images"], "views": 4}}
+    job = write_job(tmp_path / "tiles.yaml", tiles_job(photos, tmp_path, **views))
+    assert main(["train", "vit", str(job)]) == 0
+    config = load_config(job)
+    predictor = mfgtx.load(str(config.bundle))
+    assert predictor.bundle.manifest["split"]["threshold_chosen_on"] == "validation tiles"
+    prep = prepare_tiles(config.images, config.split, seed=config.train.seed)
+    rows = prep.tiles_of(prep.val, labelled=True)
+    y = (prep.tiles["label"].to_numpy()[rows] == 1).astype(int)
+    cal = predictor.calibration
+    again = choose_threshold(predictor.tile_p(prep.cut(rows)), y,
+                             cost_missed_defect=cal.threshold.cost_missed_defect)  # fmt: skip
+    assert cal.threshold.threshold == pytest.approx(again.threshold, rel=0, abs=1e-9)
+    assert (cal.threshold.tp, cal.threshold.fp) == (again.tp, again.fp)
