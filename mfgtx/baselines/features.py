@@ -89,6 +89,23 @@ def summary_features(
                 f"fill must hold one value per sensor ({n_sensors}: {list(windows.sensors)}), "
                 f"found shape {fill_arr.shape}"
             )
+    # a few thousand windows at a time: each (n, T, C) float64 temporary stays near 64 MB,
+    # where a whole fleet of long history windows at once needs gigabytes
+    chunk = max(1, _CHUNK_VALUES // max(1, windows.window * n_sensors))
+    parts = [_summary(windows, index[a : a + chunk], scaler, fill_arr)
+             for a in range(0, len(index), chunk)]  # fmt: skip
+    return np.concatenate(parts)
+
+
+#: Values of one window chunk in :func:`summary_features` (8 bytes each in float64).
+_CHUNK_VALUES = 1 << 23
+
+
+def _summary(
+    windows: Windows, index: np.ndarray, scaler: SensorScaler | None, fill_arr: np.ndarray
+) -> np.ndarray:
+    """:func:`summary_features` of the windows ``index`` (validated there), at once."""
+    n_sensors = len(windows.sensors)
     x32, obs = windows.features(index, scaler)  # (n, T, C), missing already 0 in x
     x = x32.astype(np.float64)
     length = windows.window

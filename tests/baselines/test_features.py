@@ -107,3 +107,24 @@ def test_bad_indices_are_rejected(make_hand_windows) -> None:
         summary_features(w, [0, 2])
     with pytest.raises(ValueError, match="not a boolean mask"):
         summary_features(w, np.array([True, False]))
+
+
+def test_features_taken_a_few_windows_at_a_time_equal_all_at_once(
+    make_hand_windows, monkeypatch
+) -> None:
+    """Long history windows of a whole fleet are summarised in chunks (memory); every chunk
+    size gives the same features, in the order asked, fill and scaler included."""
+    import mfgtx.baselines.features as features
+
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(60, 3))
+    values[rng.random(values.shape) < 0.3] = NAN
+    values[10:40, 2] = NAN  # windows that never observe s2: the fill
+    w = make_hand_windows(values, list(range(0, 52)), 8, None)
+    idx = rng.permutation(len(w))[:37]
+    scaler = SensorScaler.fit(w, np.arange(len(w)))
+    whole = summary_features(w, idx, scaler, fill=[0.5, -1.0, 2.0])
+    for windows_per_chunk in (1, 2, 5):
+        monkeypatch.setattr(features, "_CHUNK_VALUES", windows_per_chunk * 8 * 3)
+        part = summary_features(w, idx, scaler, fill=[0.5, -1.0, 2.0])
+        np.testing.assert_array_equal(part, whole)
