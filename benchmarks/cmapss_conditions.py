@@ -16,7 +16,7 @@ and ``data.regimes`` added, can be checked end to end where FD002 is not at hand
   levels drawn tens of FD001 spreads apart, gains between 0.7 and 1.4 (condition 0, sea
   level, is FD001 itself), so without per-condition normalisation the wear trend drowns;
 - ``--young K`` test engines are cut to 15 to 25 cycles (their truth grows by the cycles
-  cut), as FD002's youngest test engines have 21: every engine must still be scored.
+  cut), younger than any FD001 test engine: every engine must still be scored.
 
 The truth of the kept engines is NASA's, so the figures can be set beside FD001's own. Files
 are written in NASA's format (``train_FD001X6.txt.gz``, ``test_...``, ``RUL_...``) to ``DIR``,
@@ -72,7 +72,7 @@ def conditioned(train: pd.DataFrame, test: pd.DataFrame, truth: np.ndarray, *, s
         return df
 
     train, test = apply(train), apply(test)
-    truth = truth.astype(float).copy()
+    truth = truth.astype(float)
     units = np.sort(test["unit"].unique())
     for k in rng.choice(len(units), size=young, replace=False):
         life = int((test["unit"] == units[k]).sum())

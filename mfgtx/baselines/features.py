@@ -27,6 +27,8 @@ from mfgtx.data.windows import Windows
 __all__ = ["SUMMARY_STATS", "summary_feature_names", "summary_features"]
 
 SUMMARY_STATS: tuple[str, ...] = ("last", "mean", "std", "min", "max", "slope", "missing")
+#: Values of one window chunk in :func:`summary_features` (8 bytes each in float64).
+_CHUNK_VALUES = 1 << 23
 
 
 def summary_feature_names(sensors: Sequence[str]) -> tuple[str, ...]:
@@ -95,10 +97,6 @@ def summary_features(
     parts = [_summary(windows, index[a : a + chunk], scaler, fill_arr)
              for a in range(0, len(index), chunk)]  # fmt: skip
     return np.concatenate(parts)
-
-
-#: Values of one window chunk in :func:`summary_features` (8 bytes each in float64).
-_CHUNK_VALUES = 1 << 23
 
 
 def _summary(
