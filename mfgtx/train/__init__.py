@@ -3,6 +3,7 @@
 from mfgtx.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from mfgtx.train.config import TrainConfig
 from mfgtx.train.distributed import DistEnv, ShardSampler, end_distributed
+from mfgtx.train.heap import keep_freed_memory
 from mfgtx.train.loop import FitResult, NonFiniteLossError, Trainable, evaluate, fit, predict
 from mfgtx.train.optimizer import build_optimizer
 from mfgtx.train.precision import (
@@ -29,6 +30,7 @@ __all__ = [
     "end_distributed",
     "evaluate",
     "fit",
+    "keep_freed_memory",
     "load_checkpoint",
     "predict",
     "resolve_precision",

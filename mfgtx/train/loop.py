@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader, Dataset
 from mfgtx.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from mfgtx.train.config import TrainConfig
 from mfgtx.train.distributed import DistEnv, ShardSampler, setup_distributed
+from mfgtx.train.heap import keep_freed_memory
 from mfgtx.train.optimizer import build_optimizer
 from mfgtx.train.precision import PRECISIONS, choose_precision, fastest, resolve_precision
 from mfgtx.train.progress import Progress
@@ -267,6 +268,12 @@ def fit(
             another training configuration.
     """
     run = _build_run(model, train_data, val_data, config, dict(run_key or {}), sample_weights)
+    with keep_freed_memory(run.device.type == "cpu"):  # a step reuses the last one's pages
+        return _fit(run, train_data, on_step)
+
+
+def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] | None) -> FitResult:
+    model, config = run.model, run.config
     state = _RunState()
     if config.resume and run.ckpt_path is not None and run.ckpt_path.exists():
         state = _restore(run, run.ckpt_path)
