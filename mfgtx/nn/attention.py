@@ -128,6 +128,75 @@ def _records_gradients(*tensors: Tensor | None) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
+#: bf16 training on the CPU materialises the scores of a call up to this many keys and this
+#: many scores (``B * H * T * S``; 2 bytes each are kept for the backward).
+MATERIALISE_MAX_KEYS = 1024
+MATERIALISE_MAX_SCORES = 1 << 25
+
+
+def _compute_dtype(q: Tensor) -> torch.dtype:
+    """The dtype attention runs in: ``q``'s, or autocast's where autocast casts it."""
+    if q.dtype == torch.float32 and torch.is_autocast_enabled(q.device.type):
+        return torch.get_autocast_dtype(q.device.type)
+    return q.dtype
+
+
+def _materialise(q: Tensor, k: Tensor, sdpa_mask: Tensor | None, dropout_p: float) -> bool:
+    """bf16 training on the CPU over at most ``MATERIALISE_MAX_KEYS`` keys: the explicit
+    products, not the flash kernel.
+
+    PyTorch's CPU flash kernel is slow backward in bf16: on a 2-core AMD EPYC with
+    AVX512-BF16 one ViT-Tiny attention layer (32 x 3 heads x 197 x 64) took 38 ms forward
+    and backward in the kernel against 13 ms as bf16 products and a softmax (fp32 inside),
+    and 35 against 6 ms at 64 x 4 x 65 x 48; from 1024 keys on, the two are even and the
+    kernel's linear memory wins (``benchmarks/floor.py``, README). In fp32 the kernel is as
+    fast as the products, so fp32 always runs it.
+    """
+    B, H, T, _ = q.shape
+    S = k.shape[-2]
+    return (
+        q.device.type == "cpu"
+        and _compute_dtype(q) == torch.bfloat16
+        and dropout_p == 0.0
+        and (sdpa_mask is None or not sdpa_mask.requires_grad)
+        and S <= MATERIALISE_MAX_KEYS
+        and B * H * T * S <= MATERIALISE_MAX_SCORES
+    )
+
+
+def _materialised(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    bias: Tensor | None,
+    is_causal: bool,
+    user_mask: Tensor | None,
+    scale: float | None,
+) -> Tensor:
+    """``softmax(q k^T * scale + bias) v`` in bf16, softmax accumulated in fp32: the scores
+    ``(B, H, T, S)`` are kept once, as the bf16 weights (2 bytes a score).
+
+    The scores round to bf16 before the softmax, as in eager bf16 attention: against float64
+    the error is a few times the flash kernel's (``tests/nn/test_attention.py``).
+    """
+    dtype = torch.bfloat16
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    T, S = q.shape[-2], k.shape[-2]
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = torch.matmul(q * scale, k.transpose(-2, -1))  # (B, H, T, S) bf16
+    if bias is not None:
+        scores = scores + bias.to(dtype)
+    if is_causal:
+        mask = causal_mask(T, S, device=q.device)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)  # bf16 out, fp32 inside
+    if user_mask is not None:  # a user mask may leave a row with no key: zeros, not NaN
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+    return torch.matmul(weights, v)  # (B, H, T, Dv)
+
+
 def _math_reasons(q: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> list[str]:
     """The known reasons PyTorch sends a call to its math kernel (for the warning text)."""
     reasons = []
@@ -236,6 +305,9 @@ def attention(
             bias = attn_bias.to(q.dtype)
             sdpa_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
         if _records_gradients(q, k, v, sdpa_mask):
+            if _materialise(q, k, sdpa_mask, dropout_p):
+                out = _materialised(q, k, v, mask, attn_bias, sdpa_causal, attn_mask, scale)
+                return AttentionOutput(out, None)
             _warn_if_math_kernel(q, k, v, sdpa_mask, dropout_p, sdpa_causal, scale)
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=sdpa_mask, dropout_p=dropout_p, is_causal=sdpa_causal, scale=scale

@@ -160,3 +160,86 @@ def test_bad_input_names_argument_and_shapes(kwargs: dict, match: str) -> None:
     args = {"q": q, "k": k, "v": v} | kwargs
     with pytest.raises(ValueError, match=match):
         attention(args.pop("q"), args.pop("k"), args.pop("v"), **args)
+
+
+# --- bf16 training on the CPU: materialised attention (the kernel rule of attention()) -------
+
+FLASH_EVENT = "aten::_scaled_dot_product_flash_attention_for_cpu"
+
+
+def ran_flash(step) -> bool:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step()
+    return any(e.key.startswith(FLASH_EVENT) for e in prof.key_averages())
+
+
+@pytest.mark.parametrize("case", ["none", "causal", "padding", "bias", "empty row"])
+def test_bf16_training_attention_is_materialised_and_close_to_float64(case: str) -> None:
+    torch.manual_seed(0)
+    q, k, v = (t.bfloat16().requires_grad_() for t in qkv(S, S))
+    kw: dict = {}
+    mask = None
+    if case == "causal":
+        kw["is_causal"] = True
+        mask = causal_mask(S, S)
+    elif case in ("padding", "empty row"):
+        mask = kw["attn_mask"] = padding_mask().expand(B, 1, S, S).clone()
+        if case == "empty row":
+            mask[0, 0, 2] = False  # a query that may attend to nothing
+    bias = kw["attn_bias"] = torch.randn(1, H, S, S) if case == "bias" else None
+    grad = torch.randn(B, H, S, D)
+
+    def step() -> None:
+        attention(q, k, v, **kw).output.backward(grad.bfloat16())
+
+    assert not ran_flash(step)
+    ours = [t.grad.double() for t in (q, k, v)]
+    qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+    scores = qd @ kd.transpose(-2, -1) / D**0.5 + (0 if bias is None else bias.double())
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    ref = torch.nan_to_num(torch.softmax(scores, -1)) @ vd  # empty rows: zeros, as the kernel
+    ref.backward(grad.double())
+    for got, want in zip(ours, (qd.grad, kd.grad, vd.grad), strict=True):
+        assert torch.isfinite(got).all()
+        torch.testing.assert_close(got, want, atol=3e-2, rtol=3e-2)
+    materialised = attention(q, k, v, **kw).output.detach()
+    with torch.no_grad():
+        out = attention(q, k, v, **kw).output  # inference: the flash kernel
+    torch.testing.assert_close(materialised.double(), ref.detach(), atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(materialised.float(), out.float(), atol=2e-2, rtol=2e-2)
+    if case == "empty row":
+        assert torch.all(materialised[0, :, 2] == 0)
+
+
+def test_bf16_training_under_autocast_materialises_fp32_inputs() -> None:
+    q, k, v = (t.requires_grad_() for t in qkv(S, S))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not ran_flash(lambda: attention(q, k, v).output.sum().backward())
+        out = attention(q, k, v).output
+    assert out.dtype == torch.bfloat16 and q.grad.dtype == torch.float32
+
+
+def test_the_rule_keeps_the_flash_kernel_for_fp32_inference_long_keys_and_large_calls(
+    monkeypatch,
+) -> None:
+    import importlib
+
+    q, k, v = (t.requires_grad_() for t in qkv(S, S))
+    assert ran_flash(lambda: attention(q, k, v).output.sum().backward())  # fp32 training
+    qb, kb, vb = (t.detach().bfloat16().requires_grad_() for t in (q, k, v))
+    with torch.no_grad():
+        assert ran_flash(lambda: attention(qb, kb, vb))  # bf16 inference
+
+    def bf16_step() -> None:
+        attention(qb, kb, vb).output.sum().backward()
+
+    assert not ran_flash(bf16_step)
+    rule = importlib.import_module("mfgtx.nn.attention")
+    monkeypatch.setattr(rule, "MATERIALISE_MAX_KEYS", S - 1)
+    assert ran_flash(bf16_step)  # more keys than the rule materialises
+    monkeypatch.setattr(rule, "MATERIALISE_MAX_KEYS", S)
+    monkeypatch.setattr(rule, "MATERIALISE_MAX_SCORES", B * H * S * S - 1)
+    assert ran_flash(bf16_step)  # more scores than the rule keeps

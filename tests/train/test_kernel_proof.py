@@ -12,6 +12,7 @@ each. The older guard, ``sdpa_kernel(SDPBackend.FLASH_ATTENTION)`` around ``fit`
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 import warnings
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from kernels import assert_flash_training
+from kernels import assert_flash_training, assert_materialised_training
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -203,18 +204,23 @@ class _Items(torch.utils.data.Dataset):
         return {k: v[i] for k, v in self.batch.items()}
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])
-@pytest.mark.parametrize("family", ["encoder", "forecaster", "vit"])
-def test_fit_steps_run_the_flash_kernel(family: str, precision: str) -> None:
-    """One epoch of ``fit``: one training batch (forward and backward) and one validation
-    batch (forward only) per attention layer, in fp32 and under bf16 autocast."""
+def family_of(family: str) -> tuple[nn.Module, dict[str, torch.Tensor]]:
     if family == "encoder":
         model = encoder_of({"patch_len": 4})
-        batch = encoder_batch(model.config, gaps=True)
-    elif family == "forecaster":
-        model, batch = forecaster_of({"head": "autoregressive", "quantiles": (0.1, 0.9)})
-    else:
-        model, batch = vit_of({"stem": "conv"})
+        return model, encoder_batch(model.config, gaps=True)
+    if family == "forecaster":
+        return forecaster_of({"head": "autoregressive", "quantiles": (0.1, 0.9)})
+    return vit_of({"stem": "conv"})
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("family", ["encoder", "forecaster", "vit"])
+def test_fit_steps_run_the_kernel_the_rule_names(family: str, precision: str) -> None:
+    """One epoch of ``fit``: one training batch (forward and backward) and one validation
+    batch (forward only). In fp32 both run the flash kernel in every attention layer. Under
+    bf16 autocast the training batch materialises its attention (the CPU flash kernel's
+    bf16 backward is the slow part) and the validation batch runs the flash kernel."""
+    model, batch = family_of(family)
     data = _Items(batch)
     n = len(data)
     tc = TrainConfig(epochs=1, batch_size=n, precision=precision, progress="off", seed=0)
@@ -224,7 +230,26 @@ def test_fit_steps_run_the_flash_kernel(family: str, precision: str) -> None:
             warnings.simplefilter("error", KernelWarning)
             fit(model, data, data, tc)
 
-    assert_flash_training(run, forwards=2 * LAYERS, backwards=LAYERS)
+    if precision == "fp32":
+        assert_flash_training(run, forwards=2 * LAYERS, backwards=LAYERS)
+    else:
+        assert_materialised_training(run, LAYERS, flash_forwards=LAYERS)
+
+
+@pytest.mark.parametrize("family", ["encoder", "forecaster", "vit"])
+def test_the_bf16_proof_fails_when_training_runs_the_flash_kernel(monkeypatch, family: str) -> None:
+    model, batch = family_of(family)
+    step = training_step(model, batch)
+
+    def bf16_step() -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            step()
+
+    assert_materialised_training(bf16_step, LAYERS)  # unpatched: the proof holds
+    attention_module = importlib.import_module("mfgtx.nn.attention")  # not the function
+    monkeypatch.setattr(attention_module, "_materialise", lambda *a: False)
+    with pytest.raises(AssertionError, match="expected .softmax"):
+        assert_materialised_training(bf16_step, LAYERS)
 
 
 # --- the proof fails when SDPA is bypassed ------------------------------------------------------
