@@ -14,6 +14,7 @@ import copy
 import logging
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 
 from mfgtx.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from mfgtx.train.compiling import CompileSwitch
 from mfgtx.train.config import TrainConfig
 from mfgtx.train.distributed import DistEnv, ShardSampler, setup_distributed
 from mfgtx.train.heap import keep_freed_memory
@@ -64,6 +66,8 @@ class FitResult:
         stopped_early: ``True`` when patience ran out before ``epochs``.
         precision: ``"fp32"`` or ``"bf16"``, what actually ran (for ``precision="auto"``:
             what the timing at the start chose, or what the resumed checkpoint ran).
+        compiled: whether full training batches ran through ``torch.compile`` (for
+            ``compile="auto"``: what the timing at the start chose, or the checkpoint's).
         device: the device trained on.
         world_size: number of processes.
         resumed_from_epoch: the completed epochs found in the checkpoint (0 if none).
@@ -77,6 +81,7 @@ class FitResult:
     precision: str
     device: str
     world_size: int
+    compiled: bool = False
     resumed_from_epoch: int = 0
     checkpoint: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
@@ -199,6 +204,7 @@ class _RunState:
     best_state: dict[str, Tensor] | None = None
     history: list[dict[str, float]] = field(default_factory=list)
     precision: str | None = None  # what the run trained in (None: a checkpoint without it)
+    compiled: bool | None = None  # whether it trained compiled (None: a checkpoint without it)
 
 
 @dataclass
@@ -218,6 +224,7 @@ class _Run:
     config: TrainConfig
     ckpt_path: Path | None
     run_key: dict[str, Any] = field(default_factory=dict)
+    switch: CompileSwitch | None = None  # eager or compiled, per batch
 
 
 def fit(
@@ -278,6 +285,7 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
     if config.resume and run.ckpt_path is not None and run.ckpt_path.exists():
         state = _restore(run, run.ckpt_path)
     run.precision = _pick_precision(run, train_data, state.precision)
+    run.switch = _compile_switch(run, state)
     resumed_from = state.epoch
     progress = Progress(
         config.progress if run.env.is_main else "off",
@@ -333,6 +341,7 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
         best_val_loss=state.best_loss,
         stopped_early=stopped_early,
         precision=run.precision,
+        compiled=bool(run.switch.compiled),
         device=str(run.device),
         world_size=run.env.world_size,
         resumed_from_epoch=resumed_from,
@@ -444,6 +453,51 @@ def _time_precisions(run: _Run, train_data: Dataset) -> dict[str, float]:
         _set_rng_state(rng)
 
 
+def _compile_switch(run: _Run, state: _RunState) -> CompileSwitch:
+    """The run's :class:`~mfgtx.train.compiling.CompileSwitch` (eager under ``torchrun`` and
+    with ``deterministic=True``)."""
+    mode = run.config.compile
+    if mode != "off" and (run.env.is_distributed or run.config.deterministic):
+        why = "torchrun" if run.env.is_distributed else "deterministic=True"
+        if mode == "on":
+            warnings.warn(f"compile='on' is not used with {why}: training eagerly", stacklevel=3)
+        log.info("compile %s: eager under %s", mode, why)
+        mode = "off"
+    remaining = len(run.train_loader) * (run.config.epochs - state.epoch)
+    return CompileSwitch(
+        mode,
+        run.net,
+        lambda: torch.compile(run.net, dynamic=False),  # one graph: full batches
+        total_steps=remaining,
+        resumed=state.compiled,
+    )
+
+
+def _forward_backward(run: _Run, batch: Any, full: bool) -> float:
+    """Loss and gradients of one batch with the switch's function; the loss as a float.
+
+    A compiled function that raises (compiling it failed) is dropped and the batch is run
+    eagerly, which raises again if the error was the batch's own. The gradients are left
+    unset for a loss that is not finite: the caller raises.
+    """
+    step_fn = run.switch.step_fn(full)
+    for attempt in (step_fn, run.net):
+        try:
+            with _autocast(run.precision, run.device):
+                loss = attempt(batch)
+            value = float(loss.detach())
+            if not math.isfinite(value):
+                return value
+            run.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            return value
+        except Exception as err:
+            if attempt is run.net:
+                raise
+            run.switch.failed(err)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def _train_epoch(
     run: _Run, state: _RunState, progress: Progress, on_step: Callable[[int, float], None] | None
 ) -> tuple[float, float]:
@@ -458,10 +512,10 @@ def _train_epoch(
     )
     with uneven:  # shards may differ by one batch: DDP's join keeps the processes in step
         for i, batch in enumerate(run.train_loader):
+            t0 = time.perf_counter()
             batch = _to(batch, run.device)
-            with _autocast(run.precision, run.device):
-                loss = run.net(batch)
-            value = float(loss.detach())
+            full = _batch_len(batch) == run.config.batch_size
+            value = _forward_backward(run, batch, full)
             if not math.isfinite(value):
                 kept = run.ckpt_path if run.ckpt_path and run.ckpt_path.exists() else None
                 raise NonFiniteLossError(
@@ -469,12 +523,13 @@ def _train_epoch(
                     f"(global step {state.global_step + 1})"
                     + (f"; last good checkpoint: {kept}" if kept else "")
                 )
-            run.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
             if run.config.grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.config.grad_clip)
             run.optimizer.step()
             run.scheduler.step()
+            if run.switch.compiled is None and run.device.type == "cuda":
+                torch.cuda.synchronize(run.device)  # the switch is timing steps
+            run.switch.done(time.perf_counter() - t0, full)
             state.global_step += 1
             n = _batch_len(batch)
             total, count = total + value * n, count + n
@@ -505,6 +560,7 @@ def _save(run: _Run, state: _RunState) -> None:
                 "best_state": state.best_state,
                 "history": state.history,
                 "precision": run.precision,
+                "compiled": run.switch.compiled if run.switch else None,
                 "config": _resume_key(run.config),
                 "run_key": run.run_key,
             },
@@ -530,6 +586,7 @@ def _restore(run: _Run, path: Path) -> _RunState:
         best_state=ckpt["best_state"],
         history=[dict(h) for h in ckpt["history"]],
         precision=ckpt.get("precision"),
+        compiled=ckpt.get("compiled"),
     )
 
 
