@@ -105,12 +105,14 @@ from torch import Tensor, nn
 
 from mfgtx.models import CausalForecaster, DefectViT, ForecasterConfig, ViTConfig
 from mfgtx.nn import MultiHeadAttention
+from mfgtx.nn import attention as mfgtx_attention
 from mfgtx.train import TrainConfig, build_optimizer, cpu_has_fast_bf16
 from mfgtx.train.heap import keep_freed_memory
 
 TARGET = 2.0
 ATTENTION = "attention Q K^T, P V and their backward (bmm)"
 FUSED = "fused attention"  # the step's own SDPA calls, replayed (not a GEMM floor part)
+MFGTX_ATTENTION = "mfgtx attention"  # the same calls through mfgtx.nn.attention's rule
 BATCH = 32
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 GRAD_CLIP = TrainConfig().grad_clip
@@ -365,9 +367,13 @@ def sdpa_calls(loss_of: Callable[[], Tensor]) -> list[SdpaCall]:
 
 
 class FusedAttention:
-    """Replays the step's attention calls, forward and backward, in the fused kernel."""
+    """Replays the step's attention calls, forward and backward, in the fused kernel, or
+    (``via_mfgtx``) through :func:`mfgtx.nn.attention`, which picks the kernel by its rule
+    (bf16 training on the CPU materialises short attention)."""
 
-    def __init__(self, calls: list[SdpaCall], dtype: torch.dtype) -> None:
+    def __init__(self, calls: list[SdpaCall], dtype: torch.dtype, via_mfgtx: bool = False) -> None:
+        self.via_mfgtx = via_mfgtx
+
         def leaf(layout: tuple[tuple[int, ...], tuple[int, ...]]) -> Tensor:
             shape, stride = layout
             return torch.empty_strided(shape, stride, dtype=dtype).normal_().requires_grad_()
@@ -381,8 +387,17 @@ class FusedAttention:
         total = 0.0
         for c, (q, k, v), g in zip(self.calls, self.inputs, self.grads, strict=True):
             t0 = time.perf_counter()
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=c.mask, dropout_p=c.dropout_p,
-                                                 is_causal=c.is_causal, scale=c.scale)  # fmt: skip
+            if self.via_mfgtx:
+                masks = {}
+                if c.mask is not None:  # SDPA took a boolean mask or an additive float bias
+                    masks = {"attn_mask" if c.mask.dtype == torch.bool else "attn_bias": c.mask}
+                out = mfgtx_attention(q, k, v, is_causal=c.is_causal, dropout_p=c.dropout_p,
+                                      scale=c.scale, **masks).output  # fmt: skip
+            else:
+                out = F.scaled_dot_product_attention(
+                    q, k, v, attn_mask=c.mask, dropout_p=c.dropout_p, is_causal=c.is_causal,
+                    scale=c.scale,
+                )  # fmt: skip
             out.backward(g)
             total += time.perf_counter() - t0
             q.grad = k.grad = v.grad = None
@@ -553,8 +568,14 @@ def run_case(case: Case, cpu: dict[str, Any], args: argparse.Namespace) -> None:
         raise RuntimeError("the step's attention ran outside F.scaled_dot_product_attention: "
                            "its fused-kernel time cannot be replayed")  # fmt: skip
     fused = {p: FusedAttention(calls, DTYPES[p]) for p in step_prec}
-    ours = Stepper(case.ours, case.ours_loss)
-    peer = Stepper(case.peer, case.peer_loss) if case.peer is not None else None
+    ruled = {p: FusedAttention(calls, DTYPES[p], via_mfgtx=True) for p in step_prec}
+    steppers = {"ours": Stepper(case.ours, case.ours_loss)}
+    if case.peer is not None:
+        steppers["peer"] = Stepper(case.peer, case.peer_loss)
+    if args.compile:  # the same models and batches through torch.compile (Inductor)
+        steppers["ours compiled"] = Stepper(case.ours, torch.compile(case.ours_loss))
+        if case.peer is not None:
+            steppers["peer compiled"] = Stepper(case.peer, torch.compile(case.peer_loss))
 
     floor_t: dict[str, list[dict[str, float]]] = {p: [] for p in floor_prec}
     steps: dict[tuple[str, str], list[float]] = {}
@@ -564,13 +585,13 @@ def run_case(case: Case, cpu: dict[str, Any], args: argparse.Namespace) -> None:
             slow_bmm = prec == "bf16" and not cpu["fast_bf16"]  # minutes without AMX
             groups = floors[prec].run(skip=(ATTENTION,) if slow_bmm else ())
             groups[FUSED] = fused[prec].run()
+            groups[MFGTX_ATTENTION] = ruled[prec].run()
             if timed:
                 floor_t[prec].append(groups)
-            for who, stepper in (("ours", ours), ("peer", peer)):
-                if stepper is not None:
-                    t = stepper(prec)
-                    if timed:
-                        steps.setdefault((who, prec), []).append(t)
+            for who, stepper in steppers.items():
+                t = stepper(prec)  # a compiled stepper's first call compiles: a warm-up round
+                if timed:
+                    steps.setdefault((who, prec), []).append(t)
         print(f"  round {r + 1}/{args.warmup + args.repeats} done", file=sys.stderr, flush=True)
     if "bf16" in floor_prec and "bf16" not in step_prec:  # one round, linear layers only
         print("  timing the bf16 floor once (slow on this CPU)", file=sys.stderr, flush=True)
@@ -629,10 +650,13 @@ def _report(
     floor_s = {p: ms(p, linear) for p in DTYPES}
     every_s = {p: ms(p, every) for p in DTYPES}
     fused_s = {p: ms(p, (FUSED,)) for p in DTYPES}
+    ruled_s = {p: ms(p, (MFGTX_ATTENTION,)) for p in DTYPES}
     shapes = sorted({f"{c.q[0]}{' causal' if c.is_causal else ''}" for c in calls})
     print(f"| fused attention: the step's {len(calls)} SDPA call(s) {', '.join(shapes)}, "
           f"forward and backward | {len(calls)} | | {cell(fused_s['fp32'])} | "
           f"{cell(fused_s['bf16'])} |")  # fmt: skip
+    print(f"| the same calls through mfgtx.nn.attention (the kernel its rule picks in training)"
+          f" | {len(calls)} | | {cell(ruled_s['fp32'])} | {cell(ruled_s['bf16'])} |")  # fmt: skip
     rates = ", ".join(
         f"{p} {sum(gflop[g] for g in linear) / floor_s[p]:.1f} GFLOP/s (median of "
         f"{len(floor_t[p])} round(s))"
@@ -652,24 +676,36 @@ def _report(
     ratio_head = " | ".join(f"{p} step / {p} floor | {p} step / every product" for p in step_prec)
     print(f"\n| step (median of {args.repeats}) | {head} | {ratio_head} |")
     print("|---|" + "---:|" * (3 * len(step_prec)))
-    for who, name in (("ours", case.ours_name), ("peer", case.peer_name)):
+    whos = [
+        ("ours", case.ours_name),
+        ("ours compiled", f"{case.ours_name}, torch.compile"),
+        ("peer", case.peer_name),
+        ("peer compiled", f"{case.peer_name}, torch.compile"),
+    ]
+    for who, name in whos:
         if who == "peer" and case.peer is None:
             print(f"| {name} | {case.peer_missing} |" + " |" * (3 * len(step_prec) - 1))
+        if (who, step_prec[0]) not in med:
             continue
         cells = [f"{med[(who, p)]:.3f}" for p in step_prec]
         cells += [f"{med[(who, p)] / f[p]:.2f}" for p in step_prec for f in (floor_s, every_s)]
         print(f"| {name} | " + " | ".join(cells) + " |")
 
-    ours_by_prec = {p: med[("ours", p)] for p in step_prec}
-    best_prec = min(ours_by_prec, key=ours_by_prec.__getitem__)
-    best = ours_by_prec[best_prec]
+    def fastest(side: str) -> tuple[str, float]:
+        """The fastest (mode and precision, seconds) of one side's measured steps."""
+        timed = {f"{who.replace(side, '').strip() or 'eager'} {p}": t
+                 for (who, p), t in med.items() if who.startswith(side)}  # fmt: skip
+        label = min(timed, key=timed.__getitem__)
+        return label, timed[label]
+
+    best_prec, best = fastest("ours")
+    ours_by_prec = {p: min(t for (w, q), t in med.items() if w.startswith("ours") and q == p)
+                    for p in step_prec}  # fmt: skip
     if case.peer is not None:
-        peer_by_prec = {p: med[("peer", p)] for p in step_prec}
-        peer_prec = min(peer_by_prec, key=peer_by_prec.__getitem__)
+        peer_prec, peer_best = fastest("peer")
         print(
-            f"\nmfgtx / peer (each in its fastest measured precision): {best:.3f} s "
-            f"({best_prec}) / {peer_by_prec[peer_prec]:.3f} s ({peer_prec}) = "
-            f"{best / peer_by_prec[peer_prec]:.2f}"
+            f"\nmfgtx / peer (each in its fastest measured mode and precision): {best:.3f} s "
+            f"({best_prec}) / {peer_best:.3f} s ({peer_prec}) = {best / peer_best:.2f}"
         )
         peer_lin = linear_flops(case.peer, lambda: case.peer_loss(case.peer)) / 1e9
         print(f"linear-layer GEMM work per step: mfgtx {sum(gflop[g] for g in linear):.2f} "
@@ -691,12 +727,14 @@ def _report(
             if every_s[fp] == every_s[fp]
             else "not timed"
         )
-        if fused_s[fp] == fused_s[fp]:
-            bound = (floor_s[fp] + fused_s[fp]) / floor_s[fp]
-            print(f"BOUND {case.ours_name}: with PyTorch's fused attention on this CPU the "
-                  f"step cannot go below (floor + fused attention) / floor = "
-                  f"({floor_s[fp]:.3f} + {fused_s[fp]:.3f}) / {floor_s[fp]:.3f} = "
-                  f"{bound:.2f}x the {fp} floor"
+        for label, att in (("PyTorch's fused attention", fused_s[fp]),
+                           ("attention as mfgtx.nn.attention runs it", ruled_s[fp])):  # fmt: skip
+            if att != att:  # NaN: this precision's attention was not timed
+                continue
+            bound = (floor_s[fp] + att) / floor_s[fp]
+            print(f"BOUND {case.ours_name}: with {label} on this CPU the step cannot go below "
+                  f"(floor + attention) / floor = ({floor_s[fp]:.3f} + {att:.3f}) / "
+                  f"{floor_s[fp]:.3f} = {bound:.2f}x the {fp} floor"
                   + (f", above the {TARGET:.1f}x target" if bound > TARGET else ""))  # fmt: skip
         print(
             f"SUMMARY {case.ours_name}: target step <= {TARGET:.1f}x the {why}: "
@@ -719,6 +757,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--precision", choices=("auto", "fp32", "bf16", "both"), default="auto")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--batch", type=int, default=BATCH)
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="also time both models' steps through torch.compile (Inductor)",
+    )
     p.add_argument(
         "--heap",
         choices=("kept", "system"),
