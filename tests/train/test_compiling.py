@@ -39,7 +39,9 @@ def test_auto_compiles_after_timing_eager_and_keeps_it_where_it_pays() -> None:
     ran = drive(switch, {"eager": 1.0, "compiled": 0.5, "compile": 30.0}, 20)
     n = 1 + TIMED_STEPS  # a warm-up step and the timed eager ones
     assert ran[:n] == ["eager"] * n and ran[n:] == ["compiled"] * (20 - n)
-    assert switch.compiled is True and switch.compile_seconds == pytest.approx(29.5)  # less the eager step
+    assert switch.compiled is True and switch.compile_seconds == pytest.approx(
+        29.5
+    )  # less the eager step
 
 
 def test_auto_goes_back_to_eager_where_compiled_is_not_faster() -> None:
