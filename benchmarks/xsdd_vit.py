@@ -10,9 +10,13 @@ HistGradientBoostingClassifier. Both are scored on the same 20 %: accuracy, macr
 per-class confusion matrix.
 
 Per seed, the ViT trains from scratch for ``--epochs`` epochs, fewer if the ``--minutes``
-budget would be exceeded: the first epoch is timed and the rest are fitted to the budget
-(the learning-rate schedule then spans the epochs actually run). The split stays fixed
-across seeds (``--split-seed``); the seed changes initialisation, shuffling and augmentation.
+budget would be exceeded: a throw-away copy of the model times a few training steps in each
+precision ``--precision`` allows (fp32, and bf16 where the CPU has fast bf16), eagerly and,
+with ``--compile auto`` or ``on``, through ``torch.compile`` (its compile time is charged to
+the budget); the fastest way is then passed to :func:`mfgtx.train.fit` by name, and the
+epochs are fitted to the budget (the learning-rate schedule spans the epochs actually run).
+The split stays fixed across seeds (``--split-seed``); the seed changes initialisation,
+shuffling and augmentation.
 Each seed is also scored with flip averaging (the mean softmax of a test image and its three
 flips), printed as its own row; the per-seed mean is of the plain predictions.
 
@@ -51,7 +55,7 @@ from mfgtx.baselines import hog_features
 from mfgtx.images import ImageDataset, ImageRecords, SurfaceAugment, load_images, split_images
 from mfgtx.metrics import accuracy, f1
 from mfgtx.models import DefectViT, ViTConfig
-from mfgtx.train import TrainConfig, fit, predict
+from mfgtx.train import TrainConfig, cpu_has_fast_bf16, fit, predict
 
 DEFAULT_ZIP = (
     Path(
@@ -170,24 +174,14 @@ def run_model(
     torch.manual_seed(seed)
     model = build_model(name, args, weights)
     n_params = sum(p.numel() for p in model.parameters())
+    way = probe_steps(name, args, data, weights)
     base = dict(batch_size=args.batch, lr=args.lr, weight_decay=0.05, warmup_fraction=0.05,
-                patience=None, seed=seed, precision="fp32", progress="off")  # fmt: skip
-    # time a few steps of a throw-away copy, then fit the epoch count to the budget
-    probe = build_model(name, args, weights).train()
-    opt = torch.optim.AdamW(probe.parameters(), lr=args.lr)
-    batch = next(iter(torch.utils.data.DataLoader(data["train"], batch_size=args.batch)))
-    step_s = []
-    for _ in range(4):
-        t0 = time.perf_counter()
-        loss = probe.loss(batch)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        step_s.append(time.perf_counter() - t0)
-    del probe, opt
+                patience=None, seed=seed, precision=way["precision"],
+                compile="on" if way["compiled"] else "off", progress="off")  # fmt: skip
     steps = math.ceil(len(data["train"]) / args.batch)
-    epoch_s = statistics.median(step_s[1:]) * steps * 1.15  # + validation and data
-    epochs = max(1, min(args.epochs, math.floor(args.minutes * 60 / epoch_s)))
+    epoch_s = way["step_s"] * steps * 1.15  # + validation and data
+    budget = args.minutes * 60 - way["compile_s"]  # compiling the real model costs the same
+    epochs = max(1, min(args.epochs, math.floor(budget / epoch_s)))
     t0 = time.perf_counter()
     result = fit(model, data["train"], data["val"], TrainConfig(epochs=epochs, **base))
     minutes = (time.perf_counter() - t0) / 60
@@ -201,8 +195,46 @@ def run_model(
     ]
     proba_flips = ((torch.from_numpy(proba) + sum(views)) / 4).numpy()
     info = {"params": n_params, "epochs": epochs, "best_epoch": result.best_epoch,
-            "minutes": minutes, "epoch_s": epoch_s, "proba_flips": proba_flips}  # fmt: skip
+            "minutes": minutes, "epoch_s": epoch_s, "proba_flips": proba_flips,
+            "way": f"{result.precision}{', compiled' if result.compiled else ''}"}  # fmt: skip
     return proba, info
+
+
+def probe_steps(
+    name: str, args: argparse.Namespace, data: dict[str, ImageDataset], weights: tuple
+) -> dict:
+    """The fastest way to train ``name`` here: precision, eager or compiled, seconds per step
+    and the compile time, timed on a throw-away copy of the model (4 steps, first dropped)."""
+    batch = next(iter(torch.utils.data.DataLoader(data["train"], batch_size=args.batch)))
+    precisions = ["fp32", "bf16"] if cpu_has_fast_bf16() else ["fp32"]
+    if args.precision != "auto":
+        precisions = [args.precision]
+    ways = []
+    for precision in precisions:
+        for compiled in [False, True] if args.compile != "off" else [False]:
+            if args.compile == "on" and not compiled:
+                continue
+            torch.manual_seed(0)
+            probe = build_model(name, args, weights).train()
+            opt = torch.optim.AdamW(probe.parameters(), lr=args.lr, fused=True)
+            loss_of = torch.compile(probe.loss, dynamic=False) if compiled else probe.loss
+            cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
+            step_s = []
+            for _ in range(4):
+                t0 = time.perf_counter()
+                with cast:
+                    loss = loss_of(batch)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                step_s.append(time.perf_counter() - t0)
+            step = statistics.median(step_s[1:])
+            ways.append({"precision": precision, "compiled": compiled, "step_s": step,
+                         "compile_s": max(0.0, step_s[0] - step) if compiled else 0.0})  # fmt: skip
+            print(f"  probe {name} {precision}{' compiled' if compiled else ''}: {step:.3f} s a "
+                  f"step (first {step_s[0]:.1f} s)", flush=True)  # fmt: skip
+    steps = math.ceil(len(data["train"]) / args.batch) * args.epochs
+    return min(ways, key=lambda w: w["step_s"] * steps + w["compile_s"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,6 +247,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--image-size", type=int, default=128)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument(
+        "--precision",
+        choices=["auto", "fp32", "bf16"],
+        default="auto",
+        help="auto: the faster of fp32 and (where the CPU has fast bf16) bf16",
+    )
+    p.add_argument(
+        "--compile",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="auto: compiled where that is faster over the run, compile time counted",
+    )
     p.add_argument("--quick", action="store_true", help="small ViT at 64 px (a smoke run)")
     p.add_argument(
         "--threads",
@@ -288,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
                 took.append(info["minutes"])
                 results[f"{name} seed {seed}"] = (acc, mf1)
                 print(
-                    f"\n- {name} seed {seed}: {info['params']:,} parameters, {info['epochs']} "
+                    f"\n- {name} seed {seed} ({info['way']}): {info['params']:,} parameters, "
+                    f"{info['epochs']} "
                     f"epochs (estimated {info['epoch_s']:.0f} s per epoch), best validation "
                     f"epoch {info['best_epoch']}, {info['minutes']:.1f} min training; "
                     f"test accuracy {acc:.4f}, macro-F1 {mf1:.4f}",

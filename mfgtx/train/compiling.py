@@ -3,21 +3,23 @@
 An eager training step runs every norm, activation, residual add and dtype cast as its own
 kernel, each a pass over memory. ``torch.compile`` (TorchInductor) fuses them into a few
 generated loops and leaves the matrix products to the same libraries. Whether that wins
-depends on the model and the machine: on a 2-core AMD EPYC with AVX512-BF16 it took the
-ViT-Tiny configuration's bf16 step from 1.38 to 0.83 s, and left the PatchTST-sized
-forecaster's fp32 step no faster (0.78 against 0.75 s). Compiling costs 15 to 60 s per graph
-there, and needs a C++ compiler on a CPU.
+depends on the model and the machine. On a 2-core AMD EPYC with AVX512-BF16 (eager and
+compiled steps interleaved in one run of ``benchmarks/floor.py --compile``) it did not for
+mfgtx's models: the ViT-Tiny configuration's bf16 step took 0.639 s compiled against 0.622 s
+eager, the PatchTST-sized forecaster's fp32 step 0.795 against 0.738 s; timm's ViT-Tiny
+gained (1.062 to 0.952 s). Compiling costs 15 to 60 s per graph there and needs a C++
+compiler on a CPU. So :class:`~mfgtx.train.TrainConfig` leaves it ``"off"`` by default.
 
-So ``compile="auto"`` (:class:`~mfgtx.train.TrainConfig`) decides from the run's own first
-steps (:class:`CompileSwitch`), with no extra passes and nothing read twice: it times
-:data:`TIMED_STEPS` eager steps after a warm-up step; if the rest of the run would take less
-than :data:`COMPILE_MIN_SECONDS` eagerly, it stays eager without compiling. Otherwise the
-next full batch compiles the step, the following :data:`TIMED_STEPS` run compiled and are
-timed, and the run keeps the compiled step only where it is more than :data:`MARGIN` faster
-and what it saves over the remaining steps exceeds twice the compile time (:func:`decide`).
-Only full batches run compiled (one graph; the last, smaller batch of an epoch runs eagerly).
-A compile that fails (no C++ compiler, an operation Inductor cannot take) leaves the run
-eager: logged, or a warning where ``compile="on"`` asked for it.
+``compile="auto"`` decides from the run's own first steps (:class:`CompileSwitch`), with no
+extra passes and nothing read twice: it times :data:`TIMED_STEPS` eager steps after a
+warm-up step; if the rest of the run would take less than :data:`COMPILE_MIN_SECONDS`
+eagerly, it stays eager without compiling. Otherwise the next full batch compiles the step,
+the following :data:`TIMED_STEPS` run compiled and are timed, and the run keeps the compiled
+step only where it is more than :data:`MARGIN` faster and what it saves over the remaining
+steps exceeds twice the compile time (:func:`decide`). Only full batches run compiled (one
+graph; the last, smaller batch of an epoch runs eagerly). A compile that fails (no C++
+compiler, an operation Inductor cannot take) leaves the run eager: logged, or a warning
+where ``compile="on"`` asked for it.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ class FitResult:
         precision: ``"fp32"`` or ``"bf16"``, what actually ran (for ``precision="auto"``:
             what the timing at the start chose, or what the resumed checkpoint ran).
         compiled: whether full training batches ran through ``torch.compile`` (for
-            ``compile="auto"``: what the timing at the start chose, or the checkpoint's).
+            ``compile="auto"``: what the run's first steps chose, or the checkpoint's).
         device: the device trained on.
         world_size: number of processes.
         resumed_from_epoch: the completed epochs found in the checkpoint (0 if none).

@@ -39,9 +39,8 @@ def test_auto_compiles_after_timing_eager_and_keeps_it_where_it_pays() -> None:
     ran = drive(switch, {"eager": 1.0, "compiled": 0.5, "compile": 30.0}, 20)
     n = 1 + TIMED_STEPS  # a warm-up step and the timed eager ones
     assert ran[:n] == ["eager"] * n and ran[n:] == ["compiled"] * (20 - n)
-    assert switch.compiled is True and switch.compile_seconds == pytest.approx(
-        29.5
-    )  # less the eager step
+    assert switch.compiled is True
+    assert switch.compile_seconds == pytest.approx(29.5)  # the first call less an eager step
 
 
 def test_auto_goes_back_to_eager_where_compiled_is_not_faster() -> None:
@@ -184,3 +183,13 @@ def test_fit_auto_decides_from_its_steps_and_a_resumed_run_keeps_the_choice(
     for a, b in zip(whole_model.state_dict().values(), resumed_model.state_dict().values(),
                     strict=True):  # fmt: skip
         assert torch.equal(a, b)
+
+
+def test_the_default_never_compiles(monkeypatch) -> None:
+    def refuse(*a, **k):
+        raise AssertionError("torch.compile was called with compile left at its default")
+
+    monkeypatch.setattr(torch, "compile", refuse)
+    assert TrainConfig().compile == "off"
+    result, _ = train(cfg())
+    assert result.compiled is False
