@@ -78,3 +78,35 @@ def test_from_torch_refuses_unknown_activation() -> None:
     ref = nn.TransformerEncoderLayer(D, H, F, activation=nn.SiLU(), batch_first=True)
     with pytest.raises(ValueError, match="not relu or exact gelu"):
         EncoderBlock.from_torch(ref)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+@pytest.mark.parametrize("block_of", ["encoder", "decoder"])
+def test_residual_adds_equal_pytorchs_mixed_dtype_add_bit_for_bit(
+    monkeypatch, norm_first: bool, block_of: str
+) -> None:
+    """Under bf16 autocast the residual stream is fp32 and the sublayers' outputs bf16: the
+    cast-then-add of ``_add`` must give exactly what ``x + h`` gives."""
+    import importlib
+
+    blocks = importlib.import_module("mfgtx.nn.blocks")
+    add = blocks._add
+    torch.manual_seed(0)
+    if block_of == "encoder":
+        block = EncoderBlock(16, 2, 32, norm_first=norm_first).eval()
+        run = lambda: block(x).output  # noqa: E731
+    else:
+        block = DecoderBlock(16, 2, 32, norm_first=norm_first).eval()
+        run = lambda: block(x, torch.randn(2, 3, 16, generator=g)).output  # noqa: E731
+    x = torch.randn(2, 5, 16)
+    g = torch.Generator().manual_seed(1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ours = run()
+        monkeypatch.setattr(blocks, "_add", lambda a, b: a + b)
+        g.manual_seed(1)
+        plain = run()
+    assert ours.dtype == plain.dtype == torch.float32
+    assert torch.equal(ours, plain)
+    for a, b in ((torch.ones(3), torch.ones(3, dtype=torch.bfloat16) / 3),
+                 (torch.ones(3, dtype=torch.bfloat16) / 3, torch.ones(3))):  # fmt: skip
+        assert torch.equal(add(a, b), a + b) and add(a, b).dtype == torch.float32
