@@ -10,8 +10,14 @@ never be mistaken for a mask.
 
 The default path is the fused kernel behind ``scaled_dot_product_attention`` (FlashAttention on
 CPU; on CUDA FlashAttention when there is no explicit mask or bias, else the memory-efficient
-kernel). The explicit ``softmax(q k^T / sqrt(Dh) + bias) v`` path runs only when the attention
+kernel). The explicit ``softmax(q k^T / sqrt(Dh) + bias) v`` path runs when the attention
 weights are asked for (``need_weights=True``): the fused kernels never materialise them.
+
+One rule picks products over the kernel: bf16 training on the CPU over at most
+:data:`MATERIALISE_MAX_KEYS` keys and :data:`MATERIALISE_MAX_SCORES` scores a call runs as bf16
+products and a softmax (:func:`_materialise` gives the measurements: the CPU kernel's bf16
+backward is several times slower than the products there). It is a kernel choice, made the
+same way every time, not a fallback, so it does not warn.
 
 No silent fallback: a call that records gradients (a training call) and will not run on a
 fused kernel raises a :class:`KernelWarning` saying why: weights asked for, or PyTorch's own
