@@ -55,7 +55,7 @@ from mfgtx.baselines import hog_features
 from mfgtx.images import ImageDataset, ImageRecords, SurfaceAugment, load_images, split_images
 from mfgtx.metrics import accuracy, f1
 from mfgtx.models import DefectViT, ViTConfig
-from mfgtx.train import TrainConfig, cpu_has_fast_bf16, fit, predict
+from mfgtx.train import TrainConfig, cpu_has_fast_bf16, fit, keep_freed_memory, predict
 
 DEFAULT_ZIP = (
     Path(
@@ -204,7 +204,8 @@ def probe_steps(
     name: str, args: argparse.Namespace, data: dict[str, ImageDataset], weights: tuple
 ) -> dict:
     """The fastest way to train ``name`` here: precision, eager or compiled, seconds per step
-    and the compile time, timed on a throw-away copy of the model (4 steps, first dropped)."""
+    and the compile time, timed on a throw-away copy of the model (6 steps, the median of the
+    last 4; the first call's excess is the compile time)."""
     batch = next(iter(torch.utils.data.DataLoader(data["train"], batch_size=args.batch)))
     precisions = ["fp32", "bf16"] if cpu_has_fast_bf16() else ["fp32"]
     if args.precision != "auto":
@@ -220,15 +221,16 @@ def probe_steps(
             loss_of = torch.compile(probe.loss, dynamic=False) if compiled else probe.loss
             cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
             step_s = []
-            for _ in range(4):
-                t0 = time.perf_counter()
-                with cast:
-                    loss = loss_of(batch)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                step_s.append(time.perf_counter() - t0)
-            step = statistics.median(step_s[1:])
+            with keep_freed_memory():  # as fit trains
+                for _ in range(6):
+                    t0 = time.perf_counter()
+                    with cast:
+                        loss = loss_of(batch)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    step_s.append(time.perf_counter() - t0)
+            step = statistics.median(step_s[2:])
             ways.append({"precision": precision, "compiled": compiled, "step_s": step,
                          "compile_s": max(0.0, step_s[0] - step) if compiled else 0.0})  # fmt: skip
             print(f"  probe {name} {precision}{' compiled' if compiled else ''}: {step:.3f} s a "
