@@ -178,9 +178,10 @@ def run_model(
     base = dict(batch_size=args.batch, lr=args.lr, weight_decay=0.05, warmup_fraction=0.05,
                 patience=None, seed=seed, precision=way["precision"],
                 compile="on" if way["compiled"] else "off", progress="off")  # fmt: skip
-    steps = math.ceil(len(data["train"]) / args.batch)
-    epoch_s = way["step_s"] * steps * 1.15  # + validation and data
-    budget = args.minutes * 60 - way["compile_s"]  # compiling the real model costs the same
+    epoch_s = way["epoch_s"]
+    # 3 % of the budget for the machine's run-to-run spread; compiling the real model costs
+    # what compiling the probe did
+    budget = args.minutes * 60 * 0.97 - way["compile_s"]
     epochs = max(1, min(args.epochs, math.floor(budget / epoch_s)))
     t0 = time.perf_counter()
     result = fit(model, data["train"], data["val"], TrainConfig(epochs=epochs, **base))
@@ -203,10 +204,13 @@ def run_model(
 def probe_steps(
     name: str, args: argparse.Namespace, data: dict[str, ImageDataset], weights: tuple
 ) -> dict:
-    """The fastest way to train ``name`` here: precision, eager or compiled, seconds per step
-    and the compile time, timed on a throw-away copy of the model (6 steps, the median of the
-    last 4; the first call's excess is the compile time)."""
-    batch = next(iter(torch.utils.data.DataLoader(data["train"], batch_size=args.batch)))
+    """The fastest way to train ``name`` here: precision, eager or compiled, seconds per
+    epoch and the compile time, timed on a throw-away copy of the model: 6 training steps on
+    batches drawn (and augmented) as fit draws them, the median of the last 4 (the first
+    call's excess is the compile time), times the steps of an epoch, plus one validation
+    pass."""
+    loader = torch.utils.data.DataLoader(data["train"], batch_size=args.batch, shuffle=True)
+    n_steps = len(loader)
     precisions = ["fp32", "bf16"] if cpu_has_fast_bf16() else ["fp32"]
     if args.precision != "auto":
         precisions = [args.precision]
@@ -222,21 +226,28 @@ def probe_steps(
             cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
             step_s = []
             with keep_freed_memory():  # as fit trains
+                batches = iter(loader)
                 for _ in range(6):
                     t0 = time.perf_counter()
+                    batch = next(batches)
                     with cast:
                         loss = loss_of(batch)
                     opt.zero_grad()
                     loss.backward()
                     opt.step()
                     step_s.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                with cast:
+                    predict(probe, data["val"], batch_size=args.batch)
+                val_s = time.perf_counter() - t0
             step = statistics.median(step_s[2:])
-            ways.append({"precision": precision, "compiled": compiled, "step_s": step,
+            ways.append({"precision": precision, "compiled": compiled,
+                         "epoch_s": step * n_steps + val_s,
                          "compile_s": max(0.0, step_s[0] - step) if compiled else 0.0})  # fmt: skip
             print(f"  probe {name} {precision}{' compiled' if compiled else ''}: {step:.3f} s a "
-                  f"step (first {step_s[0]:.1f} s)", flush=True)  # fmt: skip
-    steps = math.ceil(len(data["train"]) / args.batch) * args.epochs
-    return min(ways, key=lambda w: w["step_s"] * steps + w["compile_s"])
+                  f"step with its batch (first {step_s[0]:.1f} s), validation {val_s:.1f} s",
+                  flush=True)  # fmt: skip
+    return min(ways, key=lambda w: w["epoch_s"] * args.epochs + w["compile_s"])
 
 
 def main(argv: list[str] | None = None) -> int:
