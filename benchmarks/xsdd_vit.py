@@ -177,11 +177,12 @@ def run_model(
     way = probe_steps(name, args, data, weights)
     base = dict(batch_size=args.batch, lr=args.lr, weight_decay=0.05, warmup_fraction=0.05,
                 patience=None, seed=seed, precision=way["precision"],
-                compile="on" if way["compiled"] else "off", progress="off")  # fmt: skip
+                compile="on" if way["compiled"] else "off", ema_decay=args.ema,
+                progress="off")  # fmt: skip
     epoch_s = way["epoch_s"]
-    # 3 % of the budget for the machine's run-to-run spread; compiling the real model costs
+    # 5 % of the budget for the machine's run-to-run spread; compiling the real model costs
     # what compiling the probe did
-    budget = args.minutes * 60 * 0.97 - way["compile_s"]
+    budget = args.minutes * 60 * 0.95 - way["compile_s"]
     epochs = max(1, min(args.epochs, math.floor(budget / epoch_s)))
     t0 = time.perf_counter()
     result = fit(model, data["train"], data["val"], TrainConfig(epochs=epochs, **base))
@@ -265,6 +266,13 @@ def main(argv: list[str] | None = None) -> int:
         choices=["auto", "fp32", "bf16"],
         default="auto",
         help="auto: the faster of fp32 and (where the CPU has fast bf16) bf16",
+    )
+    p.add_argument(
+        "--ema",
+        type=float,
+        default=None,
+        help="train every model with TrainConfig(ema_decay=EMA): the moving average of its "
+        "weights is validated and kept",
     )
     p.add_argument(
         "--compile",

@@ -103,7 +103,6 @@ class CompileSwitch:
         self.compiled: bool | None = None
         self._fn: Callable[[Any], Any] | None = None
         self._phase = "warm-up"  # auto: warm-up -> eager -> compile -> compiled -> decided
-        self._ran = "eager"  # what step_fn handed out last
         if mode == "off":
             self.compiled = False
         elif mode == "on":
@@ -117,8 +116,7 @@ class CompileSwitch:
         """The function to train the next batch with."""
         wanted = self.compiled if self.compiled is not None else self._phase in (
             "compile", "compiled")  # fmt: skip
-        self._ran = "compiled" if wanted and full else "eager"
-        if self._ran == "eager":
+        if not (wanted and full):
             return self.eager
         if self._fn is None:
             self._fn = self.compile_step()

@@ -25,6 +25,10 @@ class TrainConfig:
             from 0; then it decays along a cosine to ``min_lr_ratio * lr``.
         min_lr_ratio: final learning rate as a fraction of ``lr``.
         grad_clip: clip the global gradient norm to this value (``None``: no clipping).
+        ema_decay: keep an exponential moving average of the weights with this decay (for
+            example 0.999, about the last thousand steps), validate it instead of the raw
+            weights and restore the best epoch's average (:mod:`mfgtx.train.ema`); ``None``
+            (the default): the raw weights.
         patience: stop after this many epochs without improvement of the validation loss
             and restore the best weights (``None``: train all epochs, still restore the best).
         min_delta: the smallest decrease of the validation loss that counts as improvement.
@@ -76,6 +80,7 @@ class TrainConfig:
     warmup_fraction: float = 0.05
     min_lr_ratio: float = 0.0
     grad_clip: float | None = 1.0
+    ema_decay: float | None = None
     patience: int | None = 5
     min_delta: float = 0.0
     seed: int = 0
@@ -109,6 +114,8 @@ class TrainConfig:
             raise ValueError(f"min_lr_ratio must be in [0, 1], found {self.min_lr_ratio!r}")
         if self.grad_clip is not None and not self.grad_clip > 0:
             raise ValueError(f"grad_clip must be positive or None, found {self.grad_clip!r}")
+        if self.ema_decay is not None and not 0.0 < self.ema_decay < 1.0:
+            raise ValueError(f"ema_decay must be in (0, 1) or None, found {self.ema_decay!r}")
         if self.patience is not None and (not isinstance(self.patience, int) or self.patience < 1):
             raise ValueError(
                 f"patience must be a positive integer or None, found {self.patience!r}"

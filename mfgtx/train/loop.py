@@ -29,6 +29,7 @@ from mfgtx.train.checkpoint import CheckpointError, load_checkpoint, save_checkp
 from mfgtx.train.compiling import CompileSwitch
 from mfgtx.train.config import TrainConfig
 from mfgtx.train.distributed import DistEnv, ShardSampler, setup_distributed
+from mfgtx.train.ema import WeightAverage
 from mfgtx.train.heap import keep_freed_memory
 from mfgtx.train.optimizer import build_optimizer
 from mfgtx.train.precision import PRECISIONS, choose_precision, fastest, resolve_precision
@@ -225,6 +226,7 @@ class _Run:
     ckpt_path: Path | None
     run_key: dict[str, Any] = field(default_factory=dict)
     switch: CompileSwitch | None = None  # eager or compiled, per batch
+    average: WeightAverage | None = None  # ema_decay: the weights validated and kept
 
 
 def fit(
@@ -305,12 +307,14 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
         t0 = time.perf_counter()
         train_loss, samples_per_s = _train_epoch(run, state, progress, on_step)
         run.net.eval()
-        val_loss = _mean_loss(run.net, run.val_loader, run.device, run.precision, run.env)
+        judged = _LossModule(run.average.model) if run.average else run.net
+        val_loss = _mean_loss(judged, run.val_loader, run.device, run.precision, run.env)
         state.epoch += 1
         if val_loss < state.best_loss - config.min_delta:
             state.best_loss, state.best_epoch, state.bad_epochs = val_loss, state.epoch, 0
+            kept = run.average.model if run.average else model
             state.best_state = {
-                k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()
+                k: v.detach().to("cpu", copy=True) for k, v in kept.state_dict().items()
             }
         else:
             state.bad_epochs += 1
@@ -373,6 +377,7 @@ def _build_run(
         ids = [device.index] if device.type == "cuda" else None
         net = DistributedDataParallel(net, device_ids=ids)
     optimizer = build_optimizer(model, config)
+    average = WeightAverage(model, config.ema_decay) if config.ema_decay is not None else None
     shard = {"rank": env.rank, "world_size": env.world_size}
     train_sampler = ShardSampler(n_train, seed=config.seed, weights=sample_weights, **shard)
     val_sampler = ShardSampler(n_val, shuffle=False, **shard)
@@ -396,6 +401,7 @@ def _build_run(
         config=config,
         ckpt_path=Path(config.checkpoint_dir) / CHECKPOINT_NAME if config.checkpoint_dir else None,
         run_key=run_key,
+        average=average,
     )
 
 
@@ -526,6 +532,8 @@ def _train_epoch(
             if run.config.grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.config.grad_clip)
             run.optimizer.step()
+            if run.average is not None:
+                run.average.update(run.model, state.global_step + 1)
             run.scheduler.step()
             if run.switch.compiled is None and run.device.type == "cuda":
                 torch.cuda.synchronize(run.device)  # the switch is timing steps
@@ -558,6 +566,7 @@ def _save(run: _Run, state: _RunState) -> None:
                 "best_epoch": state.best_epoch,
                 "bad_epochs": state.bad_epochs,
                 "best_state": state.best_state,
+                "average": run.average.state_dict() if run.average else None,
                 "history": state.history,
                 "precision": run.precision,
                 "compiled": run.switch.compiled if run.switch else None,
@@ -575,6 +584,8 @@ def _restore(run: _Run, path: Path) -> _RunState:
     run.model.load_state_dict(ckpt["model"])
     run.optimizer.load_state_dict(ckpt["optimizer"])
     run.scheduler.load_state_dict(ckpt["scheduler"])
+    if run.average is not None:
+        run.average.load_state_dict(ckpt["average"])
     _set_rng_state(ckpt["rng"])
     log.info("resumed from %s after epoch %d", path, int(ckpt["epoch"]))
     return _RunState(
@@ -591,6 +602,7 @@ def _restore(run: _Run, path: Path) -> _RunState:
 
 
 _RESUME_FIELDS = (
+    "ema_decay",
     "epochs",
     "batch_size",
     "lr",
