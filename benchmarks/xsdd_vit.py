@@ -15,6 +15,8 @@ precision ``--precision`` allows (fp32, and bf16 where the CPU has fast bf16), e
 with ``--compile auto`` or ``on``, through ``torch.compile`` (its compile time is charged to
 the budget); the fastest way is then passed to :func:`mfgtx.train.fit` by name, and the
 epochs are fitted to the budget (the learning-rate schedule spans the epochs actually run).
+The budget is also passed to ``fit`` as ``max_minutes``: where the machine runs slower than
+the probe said, no epoch starts that would end past it.
 The split stays fixed across seeds (``--split-seed``); the seed changes initialisation,
 shuffling and augmentation.
 Each seed is also scored with flip averaging (the mean softmax of a test image and its three
@@ -185,7 +187,9 @@ def run_model(
     budget = args.minutes * 60 * 0.95 - way["compile_s"]
     epochs = max(1, min(args.epochs, math.floor(budget / epoch_s)))
     t0 = time.perf_counter()
-    result = fit(model, data["train"], data["val"], TrainConfig(epochs=epochs, **base))
+    # the budget is also a hard limit: a machine slower than the probe ends training on time
+    config = TrainConfig(epochs=epochs, max_minutes=args.minutes, **base)
+    result = fit(model, data["train"], data["val"], config)
     minutes = (time.perf_counter() - t0) / 60
     proba = torch.softmax(predict(model, data["test"]), -1).numpy()
     # flip averaging: both flips are training augmentations, so each flipped view is in
@@ -196,7 +200,8 @@ def run_model(
         for dims in ((-1,), (-2,), (-2, -1))
     ]
     proba_flips = ((torch.from_numpy(proba) + sum(views)) / 4).numpy()
-    info = {"params": n_params, "epochs": epochs, "best_epoch": result.best_epoch,
+    info = {"params": n_params, "epochs": epochs, "ran": len(result.history),
+            "best_epoch": result.best_epoch,
             "minutes": minutes, "epoch_s": epoch_s, "proba_flips": proba_flips,
             "way": f"{result.precision}{', compiled' if result.compiled else ''}"}  # fmt: skip
     return proba, info
@@ -354,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
                 results[f"{name} seed {seed}"] = (acc, mf1)
                 print(
                     f"\n- {name} seed {seed} ({info['way']}): {info['params']:,} parameters, "
-                    f"{info['epochs']} "
+                    f"{info['ran']} of {info['epochs']} planned "
                     f"epochs (estimated {info['epoch_s']:.0f} s per epoch), best validation "
                     f"epoch {info['best_epoch']}, {info['minutes']:.1f} min training; "
                     f"test accuracy {acc:.4f}, macro-F1 {mf1:.4f}",

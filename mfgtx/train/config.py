@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -31,6 +32,12 @@ class TrainConfig:
             (the default): the raw weights.
         patience: stop after this many epochs without improvement of the validation loss
             and restore the best weights (``None``: train all epochs, still restore the best).
+        max_minutes: a training-time budget: no epoch starts that would end after this many
+            minutes of epochs (training and validation, counted across a resume; the next
+            epoch is expected to take as long as the last), and the best weights are
+            restored as after early stopping. The learning-rate schedule still spans
+            ``epochs``: set ``epochs`` to what the budget should hold so that the schedule
+            ends, and this as the hard limit. ``None`` (the default): no limit.
         min_delta: the smallest decrease of the validation loss that counts as improvement.
         seed: seeds torch, numpy and random; also fixes the per-epoch shuffling order.
         deterministic: ask torch for deterministic kernels (slower; bitwise repeatable on
@@ -82,6 +89,7 @@ class TrainConfig:
     grad_clip: float | None = 1.0
     ema_decay: float | None = None
     patience: int | None = 5
+    max_minutes: float | None = None
     min_delta: float = 0.0
     seed: int = 0
     deterministic: bool = False
@@ -119,6 +127,16 @@ class TrainConfig:
         if self.patience is not None and (not isinstance(self.patience, int) or self.patience < 1):
             raise ValueError(
                 f"patience must be a positive integer or None, found {self.patience!r}"
+            )
+        if self.max_minutes is not None and not (
+            isinstance(self.max_minutes, int | float)
+            and not isinstance(self.max_minutes, bool)
+            and math.isfinite(self.max_minutes)
+            and self.max_minutes > 0
+        ):
+            raise ValueError(
+                f"max_minutes must be a positive number of minutes or None, found "
+                f"{self.max_minutes!r}"
             )
         if self.min_delta < 0:
             raise ValueError(f"min_delta must be >= 0, found {self.min_delta!r}")

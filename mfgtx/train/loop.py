@@ -64,7 +64,7 @@ class FitResult:
             ``lr``, ``seconds``, ``samples_per_s``.
         best_epoch: the epoch whose weights were restored (1-based).
         best_val_loss: its validation loss.
-        stopped_early: ``True`` when patience ran out before ``epochs``.
+        stopped_early: ``True`` when patience or ``max_minutes`` ran out before ``epochs``.
         precision: ``"fp32"`` or ``"bf16"``, what actually ran (for ``precision="auto"``:
             what the timing at the start chose, or what the resumed checkpoint ran).
         compiled: whether full training batches ran through ``torch.compile`` (for
@@ -304,6 +304,8 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
     )
     patience = config.patience or math.inf
     while state.epoch < config.epochs and state.bad_epochs < patience:
+        if _out_of_time(run, state):
+            break
         t0 = time.perf_counter()
         train_loss, samples_per_s = _train_epoch(run, state, progress, on_step)
         run.net.eval()
@@ -334,7 +336,14 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
         )
         _save(run, state)
     stopped_early = state.epoch < config.epochs
-    if stopped_early:
+    if stopped_early and state.bad_epochs < patience:
+        log.info(
+            "stopped after epoch %d: the next would end past max_minutes=%g; best epoch %d",
+            state.epoch,
+            config.max_minutes,
+            state.best_epoch,
+        )
+    elif stopped_early:
         log.info("early stop after epoch %d: best epoch %d", state.epoch, state.best_epoch)
     if state.best_state is not None:
         model.load_state_dict(state.best_state)
@@ -352,6 +361,20 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
         checkpoint=str(run.ckpt_path) if run.ckpt_path else None,
         config=config.to_dict(),
     )
+
+
+def _out_of_time(run: _Run, state: _RunState) -> bool:
+    """Whether another epoch, as long as the last, would end past ``max_minutes``.
+
+    Training time is the epochs' own seconds in the history, so a resumed run counts what
+    it trained before. Every process agrees: one out of time stops them all.
+    """
+    limit = run.config.max_minutes
+    if limit is None or not state.history:
+        return False
+    spent = sum(h["seconds"] for h in state.history)
+    late = spent + state.history[-1]["seconds"] > limit * 60
+    return run.env.all_sum([float(late)])[0] > 0
 
 
 def _build_run(

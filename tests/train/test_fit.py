@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,28 @@ def test_early_stopping_stops_and_keeps_the_best_epoch() -> None:
     assert result.stopped_early and len(result.history) < 30
     assert result.best_epoch == min(result.history, key=lambda h: h["val_loss"])["epoch"]
     assert evaluate(model, val)["loss"] == pytest.approx(result.best_val_loss, rel=1e-5)
+
+
+class SlowWindows(WindowData):
+    """Every sample takes 5 ms to read: an epoch of 16 samples takes at least 80 ms."""
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        time.sleep(0.005)
+        return super().__getitem__(i)
+
+
+def test_max_minutes_stops_before_an_epoch_that_would_end_late(tmp_path: Path) -> None:
+    # 16 samples: each epoch >= 80 ms; a 130 ms budget (0.0022 min) holds one epoch, not two
+    train, val = SlowWindows(12, seed=1), SlowWindows(4, seed=2)
+    limited = cfg(epochs=20, max_minutes=0.0022, checkpoint_dir=str(tmp_path), patience=None)
+    result = fit(TinyRegressor(), train, val, limited)
+    assert [h["epoch"] for h in result.history] == [1] and result.stopped_early
+    assert result.history[0]["seconds"] >= 0.08
+    # resumed, the epoch already trained counts: still no room for another
+    again = fit(TinyRegressor(), train, val, dataclasses.replace(limited, resume=True))
+    assert again.resumed_from_epoch == 1 and len(again.history) == 1
+    # without the limit the same run trains on
+    assert len(fit(TinyRegressor(), train, val, cfg(epochs=2, patience=None)).history) == 2
 
 
 def test_non_finite_loss_names_the_step_and_keeps_the_checkpoint(tmp_path: Path) -> None:
@@ -177,6 +201,8 @@ def test_log_lines_when_nobody_watches(caplog) -> None:
         ({"precision": "fp16"}, "precision must be one of"),
         ({"resume": True}, "resume=True needs a checkpoint_dir"),
         ({"warmup_fraction": 1.5}, "warmup_fraction"),
+        ({"max_minutes": 0}, "max_minutes must be a positive number of minutes"),
+        ({"max_minutes": float("inf")}, "max_minutes must be a positive number of minutes"),
     ],
 )
 def test_config_validation(kw: dict, match: str) -> None:
