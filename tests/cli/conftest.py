@@ -60,7 +60,15 @@ def quality_job(plant: Path, out: Path, **sections: object) -> dict:
             "d_ff": 16,
             "dropout": 0.0,
         },
-        "train": {"epochs": 2, "batch_size": 16, "patience": None, "progress": "log"},
+        # precision named: "auto" times both on the machine, and a loaded one can flip it between
+        # the runs a test compares bit for bit
+        "train": {
+            "epochs": 2,
+            "batch_size": 16,
+            "patience": None,
+            "progress": "log",
+            "precision": "fp32",
+        },
         "bundle": str(out / "models" / "quality"),
         "score": {"output": {"path": str(out / "scores.parquet")}},
     }

@@ -84,7 +84,8 @@ def test_decide_needs_the_margin_and_twice_the_compile_time_back() -> None:
 
 
 def cfg(**kw) -> TrainConfig:
-    base = dict(epochs=2, batch_size=16, lr=3e-3, patience=None, progress="off", seed=0)
+    base = dict(epochs=2, batch_size=16, lr=3e-3, patience=None, progress="off", seed=0,
+                precision="fp32")  # fmt: skip
     return TrainConfig(**(base | kw))
 
 

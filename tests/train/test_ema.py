@@ -13,7 +13,8 @@ from mfgtx.train.ema import WeightAverage
 
 
 def cfg(**kw) -> TrainConfig:
-    base = dict(epochs=2, batch_size=16, lr=3e-3, patience=None, progress="off", seed=0)
+    base = dict(epochs=2, batch_size=16, lr=3e-3, patience=None, progress="off", seed=0,
+                precision="fp32")  # fmt: skip
     return TrainConfig(**(base | kw))
 
 
