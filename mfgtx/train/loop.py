@@ -303,8 +303,9 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
         len(run.train_loader),
     )
     patience = config.patience or math.inf
+    out_of_time = False
     while state.epoch < config.epochs and state.bad_epochs < patience:
-        if _out_of_time(run, state):
+        if out_of_time := _out_of_time(run, state):
             break
         t0 = time.perf_counter()
         train_loss, samples_per_s = _train_epoch(run, state, progress, on_step)
@@ -336,7 +337,7 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
         )
         _save(run, state)
     stopped_early = state.epoch < config.epochs
-    if stopped_early and state.bad_epochs < patience:
+    if out_of_time:
         log.info(
             "stopped after epoch %d: the next would end past max_minutes=%g; best epoch %d",
             state.epoch,
