@@ -11,6 +11,8 @@ Without either, the dashboard serves only a server bound to localhost; on any ot
 the empty one (all interfaces) included, every page shows only how to configure sign-in,
 unless ``MFGTX_APP_NO_AUTH=1`` runs it open on purpose. Wrong passwords are counted per client
 address: after :data:`MAX_FAILURES` within :data:`WINDOW_S` seconds that address must wait.
+Every run records whether its session is signed in (``_uploads.record_session``): only those
+sessions may upload files, and a session that signs out loses its uploads.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
+import _uploads
 import streamlit as st
 
 from mfgtx.passwords import verify_password
@@ -90,13 +93,17 @@ def mode() -> str:
 
 
 def signed_in() -> bool:
-    """Whether this session may see the pages (never draws anything)."""
+    """Whether this session may see the pages (never draws anything); recorded for the
+    upload guard, which takes files only from signed-in sessions."""
     how = mode()
     if how == "oidc":
-        return bool(st.user.is_logged_in)
-    if how == "password":
-        return bool(st.session_state.get("mfgtx_signed_in"))
-    return how == "open"
+        ok = bool(st.user.is_logged_in)
+    elif how == "password":
+        ok = bool(st.session_state.get("mfgtx_signed_in"))
+    else:
+        ok = how == "open"
+    _uploads.record_session(ok)
+    return ok
 
 
 def sign_in_page() -> None:

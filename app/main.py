@@ -2,7 +2,9 @@
 
 This file builds the dashboard as an ASGI app (``st.App``) so that every HTTP response carries
 security headers (no framing by other sites, no MIME sniffing, no referrer, a restrictive
-content security policy). The pages themselves are ``app/dashboard.py`` and ``app/views/``.
+content security policy) and so that uploads are taken only from signed-in sessions, at most
+``MFGTX_APP_SESSION_UPLOAD_MB`` megabytes per session, and freed when the session ends
+(``_uploads.UploadGuard``). The pages themselves are ``app/dashboard.py`` and ``app/views/``.
 Settings for the plant network are in ``app/.streamlit/config.toml``, which Streamlit reads
 beside this script whatever the working directory; ``python app/main.py`` (and ``mfgtx app``)
 pin the same settings again, so a service started from anywhere runs the same way.
@@ -10,12 +12,19 @@ pin the same settings again, so a service started from anywhere runs the same wa
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 from starlette.middleware import Middleware
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # the page script's _auth, _uploads
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _auth
+from _uploads import UploadGuard, UploadLimit
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -68,7 +77,23 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-app = st.App("dashboard.py", middleware=[Middleware(SecurityHeaders)])
+def runs_open() -> bool:
+    """Whether the dashboard runs without sign-in (then every session may upload)."""
+    return _auth.mode() == "open"
+
+
+try:
+    upload_limit = UploadLimit.from_settings()
+except ValueError as e:  # a setting the operator wrote: one line, no traceback
+    raise SystemExit(f"mfgtx dashboard: {e}") from None
+
+app = st.App(
+    "dashboard.py",
+    middleware=[
+        Middleware(SecurityHeaders),  # outermost: refusals carry the headers too
+        Middleware(UploadGuard, is_open=runs_open, limit=upload_limit),
+    ],
+)
 
 if __name__ == "__main__":
     app.run(config=plant_settings())
