@@ -14,23 +14,38 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["HogLogistic", "MajorityImageClass", "hog_features"]
+__all__ = ["HOG_CHUNK", "HogLogistic", "MajorityImageClass", "hog_features"]
+
+
+#: Images turned into HOG features at a time: the gradients of a chunk are a few arrays of
+#: its pixels in float64, so memory depends on this, not on how many images there are.
+HOG_CHUNK = 256
 
 
 def hog_features(images: np.ndarray, cell: int = 16, bins: int = 9) -> np.ndarray:
-    """HOG features ``(N, (S/cell - 1)^2 * 4 * bins)`` of grey images ``(N, S, S)`` in [0, 1].
+    """HOG features ``(N, (S/cell - 1)^2 * 4 * bins)`` of grey images ``(N, S, S)`` in [0, 1],
+    :data:`HOG_CHUNK` images at a time.
 
     Example:
         >>> hog_features(np.zeros((2, 32, 32))).shape  # 2x2 cells -> one 2x2 block
         (2, 36)
     """
-    x = np.asarray(images, dtype=np.float64)
-    if x.ndim != 3 or x.shape[1] != x.shape[2]:
-        raise ValueError(f"images must be (N, S, S) grey, found {x.shape}")
-    n, s, _ = x.shape
+    if np.ndim(images) != 3 or np.shape(images)[1] != np.shape(images)[2]:
+        raise ValueError(f"images must be (N, S, S) grey, found {np.shape(images)}")
+    n, s, _ = np.shape(images)
     c = s // cell
     if c < 2:
         raise ValueError(f"images of {s} px hold fewer than 2 cells of {cell} px on a side")
+    out = np.empty((n, (c - 1) ** 2 * 4 * bins))
+    for a in range(0, n, HOG_CHUNK):
+        out[a : a + HOG_CHUNK] = _hog(np.asarray(images[a : a + HOG_CHUNK], np.float64), cell, bins)
+    return out
+
+
+def _hog(x: np.ndarray, cell: int, bins: int) -> np.ndarray:
+    """:func:`hog_features` of one chunk ``(n, S, S)`` float64."""
+    n, s, _ = x.shape
+    c = s // cell
     gx = np.zeros_like(x)
     gy = np.zeros_like(x)
     gx[:, :, 1:-1] = x[:, :, 2:] - x[:, :, :-2]
@@ -103,7 +118,24 @@ class HogLogistic:
     def name(self) -> str:
         return "HOG + logistic regression"
 
+    def features(self, images: np.ndarray) -> np.ndarray:
+        """The HOG features this baseline reads, of ``(N, S, S)`` grey or ``(N, C, S, S)``
+        images (a caller with many images turns them into features a batch at a time and
+        fits on those: :meth:`fit_features`)."""
+        if np.ndim(images) == 3:
+            return hog_features(images, self.cell, self.bins)
+        chunks = range(0, max(len(images), 1), HOG_CHUNK)  # one (empty) chunk of no images
+        return np.concatenate(
+            [hog_features(_grey(images[a : a + HOG_CHUNK]), self.cell, self.bins) for a in chunks]
+        )
+
     def fit(self, images: np.ndarray, labels: Sequence[int], num_classes: int) -> HogLogistic:
+        return self.fit_features(self.features(images), labels, num_classes)
+
+    def fit_features(
+        self, features: np.ndarray, labels: Sequence[int], num_classes: int
+    ) -> HogLogistic:
+        """:meth:`fit` on features already taken (:meth:`features`)."""
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
@@ -113,11 +145,11 @@ class HogLogistic:
         self.model_ = make_pipeline(
             StandardScaler(),
             LogisticRegression(C=self.C, class_weight="balanced", max_iter=2000),
-        ).fit(hog_features(_grey(images), self.cell, self.bins), y)
+        ).fit(features, y)
         return self
 
     def predict_proba(self, images: np.ndarray) -> np.ndarray:
-        p = self.model_.predict_proba(hog_features(_grey(images), self.cell, self.bins))
+        p = self.model_.predict_proba(self.features(images))
         out = np.zeros((len(p), self.num_classes_))
         out[:, self.model_.classes_] = p  # classes absent from training keep probability 0
         return out

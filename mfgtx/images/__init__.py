@@ -12,6 +12,8 @@
   :func:`surface_views`: the flips and quarter turns training draws, for test-time views.
 * Full-size photos: :class:`TileSpec`, :func:`cut_tiles`, :func:`iter_tiles` and
   :func:`tile_index` cut them into tiles (lot = the photo unless the manifest says);
+  :class:`PhotoStore` keeps decoded photos in a scratch file and reads tiles back, so a job
+  holds one batch of tiles, never every photo;
   :func:`mask_path`, :func:`read_mask` (PNG or labelme, :func:`read_labelme`,
   :func:`rasterise`) and :func:`label_tiles` say which tiles are defects;
   :func:`image_scores` turns tile scores into one score per photo (its worst tile);
@@ -63,6 +65,7 @@ from mfgtx.images.records import IMAGE_SUFFIXES, ImageRecords
 from mfgtx.images.scores import ImageScores, image_scores
 from mfgtx.images.sources import iter_image_files, read_listed
 from mfgtx.images.split import DuplicateWarning, ImageSplit, duplicate_groups, split_images
+from mfgtx.images.store import PhotoStore
 from mfgtx.images.tiles import TileBatch, TileSpec, cut_tiles, iter_tiles, tile_index
 
 __all__ = [
@@ -89,6 +92,7 @@ __all__ = [
     "MaskError",
     "MaskFormat",
     "MaskWarning",
+    "PhotoStore",
     "SurfaceAugment",
     "TileBatch",
     "TileLabels",

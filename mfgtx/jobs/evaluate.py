@@ -69,6 +69,7 @@ def audit_split(config: JobConfig) -> tuple[dict[str, Any], Any]:
     kind = job_kind(config)
     if kind.inputs == "images":
         prep = _prepare_images(config)
+        prep.close()  # the audit reads the split, not the pixels
         report = prep.audit_report()
         summary = {
             "command": "audit",
@@ -331,7 +332,10 @@ def evaluate(config: JobConfig) -> tuple[dict[str, Any], Any]:
                 f"{config.source_file}: images.path: classes {prep.names} differ from the "
                 f"bundle's {list(spec.class_names)}"
             )
-        report, extra = kind.judge(predictor, prep, model_name="bundle")  # type: ignore[attr-defined]
+        try:
+            report, extra = kind.judge(predictor, prep, model_name="bundle")  # type: ignore[attr-defined]
+        finally:
+            prep.close()
         return _summary(predictor, report, prep.audit_report().passed, extra), report
     windows, _ = read_windows(config, kind)
     spec = predictor.input_spec

@@ -194,24 +194,27 @@ def _fit_images(
         raise ConfigError(f"{config.source_file}: train.ensemble: is for sensor and forecast jobs")
     prep = prepare_images(images, config.split, seed=config.train.seed)
     seen = np.concatenate([prep.train, prep.val])
-    if images.tiles is not None:  # photos: their pixels, tile labels and the split
+    if images.tiles is not None:  # photos: their files, tile labels and the split
         _write_left_out(config, prep.errors)
         rows = prep.tiles_of(seen)
-        pixels = [prep.photos[int(i)] for i in seen]
-        key = run_key(config, kind, *pixels, prep.tiles["label"].to_numpy()[rows], prep.train)
+        files = [prep.hashes[int(i)] for i in seen]
+        key = run_key(config, kind, *files, prep.tiles["label"].to_numpy()[rows], prep.train)
     else:
         key = run_key(config, kind, prep.images[seen].numpy(), prep.labels[seen], prep.train)
-    return kind.fit(  # type: ignore[attr-defined]
-        prep,
-        images=images,
-        section=config.vit,
-        plan=config.split,
-        train=train_cfg,
-        cost_ratio=config.calibration.cost_ratio,
-        run_key=key,
-        on_step=on_step,
-        judge=judge,
-    )
+    try:
+        return kind.fit(  # type: ignore[attr-defined]
+            prep,
+            images=images,
+            section=config.vit,
+            plan=config.split,
+            train=train_cfg,
+            cost_ratio=config.calibration.cost_ratio,
+            run_key=key,
+            on_step=on_step,
+            judge=judge,
+        )
+    finally:
+        prep.close()  # the decoded photos' scratch file
 
 
 def left_out_path(config: JobConfig) -> Path:

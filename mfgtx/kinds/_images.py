@@ -163,6 +163,9 @@ class PreparedImages:
         plus the lot-and-time checks when the manifest has lots."""
         return image_audit_report(self, "file")
 
+    def close(self) -> None:
+        """Nothing to free (the images are in memory); as :meth:`PreparedTiles.close`."""
+
     @property
     def counts(self) -> dict[str, int]:
         return {

@@ -10,8 +10,11 @@ Job file: ``images.tiles: {size, stride, train_stride, balance}``
 CSV manifest with ``path`` and optionally ``lot`` with ``timestamp``, and ``mask`` (a mask
 file per photo, overriding the pairing rule of :func:`mfgtx.images.mask_path`; the rule's
 photo folder is the manifest's deepest common folder of the photos). Tiles are never
-written to disk: the photos stay in memory as uint8 and :class:`TileDataset` slices each
-tile when it is drawn.
+written to disk, and the photos are never all held in memory: each is decoded once into a
+:class:`~mfgtx.images.PhotoStore` (a scratch file that vanishes with the process), from which
+:class:`TileDataset` reads a tile when it is drawn and every other step reads a batch of tiles
+at a time (:meth:`PreparedTiles.batches`). A job's memory depends on the batch size and the
+largest photo, not on how many photos there are.
 
 * **Labels** (:func:`mfgtx.images.label_tiles`): a tile with at least ``min_defect_px`` mask
   pixels is ``defect`` (class 1), one with none ``good`` (class 0), one with a few
@@ -34,8 +37,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,7 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from mfgtx.images import AMBIGUOUS, TileSpec
+from mfgtx.images import AMBIGUOUS, PhotoStore, TileSpec
 
 __all__ = [
     "MasksSection",
@@ -61,6 +64,10 @@ log = logging.getLogger("mfgtx.kinds")
 
 #: Class names of a tiled job: index 0 is good surface, 1 is a defect (any mask pixel).
 TILE_CLASSES = ("good", "defect")
+
+#: Tiles read at a time by a pass over many (scoring, features): 512 tiles of 64 px grey are
+#: 2 MB of pixels and 8 MB as model input.
+BATCH_TILES = 512
 
 
 @dataclass(frozen=True)
@@ -147,10 +154,11 @@ def tile_tensor(tiles: np.ndarray, size: int) -> torch.Tensor:
 
 
 class TileDataset(Dataset):
-    """Tiles sliced from in-memory photos when drawn, as ``{"images", "y"}`` samples.
+    """Tiles read from a :class:`~mfgtx.images.PhotoStore` when drawn, as ``{"images", "y"}``
+    samples.
 
     Args:
-        photos: uint8 photos ``(H, W)`` or ``(H, W, C)``.
+        photos: the store of the uint8 photos ``(H, W)`` or ``(H, W, C)``.
         photo, top, left: ``(N,)`` each tile's photo and corner.
         labels: ``(N,)`` classes.
         size: tile side ``S``; image_size: model input side ``s``.
@@ -160,7 +168,7 @@ class TileDataset(Dataset):
 
     def __init__(
         self,
-        photos: Sequence[np.ndarray],
+        photos: PhotoStore,
         photo: np.ndarray,
         top: np.ndarray,
         left: np.ndarray,
@@ -181,8 +189,7 @@ class TileDataset(Dataset):
         return len(self.photo)
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        t, left, s = int(self.top[i]), int(self.left[i]), self.size
-        tile = self.photos[int(self.photo[i])][t : t + s, left : left + s]
+        tile = self.photos.tile(int(self.photo[i]), int(self.top[i]), int(self.left[i]), self.size)
         x = tile_tensor(tile[None], self.image_size)[0]  # (C, s, s)
         if self.augment is not None:
             x = self.augment(x)
@@ -270,8 +277,10 @@ class PreparedTiles:
         names: ``("good", "defect")``.
         spec: the tiling.
         image_size: the model input side (tiles are resized to it when they differ).
-        photos: the readable photos, uint8.
+        store: the readable photos, uint8, decoded once into a scratch file
+            (:class:`~mfgtx.images.PhotoStore`; :meth:`close` removes it).
         keys: their names (as ``score`` writes them).
+        hashes: the sha256 of each photo's file (what the run's checkpoints are keyed by).
         image_labels: ``(M,)`` 1 where the photo is defective.
         tiles: one row per tile: ``photo`` (position in ``photos``), ``top``, ``left``,
             ``label`` (0, 1 or -1 ambiguous), ``defect_px``.
@@ -290,8 +299,9 @@ class PreparedTiles:
     names: list[str]
     spec: TileSpec
     image_size: int
-    photos: list[np.ndarray]
+    store: PhotoStore
     keys: list[str]
+    hashes: list[str]
     image_labels: np.ndarray
     tiles: pd.DataFrame
     train: np.ndarray
@@ -330,18 +340,39 @@ class PreparedTiles:
         :meth:`training_tiles`) as a :class:`TileDataset`."""
         t = self._rows(rows)
         return TileDataset(
-            self.photos, t["photo"].to_numpy(), t["top"].to_numpy(), t["left"].to_numpy(),
+            self.store, t["photo"].to_numpy(), t["top"].to_numpy(), t["left"].to_numpy(),
             np.maximum(t["label"].to_numpy(), 0), size=self.spec.size,
             image_size=self.image_size, augment=augment,
         )  # fmt: skip
 
     def cut(self, rows: np.ndarray | pd.DataFrame) -> np.ndarray:
-        """uint8 tiles ``(n, S, S[, C])`` of tile ``rows`` (as :meth:`dataset` takes them)."""
-        s, t = self.spec.size, self._rows(rows)
+        """uint8 tiles ``(n, S, S[, C])`` of tile ``rows`` (as :meth:`dataset` takes them),
+        all at once: for a few rows; a pass over many reads :meth:`batches`."""
+        t = self._rows(rows)
+        return self.store.tiles(t["photo"].to_numpy(), t["top"].to_numpy(),
+                                t["left"].to_numpy(), self.spec.size)  # fmt: skip
+
+    def batches(
+        self, rows: np.ndarray | pd.DataFrame, batch_size: int = BATCH_TILES
+    ) -> Iterator[np.ndarray]:
+        """uint8 tiles of ``rows`` in order, ``batch_size`` at a time (what a pass over many
+        tiles holds at once)."""
+        t = self._rows(rows)
         cols = (t["photo"].to_numpy(), t["top"].to_numpy(), t["left"].to_numpy())
-        return np.stack(
-            [self.photos[p][a : a + s, b : b + s] for p, a, b in zip(*cols, strict=True)]
-        )
+        for a in range(0, len(t), batch_size):
+            yield self.store.tiles(*(c[a : a + batch_size] for c in cols), self.spec.size)
+
+    def apply(
+        self, rows: np.ndarray | pd.DataFrame, fn: Any, batch_size: int = BATCH_TILES
+    ) -> np.ndarray:
+        """``fn`` (uint8 tiles -> an array with one row per tile) over the tiles of ``rows``,
+        a batch at a time, concatenated: only the results of every tile are held."""
+        out = [np.asarray(fn(tiles)) for tiles in self.batches(rows, batch_size)]
+        return np.concatenate(out) if out else np.asarray(fn(self.cut(rows)))
+
+    def close(self) -> None:
+        """Remove the scratch file of the decoded photos (also done when the process ends)."""
+        self.store.close()
 
     def audit_report(self) -> Any:
         """Byte-identical photos in one set, every photo's tiles in one set (checked on the
@@ -384,37 +415,55 @@ def _tile_frame(photo: int, labelled: Any) -> pd.DataFrame:
                          "label": labelled.labels, "defect_px": labelled.defect_px})  # fmt: skip
 
 
+@dataclass
+class _Read:
+    """What :func:`prepare_tiles` keeps of each usable photo, read one at a time."""
+
+    store: PhotoStore
+    keys: list[str] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
+    kept: list[int] = field(default_factory=list)  # positions in the listing
+    parts: list[pd.DataFrame] = field(default_factory=list)
+    fit_parts: list[pd.DataFrame] | None = None
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+
 def prepare_tiles(images: Any, plan: Any, *, seed: int = 0) -> PreparedTiles:
     """Read, label and split a tiled ViT job's photos as ``train vit`` does.
 
     A photo (or its mask) that cannot be used is left out and listed in
-    :attr:`PreparedTiles.errors`, naming the file.
+    :attr:`PreparedTiles.errors`, naming the file. The photos are decoded one at a time into
+    the result's :attr:`~PreparedTiles.store`; close it (:meth:`PreparedTiles.close`) when
+    done, or let the process end.
 
     Raises:
         ValueError: a bad manifest or folder, shares outside (0, 1), a set left empty.
         DataError: no photo could be used.
     """
+    if images.masks is None:
+        raise ValueError("images.masks: a tiled job needs masks to label its tiles")
+    spec, train_spec = images.tiles.spec(), images.tiles.train_spec()
+    listed = _list_photos(images.path)
+    read = _Read(PhotoStore(spec.size), fit_parts=[] if train_spec != spec else None)
+    try:
+        _read_photos(listed, images, spec, train_spec, read)
+        return _split(listed, images, plan, seed, spec, read)
+    except BaseException:
+        read.store.close()
+        raise
+
+
+def _read_photos(
+    listed: _Listed, images: Any, spec: TileSpec, train_spec: TileSpec, read: _Read
+) -> None:
+    """Read, check and label every listed photo, one at a time, into ``read``."""
     import hashlib
 
-    from mfgtx.data import DataError
-    from mfgtx.images import (
-        ImageError,
-        ImageRecords,
-        label_tiles,
-        read_image,
-        read_image_file,
-        read_mask,
-        split_images,
-    )
+    from mfgtx.images import ImageError, label_tiles, read_image, read_image_file, read_mask
 
-    tiles_cfg, masks = images.tiles, images.masks
-    if masks is None:
-        raise ValueError("images.masks: a tiled job needs masks to label its tiles")
-    spec, train_spec = tiles_cfg.spec(), tiles_cfg.train_spec()
-    fit_parts: list[pd.DataFrame] | None = [] if train_spec != spec else None
-    listed = _list_photos(images.path)
+    masks = images.masks
     masks_root = Path(masks.path) if masks.path is not None else None
-    photos, keys, hashes, labels, parts, kept, errors = [], [], [], [], [], [], []
     for i, (key, path) in enumerate(zip(listed.keys, listed.paths, strict=True)):
         lot = listed.lots[i] if listed.lots is not None else None
         try:
@@ -428,26 +477,35 @@ def prepare_tiles(images: Any, plan: Any, *, seed: int = 0) -> PreparedTiles:
         except ImageError as e:
             photo_of = getattr(e, "photo", "")
             why = f"{e.reason} (mask of photo {photo_of}); photo left out" if photo_of else e.reason
-            errors.append(_error(e.source, why, lot=lot, line=listed.lines[i]))
+            read.errors.append(_error(e.source, why, lot=lot, line=listed.lines[i]))
             log.warning("photo left out: %s: %s", e.source, why)
             continue
         except ValueError as e:  # the pairing rule cannot place the mask
-            errors.append(_error(str(path), str(e), lot=lot, line=listed.lines[i]))
+            read.errors.append(_error(str(path), str(e), lot=lot, line=listed.lines[i]))
             continue
         labelled = label_tiles(mask, spec, min_defect_px=masks.min_defect_px, name=str(path))
-        n = len(photos)
-        parts.append(_tile_frame(n, labelled))
-        if fit_parts is not None:
+        n = read.store.add(photo)
+        read.parts.append(_tile_frame(n, labelled))
+        if read.fit_parts is not None:
             at = label_tiles(mask, train_spec, min_defect_px=masks.min_defect_px, name=str(path))
-            fit_parts.append(_tile_frame(n, at))
-        photos.append(photo)
-        keys.append(key)
-        hashes.append(hashlib.sha256(data).hexdigest())
-        labels.append(int(labelled.image_is_defect))
-        kept.append(i)
-    if not photos:
+            read.fit_parts.append(_tile_frame(n, at))
+        read.keys.append(key)
+        read.hashes.append(hashlib.sha256(data).hexdigest())
+        read.labels.append(int(labelled.image_is_defect))
+        read.kept.append(i)
+
+
+def _split(
+    listed: _Listed, images: Any, plan: Any, seed: int, spec: TileSpec, read: _Read
+) -> PreparedTiles:
+    """The :class:`PreparedTiles` of the photos ``read``: split by photo (or lot), audited."""
+    from mfgtx.data import DataError
+    from mfgtx.images import ImageRecords, split_images
+
+    keys, hashes, kept = read.keys, read.hashes, read.kept
+    if not keys:
         raise DataError(f"{images.path}: none of the {len(listed.keys)} photos could be used")
-    image_labels = np.asarray(labels, dtype=np.int64)
+    image_labels = np.asarray(read.labels, dtype=np.int64)
     frame = pd.DataFrame({"path": keys, "label": image_labels})
     if listed.lots is not None and listed.times is not None:
         frame["lot"] = [listed.lots[i] for i in kept]
@@ -484,20 +542,21 @@ def prepare_tiles(images: Any, plan: Any, *, seed: int = 0) -> PreparedTiles:
         names=list(TILE_CLASSES),
         spec=spec,
         image_size=images.image_size,
-        photos=photos,
+        store=read.store,
         keys=keys,
+        hashes=hashes,
         image_labels=image_labels,
-        tiles=pd.concat(parts, ignore_index=True),
+        tiles=pd.concat(read.parts, ignore_index=True),
         train=split.train,
         val=split.val,
         test=split.test,
         groups=split.groups,
-        errors=errors,
+        errors=read.errors,
         split=split,
         audit=audit_report,
         duplicates_across=sum(1 for s in where.values() if len(s) > 1),
-        min_defect_px=masks.min_defect_px,
-        fit_tiles=pd.concat(fit_parts, ignore_index=True) if fit_parts is not None else None,
+        min_defect_px=images.masks.min_defect_px,
+        fit_tiles=None if read.fit_parts is None else pd.concat(read.fit_parts, ignore_index=True),
     )
 
 

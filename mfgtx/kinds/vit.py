@@ -599,8 +599,13 @@ class VitKind(Kind):
         )  # fmt: skip
         if not judge:
             return result
+        log.info(
+            "calibrating on the %d validation tiles of %d photos", len(val_rows), len(prep.val)
+        )
         predictor = VitPredictor(self, Trained(model, None), spec)
-        val_logits = predictor.logits(tile_tensor(prep.cut(val_rows), images.image_size))
+        val_logits = prep.apply(
+            val_rows, lambda tiles: predictor.logits(tile_tensor(tiles, images.image_size))
+        )
         # a few defect tiles are often all above every good one: the temperature then stays
         # at 1 (TemperatureScaler.fit says why), so confident tiles do not all tie at P = 1
         calibration = fit_calibration(val_logits, labels[val_rows].astype(int),
@@ -613,13 +618,18 @@ class VitKind(Kind):
             if choice is None:
                 log.warning("threshold chosen on the validation tiles: %s", why)
                 if images.views > 1 and calibration.threshold is not None:
-                    p = predictor.tile_p(prep.cut(val_rows))
+                    p = prep.apply(val_rows, predictor.tile_p)
                     calibration = _over_views(calibration, p, labels[val_rows] == 1)
             else:
                 calibration = Calibration(calibration.temperature, choice, good_class=0)
                 where = "validation photos"
         split_info["threshold_chosen_on"] = where
         predictor = VitPredictor(self, Trained(model, calibration), spec)
+        log.info(
+            "judging on the %d test photos (%d tiles) beside the baselines",
+            len(prep.test),
+            len(prep.tiles_of(prep.test)),
+        )
         report, tile_report, extra = self._judge_tiles(predictor, prep, cost_ratio)
         return replace(
             result, report=report, calibration=calibration, extra_metrics=extra,
