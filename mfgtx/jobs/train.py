@@ -66,16 +66,27 @@ def rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
+#: Job-file settings that change how a trained model is judged and scored, never its weights
+#: (the scoring views, the cost of a missed defect): they are not part of :func:`run_key`, so
+#: they may change on ``--resume`` (a job killed while it judged resumes there, with them).
+JUDGING_ONLY = ("calibration", "images.views")
+
+
 def run_key(config: JobConfig, kind: Kind, *fingerprint: Any) -> dict[str, Any]:
-    """What a training run depends on besides the training loop's settings: the job's
-    data, windows, split, calibration and model sections, and a digest of the training and
-    validation data (``fingerprint``: arrays or text). Saved in every checkpoint;
-    ``--resume`` refuses a checkpoint whose key differs (:func:`mfgtx.train.fit`)."""
+    """What a training run's weights depend on besides the training loop's settings: the
+    job's data, windows, split and model sections (without :data:`JUDGING_ONLY`), and a
+    digest of the training and validation data (``fingerprint``: arrays or text). Saved in
+    every checkpoint; ``--resume`` refuses a checkpoint whose key differs
+    (:func:`mfgtx.train.fit`)."""
     job = config.to_dict()
     sections = ("images", "vit") if kind.inputs == "images" else (kind.section_key,)
     key: dict[str, Any] = {"kind": kind.name}
-    for name in ("data", "windows", "split", "calibration", *sections):
+    for name in ("data", "windows", "split", *sections):
         key[name] = job.get(name)
+    for dotted in JUDGING_ONLY:
+        section, _, name = dotted.partition(".")
+        if name and isinstance(key.get(section), dict):
+            key[section].pop(name, None)
     key["ensemble"] = (job.get("train") or {}).get("ensemble")
     if isinstance(key.get("data"), dict):  # how the input is read does not change it
         for source in (key["data"].get("source"), (key["data"].get("labels") or {}).get("source")):

@@ -42,6 +42,11 @@ log = logging.getLogger("mfgtx.train")
 
 CHECKPOINT_NAME = "last.ckpt"
 
+#: A checkpoint's ``phase``: written after every epoch while training runs, and once more
+#: as ``trained`` when the loop has ended, before any evaluation: a job killed (or out of
+#: memory) while it judges the model resumes with these weights instead of training again.
+TRAINING, TRAINED = "training", "trained"
+
 
 class Trainable(Protocol):
     """What :func:`fit` needs from a model."""
@@ -73,6 +78,8 @@ class FitResult:
         world_size: number of processes.
         resumed_from_epoch: the completed epochs found in the checkpoint (0 if none).
         checkpoint: path of ``last.ckpt`` or ``None``.
+        resumed_trained: the checkpoint held a finished training (its phase ``trained``):
+            no step ran, the weights are the checkpoint's best.
     """
 
     history: tuple[dict[str, float], ...]
@@ -86,6 +93,7 @@ class FitResult:
     resumed_from_epoch: int = 0
     checkpoint: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    resumed_trained: bool = False
 
 
 class _LossModule(nn.Module):
@@ -206,6 +214,7 @@ class _RunState:
     history: list[dict[str, float]] = field(default_factory=list)
     precision: str | None = None  # what the run trained in (None: a checkpoint without it)
     compiled: bool | None = None  # whether it trained compiled (None: a checkpoint without it)
+    phase: str = TRAINING  # TRAINED once the loop has ended: a resume goes straight on
 
 
 @dataclass
@@ -304,7 +313,15 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
     )
     patience = config.patience or math.inf
     out_of_time = False
-    while state.epoch < config.epochs and state.bad_epochs < patience:
+    trained = state.phase == TRAINED
+    if trained:
+        log.info(
+            "the checkpoint holds a finished training (%d epochs, best %d): no step is run, "
+            "evaluation starts from its weights",
+            state.epoch,
+            state.best_epoch,
+        )
+    while not trained and state.epoch < config.epochs and state.bad_epochs < patience:
         if out_of_time := _out_of_time(run, state):
             break
         t0 = time.perf_counter()
@@ -344,8 +361,11 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
             config.max_minutes,
             state.best_epoch,
         )
-    elif stopped_early:
+    elif stopped_early and not trained:
         log.info("early stop after epoch %d: best epoch %d", state.epoch, state.best_epoch)
+    if not trained:  # the weights to evaluate are kept before any evaluation starts
+        state.phase = TRAINED
+        _save(run, state)
     if state.best_state is not None:
         model.load_state_dict(state.best_state)
     model.eval()
@@ -361,6 +381,7 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
         resumed_from_epoch=resumed_from,
         checkpoint=str(run.ckpt_path) if run.ckpt_path else None,
         config=config.to_dict(),
+        resumed_trained=trained,
     )
 
 
@@ -596,6 +617,7 @@ def _save(run: _Run, state: _RunState) -> None:
                 "compiled": run.switch.compiled if run.switch else None,
                 "config": _resume_key(run.config),
                 "run_key": run.run_key,
+                "phase": state.phase,
             },
         )
     run.env.barrier()
@@ -622,6 +644,7 @@ def _restore(run: _Run, path: Path) -> _RunState:
         history=[dict(h) for h in ckpt["history"]],
         precision=ckpt.get("precision"),
         compiled=ckpt.get("compiled"),
+        phase=str(ckpt.get("phase", TRAINING)),
     )
 
 
