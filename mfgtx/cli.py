@@ -7,7 +7,9 @@ Every job command reads a YAML job file (see :mod:`mfgtx.jobs.config`), takes
 
 Exit codes: 0 success; 2 bad input (command line, config, data, missing bundle, a model kind
 not in this version); 1 failure (leakage found, output locked, training diverged, anything
-unexpected); 130 interrupted.
+unexpected); 128 + the signal's number when a stop signal ended the job cleanly (143 SIGTERM
+from a scheduler or ``kill``, 130 SIGINT or Ctrl-C, 129 SIGHUP), with ``"interrupted"`` naming
+it in the summary line (:mod:`mfgtx._signals`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 import logging
 import math
 import os
+import signal
 import subprocess
 import sys
 import warnings
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import mfgtx
+from mfgtx._signals import StopState, signal_name, stop_on_signals
 
 __all__ = ["main"]
 
@@ -98,7 +102,9 @@ def _audit(args: argparse.Namespace) -> int:
     summary, report = audit_split(_config(args))
     for check in report.checks:
         _emit(f"{'PASS' if check.passed else 'FAIL'} {check.name}: {check.detail}")
-    _summary({"ok": summary["passed"], **summary})
+    for unchecked in report.not_checked:  # never shown as passed
+        _emit(f"NOT CHECKED {unchecked.name}: {unchecked.reason}")
+    _summary({"ok": summary["passed"], "not_checked": list(report.unchecked), **summary})
     return 0 if summary["passed"] else 1
 
 
@@ -412,7 +418,8 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mfgtx",
         description="Manufacturing analytics on Transformer models.",
-        epilog="Exit codes: 0 success, 2 bad input or config, 1 failure.",
+        epilog="Exit codes: 0 success, 2 bad input or config, 1 failure, 143/130 stopped by "
+        "SIGTERM/SIGINT (a summary line says so; train continues with --resume).",
     )
     parser.add_argument("--version", action="version", version=f"mfgtx {mfgtx.__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
@@ -561,20 +568,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    with stop_on_signals() as stop:  # SIGTERM, SIGINT, SIGHUP unwind the job: see _signals
+        try:
+            return _run(args, stop)
+        except KeyboardInterrupt:  # a stop signal (also while an error was reported), Ctrl-C
+            return _interrupted(args.command, stop.signum or signal.SIGINT)
+
+
+def _run(args: argparse.Namespace, stop: StopState) -> int:
+    """The command, and its error reported as the summary line."""
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _plain_warning(args.command)
             return int(func(args))
-    except KeyboardInterrupt:
-        log.error("interrupted")
-        return 130
     except Exception as err:
+        if stop.signum is not None:  # raised on the way out (a worker the signal ended too)
+            log.debug("while stopping", exc_info=True)
+            return _interrupted(args.command, stop.signum)
+        from mfgtx.jobs._reasons import reason_of
+
         code = _exit_code(err)
         log.debug("details", exc_info=True)
-        sys.stderr.write(f"mfgtx {args.command}: error: {err}\n")
-        _summary({"command": args.command, "ok": False, "exit_code": code, "error": str(err)})
+        text = str(err).strip() or reason_of(err)  # never an empty message (MemoryError())
+        sys.stderr.write(f"mfgtx {args.command}: error: {text}\n")
+        _summary({"command": args.command, "ok": False, "exit_code": code, "error": text})
         return code
+
+
+def _interrupted(command: str, signum: int) -> int:
+    """A job ended by a stop signal, after its cleanup ran: a log line naming the signal and
+    the summary line (rank 0 under torchrun); returns ``128 + signum``."""
+    name, code = signal_name(signum), 128 + signum
+    then = (
+        "run the same command with --resume to continue from its last checkpoint"
+        if command == "train"
+        else "run it again to finish"
+    )
+    cleaned = "its output lock released, its temporary files removed"
+    rank = os.environ.get("RANK", "0")
+    several = os.environ.get("WORLD_SIZE", "1") not in ("", "0", "1")  # under torchrun
+    who = f"{command} (rank {rank})" if several else command
+    log.error("mfgtx %s: stopped by %s, %s; %s", who, name, cleaned, then)
+    if rank == "0":  # torchrun: rank 0 reports, as for a finished job
+        _summary(
+            {"command": command, "ok": False, "interrupted": name, "exit_code": code,
+             "error": f"stopped by {name}"}
+        )  # fmt: skip
+    return code
 
 
 if __name__ == "__main__":

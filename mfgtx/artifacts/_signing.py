@@ -8,7 +8,8 @@ configures a secret key on the machines that train, sign and score:
   or
 - ``MFGTX_BUNDLE_KEY``: the key itself (from the scheduler's or service's secret store).
 
-A key is at least 32 characters of text (e.g. ``openssl rand -hex 32``). With a key
+A key is at least 32 characters of text (e.g. ``openssl rand -hex 32``; see
+:mod:`mfgtx._keys`, which training checkpoints sign with too). With a key
 configured, every bundle written is signed (``signature.hmac``: the HMAC-SHA256 of its
 ``checksum.sha256``, which covers the manifest and the weights), and every bundle read,
 by ``score``, ``evaluate``, ``bench`` and the dashboard alike, must carry a signature made
@@ -20,24 +21,16 @@ verified.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import logging
-import os
-import stat
 from pathlib import Path
 
+from mfgtx._keys import KEY_ENV, KEY_FILE_ENV, SigningKeyError, key_id, mac, read_signing_key
+from mfgtx._keys import SCHEME as _SCHEME
 from mfgtx.artifacts.errors import BundleError
 
 __all__ = ["KEY_ENV", "KEY_FILE_ENV", "SIGNATURE_FILE", "key_id", "sign", "signing_key", "verify"]
 
-log = logging.getLogger(__name__)
-
 SIGNATURE_FILE = "signature.hmac"
-KEY_ENV = "MFGTX_BUNDLE_KEY"
-KEY_FILE_ENV = "MFGTX_BUNDLE_KEY_FILE"
-_MIN_KEY = 32
-_SCHEME = "hmac-sha256"
 
 
 def signing_key() -> bytes | None:
@@ -46,41 +39,14 @@ def signing_key() -> bytes | None:
     Raises:
         BundleError: the key file cannot be read, or the key is too short.
     """
-    path = os.environ.get(KEY_FILE_ENV)
-    if path:
-        p = Path(path)
-        try:
-            mode = p.stat().st_mode
-            key = p.read_bytes().strip()
-        except OSError as e:
-            raise BundleError(
-                f"{KEY_FILE_ENV}={path}: cannot read the key file ({e.strerror})"
-            ) from None
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
-            log.warning(
-                "%s %s can be read by other users; chmod 600 it", KEY_FILE_ENV, path
-            )  # the key still works: refusing here would stop every job at once
-    else:
-        text = os.environ.get(KEY_ENV)
-        if not text:
-            return None
-        key = text.strip().encode("utf-8")
-    if len(key) < _MIN_KEY:
-        where = KEY_FILE_ENV if path else KEY_ENV
-        raise BundleError(
-            f"{where}: the bundle key is {len(key)} characters; use at least {_MIN_KEY} "
-            "(e.g. openssl rand -hex 32)"
-        )
-    return key
-
-
-def key_id(key: bytes) -> str:
-    """A short public name of ``key`` (not the key): the first 12 hex of its sha256."""
-    return hashlib.sha256(b"mfgtx-bundle-key:" + key).hexdigest()[:12]
+    try:
+        return read_signing_key()
+    except SigningKeyError as e:
+        raise BundleError(str(e)) from None
 
 
 def _mac(key: bytes, checksums: bytes) -> str:
-    return hmac.new(key, b"mfgtx-bundle-v1\n" + checksums, hashlib.sha256).hexdigest()
+    return mac(key, b"mfgtx-bundle-v1", checksums)
 
 
 def sign(key: bytes, checksums: bytes) -> bytes:

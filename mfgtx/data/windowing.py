@@ -6,8 +6,11 @@ Within each lot, window ``j`` covers rows ``s .. s+T-1`` with ``s = j * stride``
 forecast horizon the next ``H`` rows hold its target. A window never crosses lots, and a lot
 too short for one window is an error (or, with ``on_short="skip"``, left out with a warning
 that names it). The prediction time of a window is the time of its last feature row; its
-label becomes known at the label-availability time of its label row (or that row's time
-when none is mapped), or, for forecasts, at the time of the last horizon row.
+label becomes known at the label-availability time of its label row, or, for forecasts, at
+the latest of its horizon rows' label-availability times. Without a ``label_time`` column the
+row's own time stands in, and the windows record that it was filled in
+(:attr:`~mfgtx.data.Windows.label_time_filled`), except for a forecast of sensors only: a
+reading is known at the time it is stamped with, so that time is given by the data.
 """
 
 from __future__ import annotations
@@ -127,6 +130,13 @@ def make_windows(
 
     times = _as_array(frame[cols.time])
     label_rows = _as_array(frame[cols.label_time]) if cols.label_time else times
+    # a target's row time says when it was measured, not when its value (an inspection
+    # result, a lab value, a failure) became known; a sensor reading is known when stamped
+    label_time_filled = (
+        cols.label_time is None
+        and bool(targets)
+        and not (horizon > 0 and all(c in sensors for c in targets))
+    )
     need = window + horizon if min_rows is None else min_rows
     starts: list[np.ndarray] = []  # first step of each window, before the lot's first row if padded
     firsts: list[np.ndarray] = []  # the lot's first row, per window
@@ -197,6 +207,7 @@ def make_windows(
         pad=None if min_rows is None else pad,
         time_kind=table.time_kind,
         categories={c: dict(names) for c, names in table.categories.items()} or None,
+        label_time_filled=np.full(len(row_start), label_time_filled),
     )
     if as_of is not None:
         t = result.time_value(as_of)

@@ -8,6 +8,8 @@ A :class:`Windows` does not copy the sensor values per window: it keeps the tabl
 ``(N, T, C)`` inputs for the windows asked for. Every window records its lot, the time of
 its first and last feature row (``start``, ``end``: ``end`` is the prediction time), and the
 time its label became known (``label_time``), which is what the splitters and the audit use.
+Where the data gave no such time, ``label_time`` holds the row's own time and
+``label_time_filled`` says so, so that the audit does not pass a check it could not make.
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ class Windows:
             ``"utc"``, ``"naive"`` or ``"number"``), or ``None`` when not known.
         categories: ``{column: {code: name}}``: the names behind the codes of the
             category columns (:attr:`mfgtx.data.SensorTable.categories`), or ``None``.
+        label_time_filled: ``(N,)`` bool, ``True`` where ``label_time`` was filled in with
+            the label row's own time because the data gives no time at which the label
+            became known (no ``label_time`` column mapped); ``None`` when every label time
+            was given. The audit lists ``label_availability`` as not checked when a window
+            whose label must be known in time has a filled-in one.
     """
 
     values: np.ndarray
@@ -74,8 +81,17 @@ class Windows:
     pad: np.ndarray | None = None
     time_kind: str | None = None
     categories: Mapping[str, Mapping[float, str]] | None = None
+    label_time_filled: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if self.label_time_filled is not None:
+            filled = np.asarray(self.label_time_filled)
+            if filled.dtype != bool or filled.shape != self.row_start.shape:
+                raise ValueError(
+                    f"label_time_filled must be one bool per window ({len(self.row_start)}), "
+                    f"found dtype {filled.dtype} and shape {filled.shape}"
+                )
+            object.__setattr__(self, "label_time_filled", filled if filled.any() else None)
         if self.pad is not None:
             pad = np.asarray(self.pad, dtype=np.int64)
             if pad.shape != self.row_start.shape or (pad < 0).any() or (pad >= self.window).any():
@@ -177,7 +193,17 @@ class Windows:
             else np.concatenate([p.window - p.lengths for p in parts]),
             time_kind=next((p.time_kind for p in parts if p.time_kind is not None), None),
             categories=categories or None,
+            label_time_filled=None
+            if all(p.label_time_filled is None for p in parts)
+            else np.concatenate([p.filled_label_times() for p in parts]),
         )
+
+    def filled_label_times(self) -> np.ndarray:
+        """``(N,)`` bool: which windows' ``label_time`` was filled in rather than given
+        (all ``False`` when ``label_time_filled`` is ``None``)."""
+        if self.label_time_filled is None:
+            return np.zeros(len(self), dtype=bool)
+        return self.label_time_filled
 
     @property
     def lots(self) -> np.ndarray:

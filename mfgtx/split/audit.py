@@ -14,9 +14,11 @@ style ``(train, test)`` or ``(train, val, test)`` tuple, or the folds of a cross
 4. ``time_order_gap``: validation windows start ``>= max(train end) + gap``; test windows
    start ``>= max(train end) + gap`` and ``>= max(val end) + gap``.
 5. ``label_availability``: training labels are known by the next set's first start,
-   validation labels by the first test start. Without label times it fails only where a
-   window ends after that start (its label cannot be known before it ends), and is otherwise
-   reported as not checked.
+   validation labels by the first test start. Without label times (a frame without a
+   ``label_time`` column, or :class:`~mfgtx.data.Windows` whose label times were filled in
+   with their rows' times, :attr:`~mfgtx.data.Windows.label_time_filled`) it fails only
+   where a window ends after that start (its label cannot be known before it ends), and is
+   otherwise reported as not checked.
 6. ``scaler_train_only``: the scaler's centre and scale are recomputed from the training rows
    and must match (see :mod:`mfgtx.split._scaler`; its own record of rows is not trusted).
    Not checked without a scaler.
@@ -430,40 +432,65 @@ def _time_order_gap(s: _Split) -> Check:
 
 
 def _label_availability(s: _Split) -> Check | NotChecked:
-    """With label times: each label known by the next set's start. Without them a label is
-    known at its window's end at the earliest, so only a window ending after that start is
-    certain to fail; nothing can be shown to pass."""
+    """With label times: each label known by the next set's start. A window whose label time
+    was not given (none in the input, or filled in with its row's time) has its label known
+    at its end at the earliest, so it is certain to fail only if it ends after that start;
+    it can never be shown to pass, so the check is then not checked."""
     t, clashes, examples = s.times, [], []
-    known = t.label_time if t.has_label_time else t.end  # without times: the earliest possible
+    given = _label_time_given(t)
+    known = np.where(given, t.label_time, t.end)  # without a time: the earliest possible
     names = [n for n in _SETS if s.sets[n].size]
+    unknown: list[str] = []  # sets whose labels must be known in time but have no times
     for a, b in itertools.pairwise(names):  # each set against the next one
         first_use = int(t.start[s.sets[b]].min())
         late = s.sets[a][known[s.sets[a]] > first_use]
         if late.size:
             when = (
                 f"with label at {iso(t.label_time[late[0]])}"
-                if t.has_label_time
+                if given[late[0]]
                 else "which ends after it, so its label cannot be known by then"
             )
             clashes.append(
                 f"{s.n(late.size)} of {a} with the label known only after the {b} set "
                 f"starts at {iso(first_use)}, e.g. {t.describe(late[0])} {when}"
             )
-            examples += [
-                t.example(i, set=a, label_needed_by=iso(first_use)) for i in late[:_MAX_EXAMPLES]
-            ]
+            for i in late[:_MAX_EXAMPLES]:
+                facts = t.example(i, set=a, label_needed_by=iso(first_use))
+                if not given[i]:  # a filled-in time is not a fact about the label
+                    facts.pop("label_time", None)
+                examples.append(facts)
+        missing = int((~given[s.sets[a]]).sum())
+        if missing:
+            unknown.append(f"{missing} of the {s.n(s.sets[a].size)} of {a}")
     if clashes:
-        source = "" if t.has_label_time else " (no label_time given)"
+        source = "" if not unknown else f" (no label_time given for {'; '.join(unknown)})"
         detail = "; ".join(clashes) + source
         return Check("label_availability", False, detail, tuple(examples[:_MAX_EXAMPLES]))
-    if not t.has_label_time:
+    if unknown:
+        if t.windows is None:
+            what = "the data gives no time at which each label became known (no label time column)"
+        else:
+            what = (
+                "the data gives no time at which each label became known: the label times of "
+                f"{'; '.join(unknown)} were filled in with their rows' times (no label time "
+                "column mapped), not given"
+            )
         return NotChecked(
             "label_availability",
-            f"the data gives no time at which each label became known (no label time column): "
-            f"no {s.unit} ends after the next set starts, but that does not show its label was "
-            "known in time; map the inspection or failure time as label_time to check it",
+            f"{what}: no {s.unit} ends after the next set starts, but that does not show its "
+            "label was known in time; map the inspection or failure time as label_time "
+            "(data.columns.label_time in a job file) to check it",
         )
     return Check("label_availability", True, "every label is known before the next set starts")
+
+
+def _label_time_given(t: WindowTimes) -> np.ndarray:
+    """``(N,)`` bool: whether each window's label time was given, not missing from the input
+    (a frame without ``label_time``) nor filled in with its row's time (a ``Windows`` cut
+    without a label time column, :attr:`~mfgtx.data.Windows.label_time_filled`)."""
+    if t.windows is not None:
+        return ~t.windows.filled_label_times()
+    return np.full(len(t), t.has_label_time)
 
 
 def _scaler_train_only(s: _Split, scaler: Any) -> Check:
@@ -515,5 +542,5 @@ def _summary(s: _Split, sets: SplitSets | Mapping[str, Any]) -> dict[str, Any]:
         "fold": sets.fold if split_sets else None,
         "n_purged": int(sets.purged.size) if split_sets else None,
         "purge_reasons": dict(sets.purge_reasons) if split_sets else None,
-        "label_time_given": t.has_label_time,
+        "label_time_given": bool(_label_time_given(t).all()),
     }

@@ -229,3 +229,24 @@ def test_hash_password_reads_a_piped_password(monkeypatch, capsys) -> None:
     assert verify_password("line 3 nights", line.split('"')[1])
     monkeypatch.setattr("sys.stdin", io.StringIO("short\n"))
     assert main(["hash-password"]) == 2
+
+
+def test_audit_lists_the_label_check_as_not_checked_without_label_times(
+    plant, tmp_path, capsys
+) -> None:
+    """Without data.columns.label_time the windows' label times are the rows' own: the
+    command says the label check was not made, not that it passed."""
+    job = quality_job(plant, tmp_path)
+    del job["data"]["columns"]["label_time"]
+    path = write_job(tmp_path / "job.yaml", job)
+    assert main(["audit", str(path)]) == 0  # nothing failed
+    out = capsys.readouterr().out
+    assert "PASS label_availability" not in out
+    assert re.search(r"^NOT CHECKED label_availability: .*filled in", out, re.M), out
+    assert "label_availability" in summary(out)["not_checked"]
+    # with the inspection times mapped, the check is made
+    path = write_job(tmp_path / "given.yaml", quality_job(plant, tmp_path))
+    main(["audit", str(path)])
+    out = capsys.readouterr().out
+    assert re.search(r"^(PASS|FAIL) label_availability", out, re.M), out
+    assert "label_availability" not in summary(out)["not_checked"]
