@@ -44,6 +44,8 @@ log = logging.getLogger("mfgtx.app")
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = "mfgtx-app.toml"
 MAX_CSV_MB = 50
+#: What a compressed CSV upload (gzip, bz2, xz, zip) may inflate to: as much as a plain one.
+MAX_CSV_INFLATED_MB = MAX_CSV_MB
 MAX_IMAGE_MB = 10
 #: The same pixel limit as ``mfgtx score``'s image reader: one rule for what is readable.
 MAX_IMAGE_PIXELS = DEFAULT_MAX_PIXELS
@@ -278,7 +280,7 @@ def read_csv(data: bytes, name: str, fmt: dict[str, str], text: tuple[str, ...])
         DataError: the file cannot be read in ``fmt``; the reason names the control to change.
     """
     try:
-        frame = read_csv_bytes(data, name, **fmt)
+        frame = read_csv_bytes(data, name, max_inflated_mb=MAX_CSV_INFLATED_MB, **fmt)
     except ValueError as e:  # DataError too: worded for the page, not for a job file
         raise DataError(page_words(str(e))) from None
     for c in frame.columns.difference([*text, LINE, "_file"]):

@@ -77,6 +77,13 @@ class SourceSection:
         format: ``auto`` (from the file suffix), ``csv``, ``parquet``, or ``cmapss`` (NASA
             C-MAPSS text files, placed on one clock with ``rul``/``failed_at`` added).
         chunk_rows: rows read at a time when scoring (inputs larger than memory).
+        chunk_mb: CSV files: text read at a time (MB), whatever the rows hold; a chunk is
+            at most ``chunk_rows`` rows and about this much text.
+        max_inflated_mb: compressed CSV files (gzip, bz2, xz, zip; found by their first
+            bytes): reading stops with an error past this many MB of decompressed data.
+        max_lot_rows: the most rows one lot may have (a lot is held whole in memory): a
+            larger lot is refused by name; ``score`` and ``evaluate`` list it in the errors
+            file and go on with the other lots.
         rul_cap: ``cmapss`` only: cap the remaining-useful-life target at this many cycles.
         delimiter: CSV files: the character between values, ``auto`` (the one of ``,``
             ``;`` tab ``|`` that the header line holds most often, ``,`` when it holds
@@ -93,6 +100,9 @@ class SourceSection:
     query: str | None = None
     format: Literal["auto", "csv", "parquet", "cmapss"] = "auto"
     chunk_rows: int = 200_000
+    chunk_mb: int = 32
+    max_inflated_mb: int = 2048
+    max_lot_rows: int = 2_000_000
     rul_cap: float | None = None
     delimiter: str = "auto"
     decimal: Literal[".", ","] = "."
@@ -130,8 +140,10 @@ class SourceSection:
             check_query(self.query)
         if self.path is not None and (self.table or self.query):
             raise ValueError("table and query belong to a SQL source (url), not to a path")
-        if self.chunk_rows < 1:
-            raise ValueError(f"chunk_rows must be >= 1, found {self.chunk_rows}")
+        for key in ("chunk_rows", "chunk_mb", "max_inflated_mb", "max_lot_rows"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{key}: a whole number >= 1, found {value!r}")
         if self.rul_cap is not None and (self.format != "cmapss" or not self.rul_cap > 0):
             raise ValueError("rul_cap is a positive number of cycles for format: cmapss only")
 

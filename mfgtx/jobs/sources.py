@@ -3,28 +3,36 @@
 :func:`read_frame` reads a whole source (training). :func:`iter_lot_frames` reads it in
 chunks of about ``chunk_rows`` rows and yields frames that each hold *complete* lots, so a
 scoring job never holds more than a chunk and a lot in memory (Parquet through pyarrow's
-batch reader, CSV through pandas chunks, SQL through a server-side ``ORDER BY`` cursor).
-Rows of a lot must come together (as plant exports and ``ORDER BY lot`` give them); a lot
-that reappears after others is an error naming it.
+batch reader, CSV in blocks of whole lines (:mod:`mfgtx.jobs._csv`: bounded by
+``chunk_rows``, ``chunk_mb`` and a longest line, whatever the file's layout), SQL through a
+server-side ``ORDER BY`` cursor). Rows of a lot must come together (as plant exports and
+``ORDER BY lot`` give them); a lot that reappears after others is an error naming it, and a
+lot of more than ``max_lot_rows`` rows is refused by name. Compressed CSV (gzip, bz2, xz, a
+zip of one file; found by their first bytes) stops at ``max_inflated_mb``.
 
 CSV values are read as text, so that the data layer parses numbers and times itself and
 names the line of a bad value. Every yielded frame carries ``_line``: the row's line in its
-CSV file (header = line 1) or its row number in a Parquet file or query, and ``_file``: the
-file name (or the table) it came from.
+CSV file (header = line 1; the line a record starts on, however many lines its quoted
+values span) or its row number in a Parquet file or query, and ``_file``: the file name (or
+the table) it came from. Whatever a library raises while reading (pyarrow, pandas,
+SQLAlchemy, zlib, the OS) comes out as a :class:`~mfgtx.data.DataError` naming the file
+and, where known, the line; a column name that appears twice is refused naming both
+positions.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from mfgtx.data import DataError
 from mfgtx.data.table import COMMA_NUMBER
+from mfgtx.jobs._csv import csv_frames, open_input
+from mfgtx.jobs._reasons import reason_of
 from mfgtx.jobs.config import DataSection, SourceSection
 
 __all__ = [
@@ -65,7 +73,9 @@ def without_position(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop(columns=[LINE, FILE], errors="ignore")
 
 
-_CSV = (".csv", ".csv.gz", ".txt", ".tsv")
+_CSV = tuple(
+    f"{s}{z}" for s in (".csv", ".txt", ".tsv") for z in ("", ".gz", ".bz2", ".xz", ".zip")
+)
 _PARQUET = (".parquet", ".pq")
 
 
@@ -82,7 +92,11 @@ def describe(source: SourceSection) -> str:
 def _files(source: SourceSection) -> list[Path]:
     path = Path(source.path or "")
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.name.lower().endswith(_CSV + _PARQUET))
+        try:
+            names = list(path.iterdir())
+        except OSError as e:
+            raise DataError(f"{path}: cannot list this folder: {reason_of(e)}") from e
+        files = sorted(p for p in names if p.name.lower().endswith(_CSV + _PARQUET))
         if not files:
             raise DataError(f"{path}: no .csv or .parquet files in this folder")
         return files
@@ -106,15 +120,15 @@ def _kind(file: Path, source: SourceSection) -> str:
 DELIMITERS = (",", ";", "\t", "|")
 
 
-GZIP = b"\x1f\x8b"  # the first bytes of a gzip file
+#: ``read_csv_bytes``'s default limit on what compressed bytes inflate to (MB): the whole
+#: file becomes one DataFrame, several times the size of its text.
+UPLOAD_INFLATED_MB = 64
 
 
-def _head(data: Path | bytes) -> bytes:
-    """The first 64 KiB of a file (or of bytes), gzip-decompressed when it is gzip."""
-    with open(data, "rb") if isinstance(data, Path) else io.BytesIO(data) as f:
-        gz = f.read(2) == GZIP
-        f.seek(0)
-        return (gzip.GzipFile(fileobj=f) if gz else f).read(65536)
+def _head(data: Path | bytes, name: str) -> bytes:
+    """The first 64 KiB of a file (or of bytes), decompressed when it is compressed."""
+    with open_input(data, name) as f:
+        return f.read(65536)
 
 
 def _header_line(head: bytes, encoding: str) -> str:
@@ -152,7 +166,7 @@ def _delimiter(data: Path | bytes, name: str, source: SourceSection) -> tuple[st
         return ("\t" if source.delimiter == "tab" else source.delimiter), "source.delimiter"
     if name.lower().endswith(".tsv"):
         return "\t", "a .tsv file"
-    header = _header_line(_head(data), source.encoding)
+    header = _header_line(_head(data, name), source.encoding)
     counts = {d: _count_outside_quotes(header, d) for d in DELIMITERS}
     best = max(DELIMITERS, key=counts.__getitem__)
     return (best, "found in its header line") if counts[best] else (",", "the default")
@@ -176,19 +190,20 @@ def decimal_points(chunk: pd.DataFrame) -> pd.DataFrame:
 
 
 def _csv_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
-    try:
-        sep, why = csv_delimiter(file, source)
-    except (OSError, EOFError) as e:
-        raise DataError(f"cannot read {file.name}: {e}") from e
+    sep, why = csv_delimiter(file, source)
     yield from _read_csv(file, file.name, sep, why, source)
 
 
 def _read_csv(
-    data: Path | bytes, name: str, sep: str, why: str, source: SourceSection
+    data: Path | bytes,
+    name: str,
+    sep: str,
+    why: str,
+    source: SourceSection,
+    setting: str = "source.max_inflated_mb",
 ) -> Iterator[pd.DataFrame]:
     """Chunks of text values with ``_line`` (the file's own line numbers: blank lines are
-    counted, then dropped) and ``_file``."""
-    encoding = source.encoding
+    counted, then dropped) and ``_file`` (:func:`mfgtx.jobs._csv.csv_frames`)."""
     if source.decimal == "," and sep == ",":
         raise DataError(
             f"{name}: the delimiter is ',' ({why}), so ',' cannot also be the decimal "
@@ -196,43 +211,23 @@ def _read_csv(
         )
     if sep != ",":
         log.info("%s: values separated by %r (%s)", name, sep, why)
-    try:
-        reader = pd.read_csv(
-            data if isinstance(data, Path) else io.BytesIO(data),
-            sep=sep,
-            dtype=str,
-            keep_default_na=False,
-            na_values=[""],
-            chunksize=source.chunk_rows,
-            encoding=encoding,
-            skip_blank_lines=False,
-            compression="infer" if isinstance(data, Path) else "gzip" if data[:2] == GZIP else None,
-        )
-        first = 2
-        for chunk in reader:
-            chunk[LINE] = range(first, first + len(chunk))
-            first += len(chunk)
-            kept = chunk.iloc[:, :-1].notna().any(axis=1)  # all but _line empty: a blank line
-            if not kept.all():
-                chunk = chunk[kept]
-            if source.decimal == ",":
-                chunk = decimal_points(chunk)
-            chunk[FILE] = name
-            yield chunk
-    except UnicodeDecodeError as e:
-        raise DataError(
-            f"{name} is not {encoding} text (byte 0x{e.object[e.start]:02x}: {e.reason}); "
-            "set source.encoding (Windows exports are often cp1252)"
-        ) from e
-    except pd.errors.ParserError as e:
-        raise DataError(
-            f"cannot read {name} as CSV with values separated by {sep!r} ({why}): {e}; "
-            "set source.delimiter if that is not the file's"
-        ) from e
-    except pd.errors.EmptyDataError as e:
-        raise DataError(f"{name} is empty: no header line") from e
-    except OSError as e:
-        raise DataError(f"cannot read {name} as CSV: {e}") from e
+    frames = csv_frames(
+        data,
+        name,
+        sep=sep,
+        encoding=source.encoding,
+        chunk_rows=source.chunk_rows,
+        chunk_chars=source.chunk_mb << 20,
+        max_inflated=source.max_inflated_mb << 20,
+        setting=setting,
+        dialect=f"values separated by {sep!r} ({why})",
+    )
+    for chunk in frames:
+        _check_columns(chunk.columns[:-1], name)
+        if source.decimal == ",":
+            chunk = decimal_points(chunk)
+        chunk[FILE] = name
+        yield chunk
 
 
 def read_csv_bytes(
@@ -242,10 +237,13 @@ def read_csv_bytes(
     delimiter: str = "auto",
     decimal: str = ".",
     encoding: str = "utf-8",
+    max_inflated_mb: int = UPLOAD_INFLATED_MB,
 ) -> pd.DataFrame:
     """A CSV file held in memory (an upload) read as a job's CSV source reads it: text
     values, the same delimiter sniffing, decimal commas and encoding
-    (:class:`~mfgtx.jobs.config.SourceSection`), with ``_line`` and ``_file``.
+    (:class:`~mfgtx.jobs.config.SourceSection`), with ``_line`` and ``_file``. Compressed
+    bytes (gzip, bz2, xz, a zip of one file) are read up to ``max_inflated_mb`` MB of
+    decompressed data.
 
     >>> read_csv_bytes(b"lot;t\\nA;1,5\\n\\nB;2\\n", "export.csv", decimal=",")
       lot    t  _line       _file
@@ -254,31 +252,62 @@ def read_csv_bytes(
 
     Raises:
         DataError: the file cannot be read with these options (the reason names the
-            setting to change), or it holds no rows.
+            setting to change), it inflates past ``max_inflated_mb``, or it holds no rows.
         ValueError: the options are not valid (as in a job file's ``source`` section).
     """
-    source = SourceSection(path=name, delimiter=delimiter, decimal=decimal, encoding=encoding)  # type: ignore[arg-type]
-    sep, why = _delimiter(data, name, source)
-    parts = list(_read_csv(data, name, sep, why, source))
+    source = SourceSection(
+        path=name,
+        delimiter=delimiter,
+        decimal=decimal,  # type: ignore[arg-type]
+        encoding=encoding,
+        max_inflated_mb=max_inflated_mb,
+    )
+    try:
+        sep, why = _delimiter(data, name, source)
+        parts = list(_read_csv(data, name, sep, why, source, "the limit for an upload"))
+    except DataError:
+        raise
+    except Exception as e:  # anything a library raised, in words, with the file
+        raise DataError(f"cannot read {name}: {reason_of(e)}", file=name) from e
     if not parts or not sum(map(len, parts)):
         raise DataError(f"{name} holds no rows (a header only, or empty)")
     return pd.concat(parts, ignore_index=True)
 
 
+def _check_columns(names: Sequence[object], where: str, what: str = "the header") -> None:
+    """Refuse a column name that appears twice (naming both positions, from 1) or that is
+    one the readers add (``_line``, ``_file``)."""
+    first: dict[object, int] = {}
+    for i, c in enumerate(names, start=1):
+        if c in first:
+            raise DataError(
+                f"{where}: column {c!r} appears twice in {what} (columns {first[c]} and {i}); "
+                "rename one",
+                column=str(c),
+                file=where,
+            )
+        first[c] = i
+        if c in (LINE, FILE):
+            raise DataError(
+                f"{where}: column {c!r} (column {i}) has a name mfgtx keeps for where a row "
+                "comes from; rename it",
+                column=str(c),
+                file=where,
+            )
+
+
 def _parquet_chunks(file: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
     import pyarrow.parquet as pq
 
-    try:
-        reader = pq.ParquetFile(file)
-        first = 0
-        for batch in reader.iter_batches(batch_size=chunk_rows):
-            chunk = batch.to_pandas()
-            chunk[LINE] = range(first, first + len(chunk))
-            chunk[FILE] = file.name
-            first += len(chunk)
-            yield chunk
-    except OSError as e:
-        raise DataError(f"cannot read {file.name} as Parquet: {e}") from e
+    reader = pq.ParquetFile(file)
+    _check_columns(reader.schema_arrow.names, file.name, "its fields")
+    first = 0
+    for batch in reader.iter_batches(batch_size=chunk_rows):
+        chunk = batch.to_pandas()
+        chunk[LINE] = range(first, first + len(chunk))
+        chunk[FILE] = file.name
+        first += len(chunk)
+        yield chunk
 
 
 def _cmapss_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
@@ -297,7 +326,10 @@ def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.Da
 
     from mfgtx.jobs._sql import read_engine, split_table
 
-    engine = read_engine(str(source.url))  # cannot write, whatever the query says
+    try:
+        engine = read_engine(str(source.url))  # cannot write, whatever the query says
+    except Exception as e:  # a missing driver, a URL SQLAlchemy cannot use
+        raise DataError(f"{describe(source)}: cannot connect: {reason_of(e)}") from e
     try:
         if source.query is not None:
             stmt = sa.text(source.query)
@@ -308,25 +340,44 @@ def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.Da
         with engine.connect() as conn:
             first = 0
             for chunk in pd.read_sql(stmt, conn, chunksize=source.chunk_rows):
+                if first == 0:
+                    _check_columns(list(chunk.columns), describe(source), "the result")
                 chunk[LINE] = range(first, first + len(chunk))
                 chunk[FILE] = source.table or "query"
                 first += len(chunk)
                 yield chunk
+    except DataError:
+        raise
     except sa.exc.SQLAlchemyError as e:
-        why = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        why = reason_of(getattr(e, "orig", None) or e)
         raise DataError(f"{describe(source)}: cannot read: {why}") from e
+    except Exception as e:  # a driver's or pandas' error: in words, with the source
+        raise DataError(f"{describe(source)}: cannot read: {reason_of(e)}") from e
     finally:
         engine.dispose()
 
 
 def _file_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
+    """Chunks of one file; whatever a library raises comes out as a DataError naming it."""
     kind = _kind(file, source)
-    if kind == "csv":
-        yield from _csv_chunks(file, source)
-    elif kind == "parquet":
-        yield from _parquet_chunks(file, source.chunk_rows)
-    else:
-        yield from _cmapss_chunks(file, source)
+    rows = 0
+    try:
+        if kind == "csv":
+            chunks = _csv_chunks(file, source)
+        elif kind == "parquet":
+            chunks = _parquet_chunks(file, source.chunk_rows)
+        else:
+            chunks = _cmapss_chunks(file, source)
+        for chunk in chunks:
+            rows += len(chunk)
+            yield chunk
+    except DataError:
+        raise
+    except Exception as e:  # pyarrow, pandas, zlib, the OS...: in words, with the file
+        what = {"csv": "CSV", "parquet": "Parquet", "cmapss": "C-MAPSS text"}[kind]
+        after = f" after {rows} rows" if rows else ""
+        raise DataError(f"cannot read {file.name} as {what}{after}: {reason_of(e)}",
+                        file=file.name) from e  # fmt: skip
 
 
 def _chunks(
@@ -350,9 +401,9 @@ def _chunks(
         except DataError as e:
             if problems is None:
                 raise
-            line = rows + 2 if _kind(file, source) == "csv" else rows
-            reason = f"{e}; read up to line {line}" if rows else str(e)
-            problems.append({"file": file.name, "line": line if rows else None, "reason": reason})
+            line = getattr(e, "line", None)
+            reason = str(e) if not rows or line else f"{e}; {rows} rows read before"
+            problems.append({"file": file.name, "line": line, "reason": reason})
             log.warning("%s: %s", file.name, reason)
             continue
         if rows == 0:
@@ -436,9 +487,15 @@ def iter_lot_frames(
     ``segment`` the input has no lot column: lots are ``segment``-long blocks of ``time``
     (:func:`add_segments`) and a table is read ``ORDER BY time``. With ``problems``, a file
     of a folder that cannot be read or holds no rows is listed there and the rest are read.
+
+    A lot of more than ``source.max_lot_rows`` rows is a :class:`~mfgtx.data.DataError`
+    naming it; with ``problems`` it is listed there (``lot``, ``file``, ``line``,
+    ``reason``) and its rows are passed over as they are read, the other lots still come.
     """
     done: set[str] = set()
     carry: pd.DataFrame | None = None
+    limit = source.max_lot_rows
+    passing: str | None = None  # a lot too large to hold, whose rows are passed over
     order = (lot,) if time is None else (lot, time)
     if segment is not None:
         if time is None:
@@ -452,17 +509,56 @@ def iter_lot_frames(
                 f"{describe(source)}: missing lot column {lot!r}; found {list(chunk.columns)}",
                 column=lot,
             )
+        if passing is not None:
+            lead = np.logical_and.accumulate((chunk[lot].astype(str) == passing).to_numpy())
+            if lead.all():
+                continue
+            chunk, passing = chunk[~lead], None
         frame = chunk if carry is None else pd.concat([carry, chunk], ignore_index=True)
         ids = frame[lot].astype(str)
         last = ids.iloc[-1]
         tail = (ids == last).to_numpy()
         ready, carry = frame[~tail], frame[tail]
+        if len(ready) > limit:  # a whole lot in one chunk (chunk_rows > max_lot_rows)
+            counts = ids[~tail].value_counts()
+            for big in counts.index[counts > limit]:
+                rows = ready[ids[~tail] == big]
+                _too_large(rows, str(big), lot, limit, source, problems)
+                done.add(str(big))
+                ready = ready[ready[lot].astype(str) != big]
         if len(ready):
             _check_grouped(ready, lot, done, source)
             yield ready.reset_index(drop=True)
+        if len(carry) > limit:
+            _check_grouped(carry.iloc[:1], lot, done, source)
+            _too_large(carry, last, lot, limit, source, problems)
+            passing, carry = last, None
     if carry is not None and len(carry):
         _check_grouped(carry, lot, done, source)
         yield carry.reset_index(drop=True)
+
+
+def _too_large(
+    rows: pd.DataFrame,
+    lot_id: str,
+    lot: str,
+    limit: int,
+    source: SourceSection,
+    problems: list[dict[str, object]] | None,
+) -> None:
+    """Refuse a lot of more than ``limit`` rows (``rows``: those read of it), or list it in
+    ``problems``."""
+    file, line = str(rows[FILE].iloc[0]), int(rows[LINE].iloc[0])
+    unit = "line" if file.lower().endswith(_CSV) else "row"
+    reason = (
+        f"{describe(source)}: lot {lot_id} has more than {limit} rows (from {file} {unit} "
+        f"{line}); a lot is held whole in memory: raise source.max_lot_rows if it is one "
+        f"lot, or check that {lot!r} is the lot column"
+    )
+    if problems is None:
+        raise DataError(reason, column=lot, lot=lot_id, file=file, line=line)
+    problems.append({"lot": lot_id, "file": file, "line": line, "reason": reason})
+    log.warning("%s; its rows are passed over", reason)
 
 
 def _check_grouped(frame: pd.DataFrame, lot: str, done: set[str], source: SourceSection) -> None:

@@ -72,6 +72,11 @@ def rank() -> int:
 JUDGING_ONLY = ("calibration", "images.views")
 
 
+#: Source settings that say how an input is read (in what pieces, within what limits), never
+#: what it holds: not part of :func:`run_key` either.
+READ_ONLY = ("chunk_rows", "chunk_mb", "max_inflated_mb", "max_lot_rows")
+
+
 def run_key(config: JobConfig, kind: Kind, *fingerprint: Any) -> dict[str, Any]:
     """What a training run's weights depend on besides the training loop's settings: the
     job's data, windows, split and model sections (without :data:`JUDGING_ONLY`), and a
@@ -91,7 +96,8 @@ def run_key(config: JobConfig, kind: Kind, *fingerprint: Any) -> dict[str, Any]:
     if isinstance(key.get("data"), dict):  # how the input is read does not change it
         for source in (key["data"].get("source"), (key["data"].get("labels") or {}).get("source")):
             if isinstance(source, dict):
-                source.pop("chunk_rows", None)
+                for name in READ_ONLY:
+                    source.pop(name, None)
     digest = hashlib.sha256()
     for part in fingerprint:
         data = part.tobytes() if isinstance(part, np.ndarray) else str(part).encode()

@@ -6,13 +6,20 @@ A job source reads them with ``delimiter`` (found in the header line by default)
 
 from __future__ import annotations
 
+import bz2
+import csv
 import gzip
+import io
+import lzma
+import random
+import zipfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from mfgtx.data import ColumnMap, DataError, read_table
+from mfgtx.jobs import sources
 from mfgtx.jobs.config import SourceSection
 from mfgtx.jobs.sources import csv_delimiter, read_csv_bytes, read_frame, without_position
 
@@ -134,3 +141,97 @@ def test_an_upload_reads_as_the_same_file_on_disk(tmp_path: Path) -> None:
         read_csv_bytes(b"a,b\n1,2\n", "x.csv", delimiter=",", decimal=",")
     with pytest.raises(DataError, match="x.csv holds no rows"):
         read_csv_bytes(b"a;b\n\n", "x.csv")
+
+
+def _reference(text: str, sep: str) -> list[list[object]]:
+    """Records of ``text`` as Python's csv reader reads them: values (``None`` when empty),
+    then the physical line each starts on; blank records left out, short ones filled."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+    n, out, before = len(next(reader)), [], 1
+    for row in reader:
+        start, before = before + 1, reader.line_num
+        if any(row):
+            out.append([v or None for v in (row + [""] * n)[:n]] + [start])
+    return out
+
+
+def _records(frame: pd.DataFrame) -> list[list[object]]:
+    rows = without_position(frame).astype(object).where(frame.notna(), None).values.tolist()
+    return [[*r, int(line)] for r, line in zip(rows, frame["_line"], strict=True)]
+
+
+def test_records_and_their_lines_match_the_csv_reader_across_block_ends(monkeypatch) -> None:
+    """Parity of the block reader (pandas' parser, the csv reader where a block cannot be
+    parsed alone) with Python's csv reader on quoted line breaks, doubled and mid-value
+    quotes, blank and short rows, every kind of line end, with blocks of a few characters so
+    that records run across block ends."""
+    from mfgtx.jobs import _csv
+
+    rng = random.Random(7)
+    values = ['"a\nb"', '"x\r\ny"', '"p\rq"', '"say ""hi"""', '"c;d,e"', '5"', "", "12", "-0.5"]
+    for trial in range(30):
+        sep, end = rng.choice([",", ";"]), rng.choice(["\n", "\r\n", "\r"])
+        n = rng.randint(1, 4)
+        lines = [sep.join(f"c{i}" for i in range(n))]
+        for _ in range(rng.randint(0, 30)):
+            m = n if rng.random() < 0.85 else rng.randint(0, n)
+            lines.append(sep.join(rng.choice(values) for _ in range(m)))
+        text = end.join(lines) + end * rng.randint(0, 1)
+        want = _reference(text, sep)
+        for read in (7, 1 << 20):
+            monkeypatch.setattr(_csv, "_READ_CHARS", read)
+            source = SourceSection(path="t.csv", delimiter=sep, chunk_rows=rng.randint(1, 9))
+            frames = list(sources._read_csv(text.encode(), "t.csv", sep, "test", source))
+            got = _records(pd.concat(frames)) if frames else []
+            assert got == want, (trial, read, text)
+
+
+def test_a_quoted_line_break_does_not_shift_later_line_numbers(tmp_path: Path) -> None:
+    f = tmp_path / "export.csv"
+    f.write_text(
+        'lot,t,note,temp\nA,1,"cleaned,\nrestarted",1\n\nA,2,,2\nA,3,"a\r\nb\rc",3\nA,4,,hot\n'
+    )
+    frame = read_frame(SourceSection(path=str(f)))
+    assert frame["_line"].tolist() == [2, 5, 6, 9]  # pandas said [2, 4, 5, 6]
+    with pytest.raises(DataError, match=r"export.csv line 9.*'hot'"):
+        read_table(frame, ColumnMap(lot="lot", time="t", sensors=("temp",)))
+
+
+def test_a_ragged_row_and_an_undecodable_byte_name_their_physical_line(tmp_path: Path) -> None:
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text('lot;note;temp\nA;"two\nlines";1\nA;x;2;3\n')
+    with pytest.raises(DataError, match=r"line 4 holds 4 values, the header 3") as e:
+        read_frame(SourceSection(path=str(ragged)))
+    assert e.value.line == 4 and e.value.file == "ragged.csv"
+    late = tmp_path / "late.csv"  # the bad byte far past the first block of text pandas read
+    late.write_bytes(("lot,temp\n" + "A,1\n" * 30_000 + "A,5 \u00b0C\n").encode("cp1252"))
+    with pytest.raises(DataError, match=r"late.csv is not utf-8 text \(byte 0xb0 on line 30002"):
+        read_frame(SourceSection(path=str(late)))
+
+
+def test_trailing_empty_values_are_dropped_and_extra_values_refused(tmp_path: Path) -> None:
+    """Excel writes ``A,1,`` under a header ``lot,t``: the empty value past the header is
+    dropped. pandas made the first column the index and shifted every value silently."""
+    f = tmp_path / "export.csv"
+    f.write_text("lot,t\nA,1,\nB,2,\n")
+    frame = read_frame(SourceSection(path=str(f)))
+    assert without_position(frame).values.tolist() == [["A", "1"], ["B", "2"]]
+
+
+@pytest.mark.parametrize("kind", ["gz", "bz2", "xz", "zip"])
+def test_every_compression_reads_as_the_plain_file(tmp_path: Path, kind: str) -> None:
+    plain = tmp_path / "plain.csv"
+    plain.write_bytes(_european(PLAIN).encode("cp1252"))
+    packed = tmp_path / f"export.csv.{kind}"
+    data = plain.read_bytes()
+    if kind == "zip":
+        with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("export.csv", data)
+    else:
+        packed.write_bytes({"gz": gzip, "bz2": bz2, "xz": lzma}[kind].compress(data))
+    options = {"decimal": ",", "encoding": "cp1252"}
+    want = without_position(read_frame(SourceSection(path=str(plain), **options)))
+    got = read_frame(SourceSection(path=str(packed), **options))
+    pd.testing.assert_frame_equal(without_position(got), want)
+    upload = read_csv_bytes(packed.read_bytes(), packed.name, **options)
+    pd.testing.assert_frame_equal(without_position(upload), want)
