@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import tomllib
 import warnings
 from collections.abc import Callable
@@ -373,24 +372,17 @@ def read_upload_csv(
         frame = read_csv(upload.getvalue(), upload.name, fmt, text_columns(predictor.columns))
     except DataError as e:
         return None, str(e)
-    lines = frame[LINE].to_numpy()
     df = without_position(frame).reset_index(drop=True)
     try:
-        predictor.table(df)  # positions in df order: mapped back to lines below
+        predictor.table(frame.reset_index(drop=True))  # its _file and _line name the lines
     except DataError as e:
-        return None, _upload_reason(upload.name, lines, e)
+        return None, _upload_reason(upload.name, e)
     return df, None
 
 
-def _upload_reason(name: str, lines: np.ndarray, e: DataError) -> str:
-    """``e`` worded with the upload's own CSV lines (``lines[i]``: the line of row ``i``)."""
-
-    def line(m: re.Match[str]) -> str:
-        i = int(m.group(1))
-        return f"line {int(lines[i]) if i < len(lines) else i + 2}"
-
-    text = re.sub(r"DataFrame rows? (\d+)", lambda m: f"{name} " + line(m), page_words(str(e)))
-    text = text.replace("DataFrame", name)
+def _upload_reason(name: str, e: DataError) -> str:
+    """``e`` in the page's words, naming the upload (its lines are named already)."""
+    text = page_words(str(e))
     return text if text.startswith(name) else f"{name}: {text}"
 
 

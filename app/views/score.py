@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 from _common import (
+    MAX_CSV_INFLATED_MB,
     MAX_CSV_MB,
     MAX_IMAGE_MB,
     app_config,
@@ -38,10 +39,10 @@ def _score_rows(bundle_id: str, digest: str, latest: bool, name: str, _p: Any, _
                 _fmt: dict[str, str]):  # fmt: skip
     """``(rows, errors)`` of a CSV file, keyed by bundle, the file's checksum and options;
     the file is read as ``mfgtx score`` reads a job's CSV source in format ``_fmt``."""
-    frame = read_csv_bytes(_data, name, **_fmt)
+    frame = read_csv_bytes(_data, name, max_inflated_mb=MAX_CSV_INFLATED_MB, **_fmt)
     positions = frame[[FILE, LINE]].rename(columns={FILE: "file", LINE: "line"})
     scored = _p.score(without_position(frame), last_per_lot=latest, positions=positions)
-    errors = pd.DataFrame(scored.errors)
+    errors = pd.DataFrame([*scored.errors, *scored.warnings])  # warnings: scored, in doubt
     if len(errors):  # a reason names the control of this page, not the job file's setting
         errors["reason"] = errors["reason"].map(page_words)
     return scored.rows, errors

@@ -10,6 +10,16 @@ class DataError(ValueError):
 
     The message names what is wrong and where (file, column, lot, line or row, expected vs
     found); the same facts are available as attributes for programs.
+
+    Attributes:
+        column: the column concerned, or ``None``.
+        lot: the lot concerned, or ``None``.
+        row: the row's 0-based position in the input that was read (a DataFrame, or the
+            records of a file :func:`~mfgtx.data.read_table` read itself), or ``None`` when
+            the error is not about one row; ``file`` and ``line`` say where to find it.
+        file: the file (or SQL table) the row came from, or ``None``.
+        line: the row's line in ``file`` as a text editor numbers it (CSV, header = line 1)
+            or its row in a Parquet file or query; ``None`` when not known.
     """
 
     def __init__(
@@ -19,11 +29,15 @@ class DataError(ValueError):
         column: str | None = None,
         lot: str | None = None,
         row: int | None = None,
+        file: str | None = None,
+        line: int | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message or "bad input data (no reason given)")
         self.column = column
         self.lot = lot
         self.row = row
+        self.file = file
+        self.line = line
 
 
 class DataWarning(UserWarning):

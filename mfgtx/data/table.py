@@ -3,11 +3,19 @@
 A :class:`SensorTable` is the validated, wide, sorted form every later step works on: one
 row per (lot, time), one float column per sensor (NaN where a reading is missing), targets,
 an optional label-availability time, carried key columns, and ``_row``, the row's position in
-the input (reported as a file line for CSV, so an engineer can find it in a spreadsheet).
+the input.
+
+Every message about a row names it as the user finds it (:class:`Where`): the line of a CSV
+file as a text editor numbers it (header = line 1; a value with a line break inside quotes
+takes two lines), the row of a Parquet file or query, or ``row N of the frame`` (its 0-based
+position) for a DataFrame. A DataFrame read from files carries its rows' places in the
+columns ``_file`` and ``_line`` (:data:`FILE`, :data:`LINE`, as :mod:`mfgtx.jobs.sources`
+adds them); a DataFrame with ``_line`` alone numbers rows of an earlier frame.
 
 Nothing is dropped or filled silently. Bad input raises :class:`~mfgtx.data.DataError`
-naming the file, column, lot and line; a fix the reader makes itself (sorting rows) or a
-column it leaves out (non-numeric columns when sensors are not listed) comes with a
+naming the file, column, lot and line: a column name given twice, a true/false or text value
+in a sensor, an empty input. A fix the reader makes itself (sorting rows) or a column it
+leaves out (non-numeric columns when sensors are not listed) comes with a
 :class:`~mfgtx.data.DataWarning` and is recorded in :attr:`SensorTable.notes`.
 """
 
@@ -20,6 +28,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -28,7 +37,7 @@ from mfgtx.data.categories import encode_categories
 from mfgtx.data.columns import ColumnMap
 from mfgtx.data.errors import DataError, DataWarning
 
-__all__ = ["TIME_KIND_WORDS", "SensorTable", "read_table"]
+__all__ = ["FILE", "LINE", "TIME_KIND_WORDS", "SensorTable", "Where", "check_names", "read_table"]
 
 #: :attr:`SensorTable.time_kind` in words, for messages.
 TIME_KIND_WORDS = {
@@ -46,18 +55,111 @@ _BOOL_WORDS = {"true": 1.0, "false": 0.0, "pass": 1.0, "fail": 0.0, "yes": 1.0, 
 _CSV_SUFFIXES = (".csv", ".csv.gz", ".txt", ".tsv")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 
+#: The column of the file each row came from (a file name, or a SQL table).
+FILE = "_file"
+#: The column of each row's line in its file (CSV: header = line 1) or row (Parquet, SQL);
+#: without :data:`FILE`, the row's 0-based position in the DataFrame it came from.
+LINE = "_line"
 
-@dataclass(frozen=True)
-class _Where:
-    """Names an input row the way the user sees it: a file line (CSV) or a row number."""
+
+class Place(TypedDict):
+    """Where one input row is: :class:`~mfgtx.data.DataError`'s ``row``, ``file``, ``line``."""
+
+    row: int | None
+    file: str | None
+    line: int | None
+
+
+@dataclass(frozen=True, eq=False)
+class Where:
+    """Names the rows of one input the way the user finds them.
+
+    Attributes:
+        source: the input as a whole (a file name, or ``"DataFrame"``).
+        lines: ``(R,)`` each input row's line in its file, or its position in the DataFrame
+            it came from; ``None``: input row ``i`` is row ``i`` of the frame.
+        files: ``(R,)`` index of each input row's file in ``names`` (``-1``: a DataFrame's
+            row), or ``None`` when no row came from a file.
+        names: the file names ``files`` points at.
+
+    Example:
+        >>> w = Where.of(pd.DataFrame({"x": [1, 2], "_file": "a.csv", "_line": [2, 4]}))
+        >>> w(1), w.fields(1), Where("DataFrame")(3)
+        ('a.csv line 4', {'row': 1, 'file': 'a.csv', 'line': 4}, 'row 3 of the frame')
+    """
 
     source: str
-    is_file_line: bool
+    lines: np.ndarray | None = None
+    files: np.ndarray | None = None
+    names: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, source: str = "DataFrame") -> Where:
+        """The places of ``frame``'s rows, from its :data:`FILE` and :data:`LINE` columns.
+
+        Raises:
+            DataError: ``_line`` holds something other than whole numbers (the column is
+                reserved for the places mfgtx's readers add).
+        """
+        if LINE not in frame.columns:
+            return cls(source)
+        raw = frame[LINE]
+        lines = raw if pd.api.types.is_integer_dtype(raw) else pd.to_numeric(raw, errors="coerce")
+        bad = (lines.isna() | (lines != lines.round())).to_numpy()
+        if bad.any():
+            i = _first(bad)
+            raise DataError(
+                f"{source}: column {LINE!r} holds {raw.iloc[i]!r} at row {i} of the frame; "
+                "the name is reserved for the line numbers mfgtx's readers add: rename it",
+                column=LINE,
+                row=i,
+            )
+        if FILE not in frame.columns:
+            return cls(source, lines.to_numpy(dtype=np.int64))
+        codes, uniques = pd.factorize(frame[FILE])  # fast on millions of rows of one file
+        names = tuple(str(f) for f in uniques)
+        if names:
+            source = names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more"
+        return cls(source, lines.to_numpy(dtype=np.int64), codes, names)
+
+    @classmethod
+    def of_file(cls, name: str, lines: np.ndarray) -> Where:
+        """Rows of one file ``name`` at ``lines``."""
+        return cls(name, np.asarray(lines, dtype=np.int64), np.zeros(len(lines), np.int64), (name,))
+
+    def fields(self, position: int) -> Place:
+        """``row``, ``file`` and ``line`` of input row ``position``
+        (:class:`~mfgtx.data.DataError`'s attributes)."""
+        if self.lines is None:
+            return Place(row=int(position), file=None, line=None)
+        line = int(self.lines[position])
+        code = -1 if self.files is None else int(self.files[position])
+        if code < 0:
+            return Place(row=line, file=None, line=None)
+        return Place(row=int(position), file=self.names[code], line=line)
 
     def __call__(self, position: int) -> str:
-        if self.is_file_line:
-            return f"{self.source} line {position + 2}"  # +1 for 1-based, +1 for the header
-        return f"{self.source} row {position}"
+        """Input row ``position`` in words: ``a.csv line 7``, ``b.parquet row 5`` or ``row 5
+        of the frame``."""
+        place = self.fields(position)
+        if place["file"] is None:
+            return f"row {place['row']} of the frame"
+        return f"{place['file']} {_unit(place['file'])} {place['line']}"
+
+    def span(self, first: int, last: int) -> str:
+        """Input rows ``first`` to ``last`` in words: ``a.csv lines 2 to 41``."""
+        a, b = self.fields(first), self.fields(last)
+        if a["file"] is None and b["file"] is None:
+            return f"rows {a['row']} to {b['row']} of the frame"
+        if a["file"] == b["file"]:
+            return f"{a['file']} {_unit(a['file'])}s {a['line']} to {b['line']}"
+        return f"{self(first)} to {self(last)}"
+
+
+def _unit(file: str | None) -> str:
+    """How a file numbers its rows: ``line`` (text files, as an editor shows them) or
+    ``row`` (Parquet files, SQL tables and queries)."""
+    return "line" if str(file).lower().endswith(_CSV_SUFFIXES) else "row"
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,7 +182,7 @@ class SensorTable:
     columns: ColumnMap
     source: str
     notes: tuple[str, ...] = ()
-    _is_file_line: bool = False
+    places: Where | None = None
     categories: Mapping[str, Mapping[float, str]] = field(default_factory=dict)
 
     @property
@@ -106,7 +208,7 @@ class SensorTable:
 
     def where(self, position: int) -> str:
         """How to find input row ``position`` (the ``_row`` value) in the source."""
-        return _Where(self.source, self._is_file_line)(position)
+        return (self.places or Where(self.source))(position)
 
     def lot_bounds(self) -> dict[str, tuple[int, int]]:
         """``{lot: (first_row, stop_row)}`` in :attr:`frame` (lots are contiguous)."""
@@ -116,34 +218,183 @@ class SensorTable:
         stops = np.concatenate([change, [len(lots)]])
         return {str(lots[a]): (int(a), int(b)) for a, b in zip(starts, stops, strict=True)}
 
+    def unread_sensors(self) -> dict[str, tuple[str, ...]]:
+        """``{lot: sensors}``: the sensors without a single reading in a lot (every value
+        missing), for the lots that have such sensors.
+
+        Example:
+            >>> df = pd.DataFrame({"lot": ["A", "A", "B"], "t": [1, 2, 1],
+            ...                    "x": [1.0, 2.0, None], "y": [None, None, 3.0]})
+            >>> read_table(df, ColumnMap("lot", "t")).unread_sensors()
+            {'A': ('y',), 'B': ('x',)}
+        """
+        sensors = list(self.sensors)
+        seen = self.frame[sensors].notna().groupby(self.frame[self.columns.lot], sort=False).any()
+        return {
+            str(lot): tuple(s for s, ok in zip(sensors, row, strict=True) if not ok)
+            for lot, row in zip(seen.index, seen.to_numpy(), strict=True)
+            if not row.all()
+        }
+
 
 # --------------------------------------------------------------------------- loading
 
 
-def _load(source: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, _Where]:
+def _letters(position: int) -> str:
+    """A 0-based column position as a spreadsheet names it (0 -> A, 27 -> AB)."""
+    out, n = "", position + 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        out = chr(ord("A") + r) + out
+    return out
+
+
+def check_names(
+    names: list[object],
+    source: str,
+    *,
+    header_line: bool = False,
+    columns: ColumnMap | None = None,
+) -> None:
+    """Refuse a column name given twice: pandas reads only the first of two columns of one
+    name (or renames the second), so the other would be scored silently.
+
+    Args:
+        names: the column names in order (a frame's columns, or a file's header as written).
+        source: the input in words (a file name, or ``"DataFrame"``).
+        header_line: ``names`` is a file's header line (positions counted from 1, with the
+            spreadsheet column letters), not a DataFrame's columns (counted from 0).
+        columns: the mapping the names will be read with: a column it reads (``X``) beside
+            ``X.1`` is refused too, as a header that names ``X`` twice after pandas renamed
+            the second (unless ``X.1`` is mapped itself).
+
+    Raises:
+        DataError: naming the column and both positions.
+
+    Example:
+        >>> try:
+        ...     check_names(["lot", "t", "x", "t"], "DataFrame")
+        ... except DataError as e:
+        ...     print(str(e)[:60])
+        DataFrame: column 't' appears twice, at positions 1 and 3 of
+    """
+    seen: dict[str, int] = {}
+    for j, name in enumerate(str(n) for n in names):
+        i = seen.setdefault(name, j)
+        if i == j:
+            continue
+        if header_line:
+            where = (
+                f"{source} line 1: column {name!r} appears twice in the header, as fields "
+                f"{i + 1} and {j + 1} (spreadsheet columns {_letters(i)} and {_letters(j)})"
+            )
+        else:
+            where = (
+                f"{source}: column {name!r} appears twice, at positions {i} and {j} of the "
+                "frame's columns (counting from 0)"
+            )
+        raise DataError(
+            f"{where}; rename or drop one of them",
+            column=name,
+            file=source if header_line else None,
+            line=1 if header_line else None,
+        )
+    if columns is not None:
+        _check_renamed([str(n) for n in names], columns, source)
+
+
+def _check_renamed(names: list[str], columns: ColumnMap, source: str) -> None:
+    """Refuse ``X`` beside ``X.1`` when the table reads ``X``: a header that names ``X``
+    twice, read by pandas, which renames the second silently."""
+    mapped = {*columns.non_sensor_columns, *(columns.sensors or ()), *columns.categories}
+    if columns.layout == "long":
+        mapped |= {columns.sensor_name, columns.value}
+    every = columns.sensors is None and columns.layout == "wide"
+    for j, name in enumerate(names):
+        m = re.fullmatch(r"(.+)\.(\d+)", name)
+        if m is None or name in mapped or m.group(1) not in names:
+            continue
+        first = m.group(1)
+        if not (every or first in mapped):
+            continue
+        i = names.index(first)
+        raise DataError(
+            f"{source}: columns {first!r} and {name!r} (positions {i} and {j}, counting "
+            f"from 0) look like a header that names {first!r} twice, the second renamed by "
+            f"the reader (pandas does so silently); the model would read only one of them. "
+            f"Rename or drop one in the export, or list {name!r} in data.columns if it is a "
+            "reading of its own",
+            column=first,
+        )
+
+
+def _csv_lines(df: pd.DataFrame) -> np.ndarray:
+    """The line each record of a CSV file read as text begins on (header = line 1): a value
+    with a line break inside quotes takes a line more, so records are not lines."""
+    header = 1 + sum(str(c).count("\n") for c in df.columns)
+    breaks = np.zeros(len(df), dtype=np.int64)
+    for c in df.columns:
+        text = df[c].astype("string")
+        breaks += text.str.count("\n").fillna(0).to_numpy(dtype=np.int64)
+    before = np.concatenate([[0], np.cumsum(breaks)[:-1]]).astype(np.int64)
+    return header + 1 + np.arange(len(df), dtype=np.int64) + before[: len(df)]
+
+
+def _load(source: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, Where]:
     if isinstance(source, pd.DataFrame):
-        return source.reset_index(drop=True).copy(), _Where("DataFrame", False)
+        check_names(list(source.columns), "DataFrame")
+        where = Where.of(source)
+        df = source.drop(columns=[c for c in (FILE, LINE) if c in source.columns])
+        return df.reset_index(drop=True).copy(), where
+    if not isinstance(source, str | Path):
+        raise TypeError(
+            f"read_table reads a file path or a DataFrame, found {type(source).__name__}"
+        )
     path = Path(source)
     name = path.name.lower()
     if not path.exists():
         raise DataError(f"data file not found: {path}")
     if name.endswith(_CSV_SUFFIXES):
-        sep = "\t" if name.endswith(".tsv") else ","
-        try:  # everything as text: numbers and times are parsed here, with line numbers
-            df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
-        except (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError) as err:
-            raise DataError(f"cannot read {path.name} as CSV: {err}") from err
-        return df, _Where(path.name, True)
+        return _load_csv(path, "\t" if name.endswith(".tsv") else ",")
     if name.endswith(_PARQUET_SUFFIXES):
         try:
-            df = pd.read_parquet(path, engine="pyarrow")
+            import pyarrow.parquet as pq
+
+            file = pq.ParquetFile(path)
+            check_names(list(file.schema_arrow.names), path.name)
+            df = file.read().to_pandas()
+        except DataError:
+            raise
         except Exception as err:  # pyarrow raises several types for corrupt files
-            raise DataError(f"cannot read {path.name} as Parquet: {err}") from err
-        return df.reset_index(drop=True), _Where(path.name, False)
+            raise DataError(f"cannot read {path.name} as Parquet: {err}", file=path.name) from err
+        check_names(list(df.columns), path.name)  # a pandas index stored as a column
+        df = df.reset_index(drop=True)
+        rows = np.arange(len(df), dtype=np.int64)  # numbered from 0, as the job readers do
+        return df, Where.of_file(path.name, rows)
     raise DataError(
         f"{path.name}: unknown file type; expected one of "
         f"{', '.join(_CSV_SUFFIXES + _PARQUET_SUFFIXES)}"
     )
+
+
+def _load_csv(path: Path, sep: str) -> tuple[pd.DataFrame, Where]:
+    """A CSV file as text, its header checked as written (pandas renames a name given
+    twice) and every record's line; blank lines are counted, then dropped."""
+    try:  # everything as text: numbers and times are parsed here, with line numbers
+        header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str)
+        df = pd.read_csv(
+            path, sep=sep, dtype=str, keep_default_na=False, na_values=[""],
+            skip_blank_lines=False,
+        )  # fmt: skip
+    except pd.errors.EmptyDataError as err:
+        raise DataError(f"{path.name} is empty: no header line", file=path.name) from err
+    except (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError) as err:
+        raise DataError(f"cannot read {path.name} as CSV: {err}", file=path.name) from err
+    check_names(header.iloc[0].tolist() if len(header) else [], path.name, header_line=True)
+    lines = _csv_lines(df)
+    kept = df.notna().any(axis=1).to_numpy()  # an empty record is a blank line
+    df = df[kept].reset_index(drop=True)
+    return df, Where.of_file(path.name, lines[kept])
 
 
 #: What each mapped column is, in the words of a job file's ``data.columns``.
@@ -160,7 +411,7 @@ _ROLE_WORDS = {
 }
 
 
-def _require(df: pd.DataFrame, columns: ColumnMap, where: _Where) -> None:
+def _require(df: pd.DataFrame, columns: ColumnMap, where: Where) -> None:
     needed: list[tuple[str, str]] = [("lot", columns.lot), ("time", columns.time)]
     if columns.label_time is not None:
         needed.append(("label_time", columns.label_time))
@@ -199,7 +450,7 @@ def _lot_of(df: pd.DataFrame, columns: ColumnMap, i: int) -> str:
     return str(df[columns.lot].iloc[i])
 
 
-def _parse_lots(s: pd.Series, column: str, where: _Where) -> pd.Series:
+def _parse_lots(s: pd.Series, column: str, where: Where) -> pd.Series:
     missing = s.isna().to_numpy() | (s.astype(str).str.strip() == "").to_numpy()
     if missing.any():
         i = _first(missing)
@@ -207,13 +458,13 @@ def _parse_lots(s: pd.Series, column: str, where: _Where) -> pd.Series:
             f"{where(i)}: no lot id in column {column!r} ({int(missing.sum())} such rows); "
             "every reading must belong to a lot",
             column=column,
-            row=i,
+            **where.fields(i),
         )
     return s.astype(str).str.strip()
 
 
 def _text_times(
-    text: pd.Series, utc: bool, column: str, where: _Where, lots: pd.Series
+    text: pd.Series, utc: bool, column: str, where: Where, lots: pd.Series
 ) -> pd.Series:
     """Text times that are not all ISO 8601: one format inferred for the whole column, read
     day first and month first; a column that reads both ways with different times is
@@ -239,14 +490,14 @@ def _text_times(
                 "(month first); say which with data.columns.time_format, such as "
                 "'%d.%m.%Y %H:%M'",
                 column=column,
-                row=i,
+                **where.fields(i),
             )
         return month_first
     return day_first if day_first.isna().sum() < month_first.isna().sum() else month_first
 
 
 def _parse_times(
-    s: pd.Series, column: str, where: _Where, lots: pd.Series, time_format: str | None = None
+    s: pd.Series, column: str, where: Where, lots: pd.Series, time_format: str | None = None
 ) -> pd.Series:
     """Timestamps -> UTC (or naive) datetimes; numbers (cycles) stay numbers."""
     if pd.api.types.is_datetime64_any_dtype(s):
@@ -255,7 +506,9 @@ def _parse_times(
         out = s.astype(float)
         if np.isinf(out).any():
             i = _first(np.isinf(out))
-            raise DataError(f"{where(i)}: infinite time in column {column!r}", column=column, row=i)
+            raise DataError(
+                f"{where(i)}: infinite time in column {column!r}", column=column, **where.fields(i)
+            )
     else:
         text = s.astype("string").str.strip()
         missing = (text.isna() | (text == "")).to_numpy()
@@ -266,7 +519,7 @@ def _parse_times(
                 f"({int(missing.sum())} such rows)",
                 column=column,
                 lot=str(lots.iloc[i]),
-                row=i,
+                **where.fields(i),
             )
         as_number = pd.to_numeric(text, errors="coerce")
         if as_number.notna().all() and time_format is None:
@@ -279,7 +532,7 @@ def _parse_times(
                 f"({text.iloc[i]!r}), {where(j)} has none ({text.iloc[j]!r}); export all "
                 "times with an offset (e.g. +00:00) or all without",
                 column=column,
-                row=j,
+                **where.fields(j),
             )
         utc = bool(aware.all())
         if time_format is not None:
@@ -300,14 +553,16 @@ def _parse_times(
                 f"{column!r} as a time ({int(bad.sum())} such rows); expected {expected}",
                 column=column,
                 lot=str(lots.iloc[i]),
-                row=i,
+                **where.fields(i),
             )
     if pd.api.types.is_datetime64_any_dtype(out):
         _check_time_range(out, s, column, where, lots)
         out = out.astype("datetime64[ns, UTC]" if out.dt.tz is not None else "datetime64[ns]")
         if out.isna().any():
             i = _first(out.isna())
-            raise DataError(f"{where(i)}: no time in column {column!r}", column=column, row=i)
+            raise DataError(
+                f"{where(i)}: no time in column {column!r}", column=column, **where.fields(i)
+            )
         return out
     return _check_finite_time(out, column, where, lots)
 
@@ -318,7 +573,7 @@ TIME_RANGE = ("1900-01-01", "2200-01-01")
 
 
 def _check_time_range(
-    out: pd.Series, raw: pd.Series, column: str, where: _Where, lots: pd.Series
+    out: pd.Series, raw: pd.Series, column: str, where: Where, lots: pd.Series
 ) -> None:
     lo, hi = (pd.Timestamp(t, tz="UTC" if out.dt.tz is not None else None) for t in TIME_RANGE)
     bad = (out.notna() & ((out < lo) | (out >= hi))).to_numpy()
@@ -330,30 +585,49 @@ def _check_time_range(
             f"({int(bad.sum())} such rows); check the export's clock",
             column=column,
             lot=str(lots.iloc[i]),
-            row=i,
+            **where.fields(i),
         )
 
 
-def _check_finite_time(out: pd.Series, column: str, where: _Where, lots: pd.Series) -> pd.Series:
+def _check_finite_time(out: pd.Series, column: str, where: Where, lots: pd.Series) -> pd.Series:
     bad = ~np.isfinite(out.to_numpy(dtype=float))
     if bad.any():
         i = _first(bad)
         raise DataError(
             f"{where(i)} (lot {lots.iloc[i]}): no finite time in column {column!r}",
             column=column,
-            row=i,
+            **where.fields(i),
         )
     return out
 
 
 def _to_float(
-    s: pd.Series, column: str, where: _Where, lots: pd.Series, *, words: bool = False
+    s: pd.Series, column: str, where: Where, lots: pd.Series, *, words: bool = False
 ) -> pd.Series:
-    """Numbers -> float64; NaN stays NaN; anything else or inf raises, naming the line."""
-    if pd.api.types.is_bool_dtype(s):
-        return s.astype(float)
-    if pd.api.types.is_numeric_dtype(s):
+    """Numbers -> float64; NaN stays NaN; anything else or inf raises, naming the line.
+
+    Real numbers are read whatever the format stored them as (text, int, float, nullable).
+    True/false values are numbers only with ``words`` (a pass/fail target: ``True``,
+    ``pass``, ``yes`` is 1): in a sensor they are refused from every format, a boolean
+    column of a Parquet file or DataFrame as the text ``True`` of a CSV file."""
+    kind = getattr(s.dtype, "kind", "O")
+    if kind == "b" and words:
+        out = pd.Series(s.astype("Float64").to_numpy(dtype=float, na_value=np.nan), s.index)
+    elif kind in "iuf":
         out = s.astype(float)
+    elif kind in "bc":  # a boolean or complex column: no reading a model can take
+        what = "a true/false value" if kind == "b" else "a complex number"
+        bad = s.notna().to_numpy()
+        i = _first(bad) if bad.any() else 0
+        value = _shown(s.iloc[i])
+        raise DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {value!r}, {what}, "
+            f"expected a number ({int(bad.sum())} such values: the column is stored as "
+            f"{s.dtype}); export the reading itself",
+            column=column,
+            lot=str(lots.iloc[i]),
+            **where.fields(i),
+        )
     else:
         text = s.astype("string").str.strip()
         if words:
@@ -362,12 +636,14 @@ def _to_float(
         bad = (out.isna() & text.notna() & (text.str.lower() != "nan")).to_numpy()
         if bad.any():
             i = _first(bad)
+            value = _shown(s.iloc[i])
+            hint = ", a true/false value" if isinstance(value, bool | np.bool_) else ""
             raise DataError(
-                f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {s.iloc[i]!r}, "
-                f"expected a number ({int(bad.sum())} such values){_comma_hint(s.iloc[i])}",
+                f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {value!r}{hint}, "
+                f"expected a number ({int(bad.sum())} such values){_comma_hint(value)}",
                 column=column,
                 lot=str(lots.iloc[i]),
-                row=i,
+                **where.fields(i),
             )
     inf = np.isinf(out.to_numpy())
     if inf.any():
@@ -377,18 +653,19 @@ def _to_float(
             f"a finite number or empty for missing ({int(inf.sum())} such values)",
             column=column,
             lot=str(lots.iloc[i]),
-            row=i,
+            **where.fields(i),
         )
     huge = (np.abs(out.to_numpy()) > FLOAT32_MAX).astype(bool)
     if huge.any():
         i = _first(huge)
+        value = _shown(s.iloc[i])
         raise DataError(
-            f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {s.iloc[i]!r}, beyond "
+            f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {value!r}, beyond "
             f"the +/-{FLOAT32_MAX:.1e} a model can read ({int(huge.sum())} such values); "
             "check the export's units",
             column=column,
             lot=str(lots.iloc[i]),
-            row=i,
+            **where.fields(i),
         )
     return out
 
@@ -396,6 +673,11 @@ def _to_float(
 #: A number written with one decimal comma (``-1,25``, ``,5``, ``3,0e-2``), as European
 #: exports write them.
 COMMA_NUMBER = r"\s*[+-]?(?:\d+,\d*|,\d+)(?:[eE][+-]?\d+)?\s*"
+
+
+def _shown(value: object) -> object:
+    """A cell as a person reads it: ``True``, not numpy's ``np.True_``."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _comma_hint(value: object) -> str:
@@ -406,7 +688,7 @@ def _comma_hint(value: object) -> str:
     return ""
 
 
-def _to_codes(s: pd.Series, column: str, where: _Where) -> tuple[pd.Series, dict[float, str]]:
+def _to_codes(s: pd.Series, column: str, where: Where) -> tuple[pd.Series, dict[float, str]]:
     """A category column as its codes (:mod:`mfgtx.data.categories`) and their names."""
     try:
         codes, names = encode_categories(s, column=column, where=f"{where.source}: ")
@@ -416,13 +698,13 @@ def _to_codes(s: pd.Series, column: str, where: _Where) -> tuple[pd.Series, dict
 
 
 def _numeric_columns(
-    df: pd.DataFrame, candidates: list[str], where: _Where
+    df: pd.DataFrame, candidates: list[str], where: Where
 ) -> tuple[list[str], list[str]]:
     """Split candidate sensor columns into numeric ones and descriptions of the others."""
     numeric, left_out = [], []
     for c in candidates:
         s = df[c]
-        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        if getattr(s.dtype, "kind", "O") in "iuf":  # real numbers (not bool, not complex)
             numeric.append(c)
             continue
         text = s.astype("string").str.strip()
@@ -432,20 +714,23 @@ def _numeric_columns(
             numeric.append(c)
         else:
             i = _first(bad) if bad.any() else 0
-            left_out.append(f"{c!r} (e.g. {s.iloc[i]!r} at {where(i)}{_comma_hint(s.iloc[i])})")
+            value = _shown(s.iloc[i])
+            left_out.append(f"{c!r} (e.g. {value!r} at {where(i)}{_comma_hint(value)})")
     return numeric, left_out
 
 
 # --------------------------------------------------------------------------- layout
 
 
-def _pivot_long(df: pd.DataFrame, columns: ColumnMap, where: _Where) -> pd.DataFrame:
+def _pivot_long(df: pd.DataFrame, columns: ColumnMap, where: Where) -> pd.DataFrame:
     lot, time, name = columns.lot, columns.time, columns.sensor_name
     no_name = (df[name].isna() | (df[name].astype(str).str.strip() == "")).to_numpy()
     if no_name.any():
         i = _first(no_name)
         row = int(df["_row"].iloc[i])
-        raise DataError(f"{where(row)}: no sensor name in column {name!r}", column=name, row=row)
+        raise DataError(
+            f"{where(row)}: no sensor name in column {name!r}", column=name, **where.fields(row)
+        )
     df[name] = df[name].astype(str).str.strip()
     if columns.sensors is not None:
         found = set(df[name])
@@ -466,7 +751,7 @@ def _pivot_long(df: pd.DataFrame, columns: ColumnMap, where: _Where) -> pd.DataF
             f"{df[time].iloc[i]} ({where(int(rows[0]))} and {where(int(rows[1]))})",
             column=name,
             lot=str(df[lot].iloc[i]),
-            row=int(rows[0]),
+            **where.fields(int(rows[0])),
         )
     per_row = [c for c in columns.non_sensor_columns if c not in (lot, time)]
     wide = df.pivot(index=[lot, time], columns=name, values=columns.value)
@@ -477,11 +762,15 @@ def _pivot_long(df: pd.DataFrame, columns: ColumnMap, where: _Where) -> pd.DataF
         conflict = grouped[c].nunique(dropna=False) > 1
         if conflict.any():
             key = conflict[conflict].index[0]
+            at = np.flatnonzero(((df[lot] == key[0]) & (df[time] == key[1])).to_numpy())
+            rows = df["_row"].to_numpy()[at]
             raise DataError(
                 f"lot {key[0]} at {key[1]}: column {c!r} has different values across the "
-                "sensor readings of one time step",
+                f"sensor readings of one time step ({', '.join(where(int(r)) for r in rows[:3])}"
+                f"{' ...' if len(rows) > 3 else ''})",
                 column=c,
                 lot=str(key[0]),
+                **where.fields(int(rows[0])),
             )
     out = extra.join(wide).reset_index()
     return out.sort_values("_row", kind="stable").reset_index(drop=True)
@@ -520,7 +809,11 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
         (('temp',), [nan, 20.5, 21.0], 'DataFrame rows were not in time orde')
     """
     df, where = _load(source)
+    if not len(df):
+        what = "an empty frame" if isinstance(source, pd.DataFrame) else "a header only, or empty"
+        raise DataError(f"{where.source}: no rows to read ({what})")
     _require(df, columns, where)
+    check_names(list(df.columns), where.source, columns=columns)
     df["_row"] = np.arange(len(df))
     notes: list[str] = []
     categories: dict[str, dict[float, str]] = {}
@@ -572,6 +865,9 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
     def where_pos(i: int) -> str:  # position in df -> input row
         return where(int(rows[i]))
 
+    def place(i: int) -> Place:
+        return where.fields(int(rows[i]))
+
     # rows in order: lots contiguous (in order of first appearance), time increasing
     codes, _ = pd.factorize(lots)
     time_values = df[columns.time].to_numpy()
@@ -601,7 +897,7 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
             f"({where_pos(i)} and {where_pos(i + 1)}); each lot needs one row per time",
             column=columns.time,
             lot=str(lots.iloc[i]),
-            row=int(rows[i + 1]),
+            **place(i + 1),
         )
 
     if columns.label_time is not None:
@@ -626,27 +922,36 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
                 f"the row was measured at {t.iloc[i]}; check column {columns.label_time!r}",
                 column=columns.label_time,
                 lot=str(lots.iloc[i]),
-                row=int(rows[i]),
+                **place(i),
             )
 
     for k in columns.keys:
         varying = df.groupby(columns.lot, sort=False)[k].nunique(dropna=False) > 1
         if varying.any():
             lot = str(varying[varying].index[0])
+            at = np.flatnonzero((lots == lot).to_numpy())
+            values = df[k].iloc[at]
+            first = values.iloc[0]
+            same_value = (values == first) | (values.isna() & pd.isna(first))
+            i = int(at[_first(~same_value.to_numpy())])
             raise DataError(
-                f"lot {lot}: key column {k!r} changes within the lot; keys must be constant "
-                "per lot",
+                f"lot {lot}: key column {k!r} changes within the lot, from {first!r} to "
+                f"{df[k].iloc[i]!r} at {where_pos(i)}; keys must be constant per lot",
                 column=k,
                 lot=lot,
+                **place(i),
             )
 
     observed = df[sensors].notna().any(axis=1).groupby(lots.to_numpy(), sort=False).any()
     if not observed.all():
         empty = [str(x) for x in observed[~observed].index]
+        i = _first((lots == empty[0]).to_numpy())
         raise DataError(
             f"{where.source}: lot(s) {empty[:5]} have no observed sensor value "
-            f"({len(empty)} lots); remove them or fix the export",
+            f"({len(empty)} lots; lot {empty[0]} begins at {where_pos(i)}); remove them or "
+            "fix the export",
             lot=empty[0],
+            **place(i),
         )
 
     keep = [columns.lot, columns.time, *columns.keys, *sensors, *columns.targets]
@@ -673,4 +978,4 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
         frame[columns.lot].nunique(),
         len(sensors),
     )
-    return SensorTable(frame, resolved, where.source, tuple(notes), where.is_file_line, categories)
+    return SensorTable(frame, resolved, where.source, tuple(notes), where, categories)

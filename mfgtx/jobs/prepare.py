@@ -33,7 +33,6 @@ from mfgtx.jobs.sources import (
     iter_lot_frames,
     prepare,
     read_frame,
-    without_position,
 )
 from mfgtx.kinds import Kind, SplitWindows, split_windows
 
@@ -92,7 +91,7 @@ def _windows_of_chunks(
     columns: ColumnMap | None = None
     first_kind: tuple[str, str] | None = None
     for chunk in chunks:
-        frame = without_position(prepare(chunk, data, label_frame=label_frame))
+        frame = prepare(chunk, data, label_frame=label_frame)  # _file, _line: for messages
         table = read_table(frame, cols)
         if columns is not None and table.columns.sensors != columns.sensors:
             raise DataError(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from mfgtx._files import remove_leftovers
-from mfgtx.data import DataError
+from mfgtx.data import DataError, DataWarning
 from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.sinks import describe_sink, write_errors, write_scores
@@ -51,10 +52,11 @@ class ScoreOutcome:
     images: int = 0
     bad_images: int = 0
     images_per_s: float = float("nan")
+    warnings: int = 0
 
     def summary(self) -> dict[str, Any]:
         out = dict(self.__dict__)
-        drop = ("lots", "windows", "bad_lots", "windows_per_s")
+        drop = ("lots", "windows", "bad_lots", "windows_per_s", "warnings")
         if self.kind != "vit":
             drop = ("images", "bad_images", "images_per_s")
         return {"command": "score", **{k: v for k, v in out.items() if k not in drop}}
@@ -72,6 +74,8 @@ class ScoreOutcome:
                 f"scored {self.windows} windows of {self.lots} lots in {self.seconds:.2f} s "
                 f"({self.windows_per_s:.1f} windows/s); {self.bad_lots} bad lot(s)"
             )
+            if self.warnings:
+                what += f" and {self.warnings} warning(s) about scored lots"
         return (
             f"{what} listed in {self.errors_file}; output {self.output} holds "
             f"{self.output_rows} rows"
@@ -153,18 +157,24 @@ def score(config: JobConfig) -> ScoreOutcome:
         problems: list[dict[str, object]] = []
         frames = iter_lot_frames(source, cols.lot, cols.time, segment=segment, problems=problems,
                                  time_format=cols.time_format)  # fmt: skip
+        n_warnings = 0
         for frame in frames:
             positions = frame[[FILE, LINE]].rename(columns={FILE: "file", LINE: "line"})
-            scored = predictor.score(
-                without_position(frame),
-                stride=sc.stride,
-                last_per_lot=sc.last_per_lot,
-                batch_size=sc.batch_size,
-                positions=positions,
-            )
+            with warnings.catch_warnings():  # each is a row of the errors file, logged below
+                warnings.simplefilter("ignore", DataWarning)
+                scored = predictor.score(
+                    without_position(frame),
+                    stride=sc.stride,
+                    last_per_lot=sc.last_per_lot,
+                    batch_size=sc.batch_size,
+                    positions=positions,
+                )
             for err in scored.errors:
                 log.warning("lot %s not scored: %s", err["lot"], err["reason"])
-            errors += scored.errors
+            for note in scored.warnings:
+                log.warning("lot %s: %s", note["lot"], note["reason"])
+            errors += scored.errors + scored.warnings
+            n_warnings += len(scored.warnings)
             if len(scored.rows):
                 parts.append(scored.rows)
             n_lots += scored.lots
@@ -173,8 +183,8 @@ def score(config: JobConfig) -> ScoreOutcome:
         if not parts:
             write_errors(errors_path, errors)
             raise DataError(
-                f"{describe(source)}: nothing could be scored ({len(errors)} bad lots, see "
-                f"{errors_path})"
+                f"{describe(source)}: nothing could be scored ({len(errors) - n_warnings} bad "
+                f"lots, see {errors_path})"
             )
         frame = pd.concat(parts, ignore_index=True)
         rows = write_scores(sc.output, frame, predictor.keys)
@@ -187,11 +197,12 @@ def score(config: JobConfig) -> ScoreOutcome:
         errors_file=str(errors_path),
         lots=n_lots,
         windows=n_windows,
-        bad_lots=len(errors),
+        bad_lots=len(errors) - n_warnings,
         output_rows=rows,
         seconds=round(seconds, 3),
         windows_per_s=round(n_windows / seconds, 1) if seconds > 0 else float("nan"),
         kind=predictor.kind.name,
+        warnings=n_warnings,
     )
 
 

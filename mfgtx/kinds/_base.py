@@ -10,7 +10,6 @@ what ``mfgtx score``, ``mfgtx evaluate``, the dashboard and a Python user all ca
 from __future__ import annotations
 
 import logging
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,29 +50,26 @@ def time_text(values: np.ndarray) -> list[str]:
     return [repr(float(v)) for v in values]
 
 
-def error_row(
-    lot: object, err: Exception, positions: pd.DataFrame | None = None
-) -> dict[str, object]:
+def error_row(lot: object, err: Exception) -> dict[str, object]:
     """An errors-file row (``lot``, ``file``, ``line``, ``column``, ``reason``) for ``err``.
 
-    ``positions`` holds the ``file`` and ``line`` of each input row the error's ``row``
-    counts in; the reason then names the file and its line (a CSV line as a spreadsheet
-    shows it) instead of the row of a DataFrame.
+    The file and line are the error's own (:class:`~mfgtx.data.DataError` ``file`` and
+    ``line``): its message was worded with them when it was raised, from the places that
+    travel with the rows (:class:`~mfgtx.data.table.Where`).
     """
-    row = getattr(err, "row", None)
-    file = line = None
-    reason = str(err)
-    if positions is not None and row is not None and row < len(positions):
-        file, line = str(positions["file"].iloc[row]), int(positions["line"].iloc[row])
-        unit = "line" if file.lower().endswith((".csv", ".csv.gz", ".txt", ".tsv")) else "row"
-        reason = re.sub(r"^DataFrame row \d+", f"{file} {unit} {line}", reason)
+    line = getattr(err, "line", None)
     return {
         "lot": None if lot is None else str(lot),
-        "file": file,
-        "line": line,
+        "file": getattr(err, "file", None),
+        "line": None if line is None else int(line),
         "column": getattr(err, "column", None),
-        "reason": reason,
+        "reason": str(err) or f"{type(err).__name__} (no reason given)",
     }
+
+
+def _text(value: object) -> str | None:
+    """An errors-file cell as text (``None`` for an empty one)."""
+    return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
 # --------------------------------------------------------------------------- splitting
@@ -197,14 +193,18 @@ class Scored:
 
     Attributes:
         rows: the output frame (the columns ``mfgtx score`` writes).
-        errors: one errors-file row per bad lot, file or image.
+        errors: one errors-file row per bad lot, file or image (not scored).
         lots, windows: how many lots (or images) and windows were scored.
+        warnings: errors-file rows about lots that were scored all the same (a sensor
+            without a single reading in a lot, scored as missing); each also came as a
+            :class:`~mfgtx.data.DataWarning`.
     """
 
     rows: pd.DataFrame
     errors: list[dict[str, object]]
     lots: int = 0
     windows: int = 0
+    warnings: list[dict[str, object]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -297,13 +297,22 @@ class Predictor(ABC):
         """The output rows for ``data`` (see :meth:`score`).
 
         Raises:
-            DataError: a lot or image could not be scored (the first reason).
+            DataError: the input cannot be read as a whole (no rows, a column name given
+                twice), or a lot or image could not be scored (the first reason, with its
+                lot, column, file and line).
         """
         scored = self.score(data, **options)
         if scored.errors:
             first = scored.errors[0]
             more = f" (and {len(scored.errors) - 1} more)" if len(scored.errors) > 1 else ""
-            raise DataError(f"{first['reason']}{more}", lot=first.get("lot"))
+            text = {k: _text(first.get(k)) for k in ("lot", "column", "file", "line")}
+            raise DataError(
+                f"{first['reason']}{more}",
+                lot=text["lot"],
+                column=text["column"],
+                file=text["file"],
+                line=None if text["line"] is None else int(float(text["line"])),
+            )
         return scored.rows
 
     @abstractmethod

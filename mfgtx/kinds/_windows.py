@@ -2,11 +2,21 @@
 
 Shape legend: ``N`` windows.
 
-A frame of sensor rows is validated as a whole first (:func:`~mfgtx.data.read_table` with
-the bundle's columns, without labels); when that fails, lot by lot, so that a bad value, a
-bad lot, a lot written another way than in training, or a lot shorter than the model needs
-becomes one errors-file row with its lot, file and line, and every other lot is scored.
-Rows without a lot id are listed, never dropped.
+A frame of sensor rows is checked as a whole first (a DataFrame, with rows, each column name
+once), then validated (:func:`~mfgtx.data.read_table` with the bundle's columns, without
+labels); when that fails, lot by lot, so that a bad value, a bad lot, a lot written another
+way than in training, or a lot shorter than the model needs becomes one errors-file row with
+its lot, file and line, and every other lot is scored. Rows without a lot id are listed,
+never dropped.
+
+Each row's place travels with it as it is split into lots: the ``_file`` and ``_line`` of
+the rows a reader gave (``positions``), or, for a DataFrame, its position (``row N of the
+frame``), so a message names the row as the user finds it however the rows were cut.
+
+A sensor without a single reading in a lot is scored as missing (the models mask missing
+readings, as in training): the lot is scored, and :attr:`~mfgtx.kinds.Scored.warnings`
+holds a row for it (``mfgtx score`` writes it to the errors file), with a
+:class:`~mfgtx.data.DataWarning` for Python users.
 """
 
 from __future__ import annotations
@@ -25,11 +35,13 @@ from mfgtx.data import (
     TIME_KIND_WORDS,
     ColumnMap,
     DataError,
+    DataWarning,
     SensorTable,
     Windowing,
     Windows,
     read_table,
 )
+from mfgtx.data.table import FILE, LINE, Where, check_names
 from mfgtx.kinds._base import Predictor, Scored, error_row
 
 __all__ = ["WindowPredictor"]
@@ -73,22 +85,70 @@ class WindowPredictor(Predictor):
 
     def table(self, frame: pd.DataFrame, columns: ColumnMap | None = None) -> SensorTable:
         """``frame`` validated as the model's input (warnings about sorted rows are quiet).
+        Rows carrying ``_file`` and ``_line`` (as the job readers give them) are named by
+        them in messages.
 
         Raises:
-            DataError: a bad value or lot, or times written another way than in training.
+            DataError: no rows, a column name given twice, a bad value or lot, or times
+                written another way than in training.
         """
+        self._check_frame(frame)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             table = read_table(frame, columns or self.columns)
         expected = self.input_spec.time_kind  # None: a bundle of an earlier layout
         if expected is not None and table.time_kind != expected:
+            lot = table.lots[0]
+            first = int(table.frame["_row"].iloc[0])
             raise DataError(
-                f"lot {table.lots[0]} has {TIME_KIND_WORDS[table.time_kind]}, but the model was "
-                f"trained on {TIME_KIND_WORDS[expected]}; export its times as in training",
+                f"lot {lot} has {TIME_KIND_WORDS[table.time_kind]} (from {table.where(first)}), "
+                f"but the model was trained on {TIME_KIND_WORDS[expected]}; export its times "
+                "as in training",
                 column=self.columns.time,
-                lot=table.lots[0],
+                lot=lot,
+                **(table.places or Where(table.source)).fields(first),
             )
         return table
+
+    def _check_frame(self, frame: Any) -> None:
+        """What every entry point asks of its input: a DataFrame with rows, each column
+        name once (and no ``X`` beside a pandas-renamed ``X.1`` the model reads)."""
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(
+                f"{type(self).__name__} scores a DataFrame of sensor rows, found "
+                f"{type(frame).__name__}"
+            )
+
+        def source() -> str:  # the files the rows came from, for a message
+            return Where.of(frame).source if FILE in frame.columns else "DataFrame"
+
+        names = [c for c in frame.columns if c not in (FILE, LINE)]
+        if not len(frame):
+            shown = [str(c) for c in names[:8]]
+            has = f"it has the columns {shown} but" if names else "it has no columns and"
+            raise DataError(f"{source()}: no rows to score ({has} no rows)")
+        try:
+            check_names(names, "DataFrame", columns=self.columns)
+        except DataError:
+            check_names(names, source(), columns=self.columns)  # the same, naming the file
+            raise
+
+    def _frame(self, data: Any, positions: pd.DataFrame | None) -> pd.DataFrame:
+        """``data`` checked (:meth:`_check_frame`), with each row's place: ``positions``'
+        ``file`` and ``line``, the ``_file`` and ``_line`` it carries, or its position."""
+        self._check_frame(data)
+        frame = data.reset_index(drop=True)
+        if positions is not None:
+            if len(positions) != len(frame):
+                raise ValueError(
+                    f"positions: {len(positions)} rows for {len(frame)} rows of data; give the "
+                    "file and line of every row"
+                )
+            place = positions.reset_index(drop=True)
+            return frame.assign(**{FILE: place["file"].to_numpy(), LINE: place["line"].to_numpy()})
+        if LINE in frame.columns:
+            return frame
+        return frame.assign(**{LINE: np.arange(len(frame))})
 
     @abstractmethod
     def cut(self, table: SensorTable, *, stride: int | None = None) -> Windows:
@@ -102,6 +162,22 @@ class WindowPredictor(Predictor):
         """The windows of ``frame`` as the model reads them (raises on any bad lot)."""
         return self.cut(self.table(frame), stride=stride)
 
+    def _window_to_explain(
+        self, data: pd.DataFrame | Windows, window: int
+    ) -> tuple[Windows, np.ndarray]:
+        """The windows of ``data`` (rows of one lot, cut at every row, or windows) and the
+        index ``(1,)`` of window ``window`` (``-1``: the last) among them, for :meth:`explain`.
+
+        Raises:
+            DataError: no rows, a bad lot, or no window ``window`` in the data.
+        """
+        windows = data if isinstance(data, Windows) else self.windows(data, stride=1)
+        n = len(windows)
+        if not -n <= window < n:
+            which = f"numbered 0 to {n - 1} (or -1 for the last)" if n else "none at all"
+            raise DataError(f"no window {window} to explain: the data gives {n} window(s), {which}")
+        return windows, np.arange(n)[window : window + 1 if window != -1 else None]
+
     def windows_by_lot(
         self,
         frame: pd.DataFrame,
@@ -109,32 +185,62 @@ class WindowPredictor(Predictor):
         stride: int | None = None,
     ) -> Iterator[tuple[Windows | None, dict[str, object] | None]]:
         """``(windows, None)`` for the good lots of ``frame`` and ``(None, error row)`` for
-        each bad one: the whole frame at once when every lot is good, else lot by lot."""
-        try:
-            yield self.windows(frame, stride=stride), None
+        each bad one: the whole frame at once when every lot is good, else lot by lot.
+
+        Raises:
+            DataError: the frame as a whole cannot be read (no rows, no lot column, a
+                column name given twice).
+        """
+        for windows, _, err in self._by_lot(self._frame(frame, positions), stride):
+            yield windows, err
+
+    def _by_lot(
+        self, frame: pd.DataFrame, stride: int | None
+    ) -> Iterator[tuple[Windows | None, SensorTable | None, dict[str, object] | None]]:
+        """:meth:`windows_by_lot` with the table of each good part, for a frame that carries
+        its rows' places (:meth:`_frame`)."""
+        whole = self._cut(frame, stride)
+        if not isinstance(whole, dict):
+            yield whole[0], whole[1], None
             return
-        except DataError:
-            pass  # a lot of this frame is bad: score its lots one by one
         lot = self.columns.lot
         if lot not in frame.columns:
-            raise DataError(f"missing lot column {lot!r}; found {list(frame.columns)}", column=lot)
+            names = [str(c) for c in frame.columns if c not in (FILE, LINE)]
+            raise DataError(f"missing lot column {lot!r}; found {names}", column=lot)
         ids = frame[lot]
         blank = (ids.isna() | (ids.astype(str).str.strip() == "")).to_numpy()
         if blank.any():
-            first = int(np.flatnonzero(blank)[0])
+            where, first = Where.of(frame), int(np.flatnonzero(blank)[0])
             err = DataError(
-                f"DataFrame row {first}: {int(blank.sum())} row(s) have no lot id in column "
+                f"{where(first)}: {int(blank.sum())} row(s) have no lot id in column "
                 f"{lot!r}; they were not scored",
                 column=lot,
-                row=first,
+                **where.fields(first),
             )
-            yield None, error_row(None, err, positions)
-        for name, part in frame[~blank].groupby(lot, sort=False):
-            where = None if positions is None else positions.loc[part.index]
-            try:
-                yield self.windows(part.reset_index(drop=True), stride=stride), None
-            except DataError as e:
-                yield None, error_row(name, e, where)
+            yield None, None, error_row(None, err)
+        for _, part in frame[~blank].groupby(lot, sort=False):
+            got = self._cut(part, stride)
+            if isinstance(got, dict):
+                yield None, None, got
+            else:
+                yield got[0], got[1], None
+
+    def _cut(
+        self, frame: pd.DataFrame, stride: int | None
+    ) -> tuple[Windows, SensorTable] | dict[str, object]:
+        """The windows and table of ``frame``, or the errors-file row of why not (its lot,
+        and its file when the error names none and the rows come from one)."""
+        try:
+            table = self.table(frame)
+            return self.cut(table, stride=stride), table
+        except DataError as e:
+            ids = frame[self.columns.lot] if self.columns.lot in frame.columns else None
+            lots = [] if ids is None else pd.unique(ids.dropna().astype(str))
+            row = error_row(e.lot or (lots[0] if len(lots) == 1 else None), e)
+            if row["file"] is None and FILE in frame.columns:
+                files = pd.unique(frame[FILE].dropna())
+                row["file"] = str(files[0]) if len(files) == 1 else None
+            return row
 
     def score(
         self,
@@ -154,18 +260,25 @@ class WindowPredictor(Predictor):
             last_per_lot: only each lot's last window (the prediction as of now).
             batch_size: windows per forward pass.
             positions: the ``file`` and ``line`` of each row of ``data`` (for errors).
+
+        Raises:
+            DataError: ``data`` as a whole cannot be read: no rows to score, no lot column,
+                a column name given twice.
+
+        Warns:
+            DataWarning: a sensor has no reading at all in a lot; the lot is scored with it
+                missing, as the model reads a missing reading (:attr:`Scored.warnings`).
         """
-        data = data.reset_index(drop=True)
-        if positions is not None:
-            positions = positions.reset_index(drop=True)
+        frame = self._frame(data, positions)
         parts: list[pd.DataFrame] = []
         errors: list[dict[str, object]] = []
+        notices: list[dict[str, object]] = []
         lots = n = 0
-        for windows, err in self.windows_by_lot(data, positions, stride):
+        for windows, table, err in self._by_lot(frame, stride):
             if err is not None:
                 errors.append(err)
                 continue
-            assert windows is not None
+            assert windows is not None and table is not None
             idx = windows.last_per_lot() if last_per_lot else np.arange(len(windows))
             rows = self.rows(windows, idx, batch_size=batch_size)
             rows, bad = self._finite(rows)
@@ -173,8 +286,11 @@ class WindowPredictor(Predictor):
             parts.append(rows)
             lots += len(windows.lots) - len(bad)
             n += len(idx)
+            unscored = {str(e["lot"]) for e in bad}
+            notices += [w for w in _unread(table) if w["lot"] not in unscored]
+        _warn_unread(notices)
         rows = pd.concat(parts, ignore_index=True) if parts else self._empty()
-        return Scored(rows, errors, lots=lots, windows=n)
+        return Scored(rows, errors, lots=lots, windows=n, warnings=notices)
 
     def _empty(self) -> pd.DataFrame:
         return pd.DataFrame(columns=list(self.keys))
@@ -204,3 +320,46 @@ def batches(idx: np.ndarray, batch_size: int) -> Iterator[np.ndarray]:
 
 def as_tuple(value: Any) -> tuple[str, ...]:
     return tuple(value or ())
+
+
+def _unread(table: SensorTable) -> list[dict[str, object]]:
+    """A warning row (``lot``, ``file``, ``line``, ``column``, ``reason``) per sensor without
+    a single reading in a lot of ``table``; ``line`` is the lot's first."""
+    out: list[dict[str, object]] = []
+    unread = table.unread_sensors()
+    if not unread:
+        return out
+    where = table.places or Where(table.source)
+    bounds = table.lot_bounds()
+    rows = table.frame["_row"].to_numpy()
+    for lot, sensors in unread.items():
+        a, b = bounds[lot]
+        first, last = int(rows[a:b].min()), int(rows[a:b].max())
+        place = where.fields(first)
+        for sensor in sensors:
+            out.append(
+                {
+                    "lot": lot,
+                    "file": place["file"],
+                    "line": place["line"],
+                    "column": sensor,
+                    "reason": f"no reading of {sensor} in this lot; scored with it missing "
+                    f"({where.span(first, last)})",
+                }
+            )
+    return out
+
+
+def _warn_unread(notices: list[dict[str, object]]) -> None:
+    """One :class:`~mfgtx.data.DataWarning` per sensor of ``notices`` (:func:`_unread`)."""
+    by_sensor: dict[str, list[str]] = {}
+    for w in notices:
+        by_sensor.setdefault(str(w["column"]), []).append(str(w["lot"]))
+    for sensor, lots in by_sensor.items():
+        named = ", ".join(lots[:5]) + (f" and {len(lots) - 5} more" if len(lots) > 5 else "")
+        warnings.warn(
+            f"no reading of {sensor} in {len(lots)} lot(s) ({named}); scored with it missing "
+            "(each is listed in Scored.warnings)",
+            DataWarning,
+            stacklevel=3,
+        )

@@ -289,8 +289,7 @@ class ForecastPredictor(WindowPredictor):
         windows), and the deletion test of the first forecast sensor."""
         from mfgtx.explain import attention_maps, deletion_test
 
-        windows = data if isinstance(data, Windows) else self.windows(data, stride=1)
-        i = np.arange(len(windows))[window : window + 1 if window != -1 else None]
+        windows, i = self._window_to_explain(data, window)
         b = self._inputs(windows, i)
         maps = attention_maps(self.model, b["past"], observed=b["observed"])
         check = (

@@ -295,8 +295,7 @@ class SensorPredictor(WindowPredictor):
         deletion test beside them, watching P(class 1) or the first target."""
         from mfgtx.explain import attention_maps, deletion_test
 
-        windows = data if isinstance(data, Windows) else self.windows(data, stride=1)
-        i = np.arange(len(windows))[window : window + 1 if window != -1 else None]
+        windows, i = self._window_to_explain(data, window)
         x, observed = windows.features(i, self.input_spec.scaler)
         xt, ot = torch.from_numpy(x), torch.from_numpy(observed)
         maps = attention_maps(self.model, xt, mask=ot)

@@ -313,7 +313,7 @@ def test_a_day_first_month_first_ambiguity_is_refused() -> None:
     """01.02.2026 is 1 February in Europe and 2 January in the US: never guessed."""
     frame = _times_frame(["01.02.2026 06:00", "02.02.2026 06:00", "03.02.2026 06:00"])
     with pytest.raises(
-        DataError, match=r"row 0 \(lot A\): column 'time' holds '01.02.2026 06:00', which reads as 01 "
+        DataError, match=r"row 0 of the frame \(lot A\): column 'time' holds '01.02.2026 06:00', which reads as 01 "
         r"February 2026 \(day first\) or 02 January 2026 \(month first\).*time_format"
     ):  # fmt: skip
         read_table(frame, ColumnMap(lot="lot", time="time"))
@@ -346,3 +346,161 @@ def test_time_format_names_a_time_it_cannot_read() -> None:
         read_table(_times_frame(["01.02.2026 06:00", "2026-02-03T06:00"]), cols)
     with pytest.raises(ValueError, match="strptime format"):
         ColumnMap(lot="lot", time="time", time_format="dd.mm.yyyy")
+
+
+# ------------------------------------------------------- inputs that are not what they seem
+
+SENSORS2 = ColumnMap(lot="lot", time="timestamp", sensors=("temperature_c", "pressure_bar"))
+
+
+def test_a_column_name_given_twice_in_a_frame_is_refused_with_both_positions() -> None:
+    df = wide_frame()
+    twice = pd.concat([df[["temperature_c"]] * 0, df], axis=1)  # an all-zero copy first
+    with pytest.raises(DataError, match=r"column 'temperature_c' appears twice") as err:
+        read_table(twice, SENSORS2)
+    assert "positions 0 and 3" in str(err.value) and err.value.column == "temperature_c"
+
+
+def test_a_csv_header_that_names_a_column_twice_is_refused_as_written(tmp_path: Path) -> None:
+    df = wide_frame()
+    path = tmp_path / "twice.csv"
+    text = df.to_csv(index=False).splitlines()
+    text[0] = text[0].replace("pressure_bar", "temperature_c")  # pandas reads it as .1
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(DataError, match=r"twice.csv line 1: column 'temperature_c' appears "
+                       r"twice in the header, as fields 3 and 4 \(spreadsheet columns C and D\)"):  # fmt: skip
+        read_table(path, ColumnMap(lot="lot", time="timestamp", sensors=("temperature_c",)))
+
+
+def test_a_parquet_file_with_a_column_name_twice_is_refused(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    df = wide_frame()
+    names = ["lot", "timestamp", "temperature_c", "temperature_c"]
+    arrays = [pa.array(df[c]) for c in ("lot", "timestamp", "temperature_c", "pressure_bar")]
+    pq.write_table(pa.table(arrays, names=names), tmp_path / "twice.parquet")
+    with pytest.raises(DataError, match=r"twice.parquet: column 'temperature_c' appears twice"):
+        read_table(tmp_path / "twice.parquet", ColumnMap("lot", "timestamp"))
+
+
+def test_a_header_renamed_by_pandas_is_refused_when_the_model_reads_the_name() -> None:
+    df = wide_frame().rename(columns={"pressure_bar": "temperature_c.1"})
+    with pytest.raises(DataError, match=r"'temperature_c' and 'temperature_c.1' .* names "
+                       r"'temperature_c' twice"):  # fmt: skip
+        read_table(df, ColumnMap(lot="lot", time="timestamp", sensors=("temperature_c",)))
+    with pytest.raises(DataError, match=r"names 'temperature_c' twice"):  # every column read
+        read_table(df, ColumnMap(lot="lot", time="timestamp"))
+    named = ColumnMap(lot="lot", time="timestamp", sensors=("temperature_c", "temperature_c.1"))
+    assert read_table(df, named).sensors == ("temperature_c", "temperature_c.1")
+
+
+@pytest.mark.parametrize(
+    ("values", "shown"),
+    [
+        (np.array([True, False] * 4), "True"),  # numpy bool, as pandas and Parquet give it
+        (pd.array([True, None] * 4, dtype="boolean"), "True"),  # pandas' nullable boolean
+        (pd.array([False, True] * 4, dtype="bool[pyarrow]"), "False"),  # Arrow-backed
+        (np.array([1.5, 2.0, True, 3.0, 1.0, 2.0, 3.0, 4.0], dtype=object), "True"),  # a bool cell
+        (np.array([1 + 0j] * 8), r"\(1\+0j\)"),  # complex: a real part is not a reading
+    ],
+)
+def test_a_sensor_that_is_not_real_numbers_is_refused_from_any_dtype(values, shown) -> None:
+    df = wide_frame()
+    df["pressure_bar"] = values
+    with pytest.raises(DataError, match=rf"row \d of the frame \(lot L1-0001\): column "
+                       rf"'pressure_bar' holds {shown}"):  # fmt: skip
+        read_table(df, SENSORS2)
+
+
+def test_a_boolean_sensor_of_a_parquet_file_names_the_file_row_and_lot(tmp_path: Path) -> None:
+    df = wide_frame()
+    df["pressure_bar"] = df["pressure_bar"] > 2.15
+    df.iloc[4:].to_parquet(tmp_path / "b.parquet")
+    with pytest.raises(DataError, match=r"b.parquet row 0 \(lot L1-0002\): column 'pressure_bar' "
+                       r"holds False, a true/false value"):  # fmt: skip
+        read_table(tmp_path / "b.parquet", SENSORS2)
+
+
+def test_a_boolean_target_is_a_pass_fail_label_in_every_format(tmp_path: Path) -> None:
+    df = wide_frame()
+    df["quality"] = [True, False] * 4
+    cols = ColumnMap(lot="lot", time="timestamp", targets="quality", sensors=("temperature_c",))
+    from_frame = read_table(df, cols).frame["quality"].tolist()
+    from_csv = read_table(write_csv(tmp_path, df), cols).frame["quality"].tolist()  # 'True'
+    assert from_frame == from_csv == [1.0, 0.0] * 4
+
+
+def test_a_boolean_value_column_of_a_long_table_is_refused() -> None:
+    long = pd.DataFrame({"lot": "A", "t": [1, 1, 2], "sensor": ["x", "y", "x"]})
+    long["value"] = [True, False, True]
+    with pytest.raises(DataError, match=r"row 0 of the frame \(lot A\): column 'value' holds True"):
+        read_table(long, ColumnMap("lot", "t", layout="long"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        lambda tmp: wide_frame().iloc[:0],  # a header-only frame
+        lambda tmp: pd.DataFrame(),  # not even columns
+        lambda tmp: write_csv(tmp, wide_frame().iloc[:0], "header.csv"),  # a header-only file
+    ],
+)
+def test_an_input_without_rows_is_refused_in_words(tmp_path: Path, source) -> None:
+    with pytest.raises(DataError, match=r"no rows to read"):
+        read_table(source(tmp_path), COLS)
+
+
+def test_a_quoted_line_break_counts_as_a_line_of_the_file(tmp_path: Path) -> None:
+    df = wide_frame()
+    df["note"] = ["", "two\nlines", "", "", "", "", "", ""]  # row 1 takes lines 3 and 4
+    df["pressure_bar"] = df["pressure_bar"].astype(object)
+    df.loc[5, "pressure_bar"] = "err"  # the 6th record: line 8 of the file, not 7
+    path = write_csv(tmp_path, df)
+    with pytest.raises(DataError, match=r"sensors.csv line 8 \(lot L1-0002\)") as err:
+        read_table(path, SENSORS2)
+    assert (err.value.file, err.value.line) == ("sensors.csv", 8)
+    assert path.read_text().splitlines()[7].split(",")[3] == "err"  # line 8 as an editor shows
+
+
+def test_blank_lines_count_as_lines_of_the_file(tmp_path: Path) -> None:
+    df = wide_frame()
+    df["pressure_bar"] = df["pressure_bar"].astype(object)
+    df.loc[5, "pressure_bar"] = "err"
+    lines = df.to_csv(index=False).splitlines()
+    path = tmp_path / "gaps.csv"
+    path.write_text("\n".join([*lines[:3], "", "", *lines[3:]]) + "\n")  # two blank lines
+    with pytest.raises(DataError, match=r"gaps.csv line 9 \(lot L1-0002\)"):
+        read_table(path, SENSORS2)
+    assert (
+        len(read_table(path, ColumnMap("lot", "timestamp", sensors=("temperature_c",))).frame) == 8
+    )
+
+
+def test_rows_read_from_files_are_named_by_their_file_and_line() -> None:
+    df = wide_frame()
+    df["pressure_bar"] = df["pressure_bar"].astype(object)
+    df.loc[6, "pressure_bar"] = "err"
+    df["_file"], df["_line"] = ["a.csv"] * 4 + ["b.parquet"] * 4, [2, 3, 4, 5, 0, 1, 2, 3]
+    with pytest.raises(DataError, match=r"^b.parquet row 2 \(lot L1-0002\)") as err:
+        read_table(df, SENSORS2)
+    assert (err.value.file, err.value.line, err.value.lot) == ("b.parquet", 2, "L1-0002")
+    df["_file"] = None  # rows of an earlier frame: _line is their position there
+    df["_line"] = np.arange(40, 48)
+    with pytest.raises(DataError, match=r"^row 46 of the frame \(lot L1-0002\)") as err:
+        read_table(df, SENSORS2)
+    assert (err.value.row, err.value.file) == (46, None)
+
+
+def test_a_key_that_changes_within_a_lot_names_the_line_where_it_changes(tmp_path: Path) -> None:
+    df = wide_frame()
+    df["line"] = ["L1", "L1", "L2", "L1", "L1", "L1", "L1", "L1"]
+    cols = ColumnMap(lot="lot", time="timestamp", keys=("line",), sensors=("temperature_c",))
+    with pytest.raises(DataError, match=r"from 'L1' to 'L2' at sensors.csv line 4"):
+        read_table(write_csv(tmp_path, df), cols)
+
+
+def test_unread_sensors_are_listed_per_lot() -> None:
+    df = wide_frame()
+    df.loc[df["lot"] == "L1-0002", "pressure_bar"] = np.nan
+    assert read_table(df, SENSORS2).unread_sensors() == {"L1-0002": ("pressure_bar",)}

@@ -163,5 +163,7 @@ def test_training_refuses_mixed_time_kinds_across_chunks(plant, tmp_path) -> Non
 
 def test_read_table_names_the_cell_beyond_float32() -> None:
     df = pd.DataFrame({"lot": ["A", "A"], "t": [1, 2], "x": ["1.5", "3e38"], "y": ["1", "4e38"]})
-    with pytest.raises(DataError, match=r"row 1 \(lot A\): column 'y' holds '4e38', beyond"):
+    with pytest.raises(
+        DataError, match=r"row 1 of the frame \(lot A\): column 'y' holds '4e38', beyond"
+    ):
         read_table(df, ColumnMap("lot", "t", sensors=("x", "y")))
