@@ -113,16 +113,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     from mfgtx.jobs.sinks import write_text
 
     config = _config(args)
+    target = None
     if args.report is not None:  # checked before the work, so a bad path costs nothing
-        from mfgtx.jobs._paths import PathRules, job_inputs
+        from mfgtx.jobs._paths import PathRules, expand_argument, job_inputs
 
-        PathRules(config.source_file, job_inputs(config), config.bundle).output(
-            "--report", args.report
-        )
+        report_path = expand_argument("mfgtx evaluate", "--report", args.report)
+        written = {**dict(config.paths_as_written), report_path: args.report}
+        rules = PathRules(config.source_file, job_inputs(config), config.bundle, written=written)
+        target = rules.output("--report", report_path)
     summary, report = evaluate(config)
     _emit(report.to_markdown())
-    if args.report is not None:
-        write_text(Path(args.report), report.to_json())
+    if target is not None:
+        write_text(target, report.to_json())  # the very path that was checked
         summary["report"] = str(args.report)
     _summary({"ok": True, **summary})
     return 0
@@ -208,14 +210,18 @@ def _bench_onnx(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     """``export BUNDLE --format onnx [--out FILE]``: the bundle's model as a plain ONNX file."""
-    from mfgtx.jobs._paths import PathRules
+    from mfgtx.jobs._paths import PathRules, expand_argument
     from mfgtx.serving import export_onnx, load_onnx
 
-    bundle = Path(args.bundle)
-    out = Path(args.out) if args.out else bundle.parent / f"{bundle.name}.onnx"
-    rules = PathRules("mfgtx export", [("BUNDLE", bundle)], bundle=bundle)
-    target = rules.output("--out", out)
-    _check_onnx_target(target, out)
+    bundle = Path(expand_argument("mfgtx export", "BUNDLE", args.bundle))
+    if args.out:
+        out = Path(expand_argument("mfgtx export", "--out", args.out))
+        written = {str(out): args.out}
+    else:
+        out, written = bundle.parent / f"{bundle.name}.onnx", {}
+    _check_onnx_target(out, args.out or str(out))
+    rules = PathRules("mfgtx export", [("BUNDLE", bundle)], bundle=bundle, written=written)
+    target = rules.output("--out", out)  # an existing file: only an earlier export of mfgtx
     predictor = mfgtx.load(bundle)  # verified: a damaged bundle stops here
     export_onnx(predictor, target)
     model = load_onnx(target)
@@ -232,25 +238,13 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_onnx_target(target: Path, shown: Path) -> None:
-    """An export is a ``.onnx`` file, and it replaces only an earlier mfgtx export."""
+def _check_onnx_target(out: Path, shown: str) -> None:
+    """An export is a ``.onnx`` file. Whether an existing one may be replaced (only an
+    earlier export of mfgtx, unchanged) is the path rules' (:mod:`mfgtx.jobs._paths`)."""
     from mfgtx.jobs import ConfigError
 
-    if target.suffix.lower() != ".onnx":
+    if out.suffix.lower() != ".onnx":
         raise ConfigError(f"mfgtx export: --out: an export is a .onnx file, found {shown}")
-    if not target.exists():
-        return
-    try:
-        import onnx
-
-        props = {p.key for p in onnx.load(str(target), load_external_data=False).metadata_props}
-    except Exception:  # any file onnx cannot read is not an export of ours
-        props = set()
-    if not {"bundle_id", "kind", "input_spec"} <= props:
-        raise ConfigError(
-            f"mfgtx export: --out: {shown} exists and is not an ONNX export of mfgtx; choose "
-            "another file; nothing was written"
-        )
 
 
 def _sign(args: argparse.Namespace) -> int:

@@ -13,10 +13,18 @@ Scores are written through an engine whose transactions serialise writers of one
 SQLite transactions begin ``IMMEDIATE`` (the second writer waits up to
 :data:`BUSY_TIMEOUT_S`), PostgreSQL transactions take an advisory lock on the table's name.
 Only SQLite (the embedded default) and PostgreSQL (``postgresql+psycopg://``) are supported.
+
+A table name is used as the database resolves an unquoted name (:func:`resolve_table`):
+PostgreSQL folds it to lower case and looks in the schema ``public``; SQLite compares names
+without regard to case and calls its schema ``main``. ``Scores``, ``scores``,
+``public.scores`` (PostgreSQL) and ``main.SCORES`` (SQLite) are one table. mfgtx writes
+scores only into a table it created: one with its unique index ``ux_<table>_keys`` on the
+keys (:func:`table_problem`); any other existing table is refused.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from typing import Any
@@ -27,9 +35,13 @@ __all__ = [
     "check_table_name",
     "check_url",
     "lock_table",
+    "output_index",
     "read_engine",
+    "resolve_table",
     "safe_slug",
+    "same_table",
     "split_table",
+    "table_problem",
     "write_engine",
 ]
 
@@ -76,6 +88,128 @@ def split_table(table: str) -> tuple[str | None, str]:
     """``"schema.name"`` -> ``("schema", "name")``; ``"name"`` -> ``(None, "name")``."""
     schema, _, name = table.rpartition(".")
     return (schema or None), name
+
+
+_DEFAULT_SCHEMA = {"sqlite": "main", "postgresql": "public"}
+_LOCAL_HOSTS = {"", "localhost", "127.0.0.1", "::1"}
+
+
+def resolve_table(table: str) -> tuple[str | None, str]:
+    """``(schema, name)`` of ``table`` as both databases resolve the unquoted name: in lower
+    case (PostgreSQL folds it so, SQLite ignores case), the schema left as given.
+
+    Example:
+        >>> resolve_table("Line3.Scores")
+        ('line3', 'scores')
+    """
+    return split_table(table.lower())
+
+
+def _database(url_text: str) -> tuple[str, ...]:
+    """Which database ``url_text`` names: SQLite's file (resolved), PostgreSQL's server
+    and database (the local socket and localhost taken as one)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(url_text)
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        return (backend, os.path.realpath(str(url.database or "")))
+    host = (url.host or "").lower()
+    return (
+        backend,
+        "localhost" if host in _LOCAL_HOSTS else host,
+        str(url.port or 5432),
+        str(url.database or ""),
+    )
+
+
+def same_table(url_a: str, table_a: str, url_b: str, table_b: str) -> bool:
+    """Whether two ``(url, table)`` name one table of one database, as the database resolves
+    the names (case, default schema).
+
+    Example:
+        >>> same_table("sqlite:///plant.db", "Sensors", "sqlite:///./plant.db", "main.sensors")
+        True
+    """
+    if _database(url_a) != _database(url_b):
+        return False
+    default = _DEFAULT_SCHEMA.get(_database(url_a)[0])
+    a, b = resolve_table(table_a), resolve_table(table_b)
+    return (a[0] or default, a[1]) == (b[0] or default, b[1])
+
+
+def output_index(name: str) -> str:
+    """The unique index mfgtx gives a score table it creates (at most 63 characters, as
+    PostgreSQL keeps of a name): the mark that the table is mfgtx's."""
+    return f"ux_{name}_keys"[:63]
+
+
+def _table_problem(conn: Any, schema: str | None, name: str) -> str | None:
+    import sqlalchemy as sa
+
+    inspector = sa.inspect(conn)
+    if not inspector.has_table(name, schema=schema):
+        return None
+    index = output_index(name)
+    for ix in inspector.get_indexes(name, schema=schema):
+        if str(ix.get("name") or "").lower() == index and ix.get("unique"):
+            return None
+    return (
+        f"exists and was not created by mfgtx (it has no unique index {index}, which mfgtx "
+        "gives the tables it creates); choose another table, or rename that one"
+    )
+
+
+def _inspect_engine(url_text: str) -> Any:
+    """An engine that reads the database's catalogue without changing anything (``None``:
+    a SQLite file that does not exist yet)."""
+    import urllib.parse
+
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    url = make_url(url_text)
+    if _dialect(url) != "sqlite":
+        return read_engine(url_text)
+    path = str(url.database)
+    if not os.path.exists(path):
+        return None
+
+    def connect() -> sqlite3.Connection:
+        uri = f"file:{urllib.parse.quote(path)}?mode=ro"
+        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+    return sa.create_engine("sqlite://", creator=connect, poolclass=sa.pool.NullPool)
+
+
+def table_problem(url_text: str, table: str, conn: Any = None) -> str | None:
+    """Why scores may not be written into ``table`` (``None``: it does not exist yet, or
+    mfgtx created it). Reads the catalogue only; with ``conn`` inside its transaction.
+
+    Example:
+        >>> import sqlite3, tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with sqlite3.connect(f"{tmp}/plant.db") as db:
+        ...         _ = db.execute("CREATE TABLE scores (lot TEXT, p REAL)")
+        ...     print(table_problem(f"sqlite:///{tmp}/plant.db", "Scores").split(" (")[0])
+        exists and was not created by mfgtx
+    """
+    import sqlalchemy as sa
+
+    schema, name = resolve_table(table)
+    if conn is not None:
+        return _table_problem(conn, schema, name)
+    engine = _inspect_engine(url_text)
+    if engine is None:
+        return None
+    try:
+        with engine.connect() as c:
+            return _table_problem(c, schema, name)
+    except sa.exc.SQLAlchemyError as e:
+        reason = " ".join(str(getattr(e, "orig", None) or e).split())[:200]
+        return f"cannot be checked: the database did not answer ({reason})"
+    finally:
+        engine.dispose()
 
 
 def _tokens(sql: str) -> list[str]:
@@ -276,10 +410,13 @@ def write_engine(url_text: str) -> Any:
 
 def lock_table(conn: Any, table: str) -> None:
     """Serialise writers of ``table`` for the rest of the transaction (PostgreSQL: an
-    advisory lock on its name; SQLite: the ``IMMEDIATE`` transaction holds it already)."""
+    advisory lock on its name as the database resolves it, ``schema.`` left out for
+    ``public``; SQLite: the ``IMMEDIATE`` transaction holds it already)."""
     import sqlalchemy as sa
 
     if conn.dialect.name == "postgresql":
+        schema, name = resolve_table(table)
+        key = name if schema in (None, "public") else f"{schema}.{name}"
         conn.execute(
-            sa.text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": f"mfgtx:{table}"}
+            sa.text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": f"mfgtx:{key}"}
         )

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mfgtx._config import config_from, section_of
+from mfgtx._files import expand_path
 from mfgtx.data import ColumnMap, RegimePlan, Windowing
 from mfgtx.jobs._schema import (
     MAX_YAML_CHARS,
@@ -456,6 +457,9 @@ class JobConfig:
     The model sections are the kinds' own (:mod:`mfgtx.kinds`): ``model`` (sensor),
     ``forecast``, and ``images`` with ``vit``; ``windows`` and ``split`` are the
     :class:`~mfgtx.data.Windowing` and :class:`~mfgtx.split.SplitPlan` the bundle records.
+
+    ``source_file`` (the job file's name) and ``paths_as_written`` (``(expanded, as written)``
+    of every path :func:`load_config` expanded) are for messages; they are not job keys.
     """
 
     data: DataSection | None = None
@@ -472,6 +476,7 @@ class JobConfig:
     evaluate: EvaluateSection | None = None
     name: str | None = None
     source_file: str = field(default="config", compare=False)
+    paths_as_written: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def require(self, *keys: str) -> None:
         """Raise :class:`ConfigError` naming the first of ``keys`` that is not set."""
@@ -482,6 +487,7 @@ class JobConfig:
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out.pop("source_file")
+        out.pop("paths_as_written")
         return out
 
 
@@ -508,7 +514,10 @@ def load_config(
     """Read a YAML job file, apply ``--set key=value`` overrides, validate every key.
 
     Relative paths in the file stay relative to the working directory (schedulers run jobs
-    from the project root).
+    from the project root). Every path (and SQLite file) is expanded here, once: a leading
+    ``~`` and ``$VAR`` or ``${VAR}`` (:func:`mfgtx._files.expand_path`); the job's checks,
+    reads and writes all use the expanded path, and messages name it as written
+    (``paths_as_written``).
 
     Raises:
         ConfigError: naming the file and the dotted key, e.g.
@@ -525,18 +534,50 @@ def load_config(
     for text in overrides:
         keys, value = parse_override(text)
         set_key(data, keys, value)
-    if "source_file" in data:
-        raise ConfigError(f"{name}: source_file: unknown key")
+    for meta in ("source_file", "paths_as_written"):
+        if meta in data:
+            raise ConfigError(f"{name}: {meta}: unknown key")
+    written: dict[str, str] = {}
+    data = _expand_paths(data, name, "", written)
     config = build(JobConfig, data, file=name)
-    return dataclasses.replace(config, source_file=name)
+    return dataclasses.replace(
+        config, source_file=name, paths_as_written=tuple(sorted(written.items()))
+    )
 
 
 _PATH_KEYS = ("path", "errors", "images", "bundle", "checkpoint_dir")
 
 
+def _expand_paths(value: Any, file: str, key: str, written: dict[str, str]) -> Any:
+    """``value`` (a job file's mapping) with every path expanded (``written``: expanded ->
+    as written, for the ones that changed)."""
+    if isinstance(value, dict):
+        return {
+            k: _expand_paths(v, file, f"{key}.{k}" if key else str(k), written)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_expand_paths(v, file, key, written) for v in value]
+    last = key.rpartition(".")[2]
+    if not isinstance(value, str) or not (last in _PATH_KEYS or last == "url"):
+        return value
+    sqlite = _sqlite_file(value) if last == "url" else None
+    if last == "url" and sqlite is None:
+        return value  # a server's URL: its text (a password may hold a $) is left as it is
+    try:
+        expanded = "sqlite:///" + expand_path(sqlite) if sqlite else expand_path(value)
+    except ValueError as e:
+        raise ConfigError(f"{file}: {key}: {e}") from None
+    if expanded != value:
+        written[expanded] = value
+    return expanded
+
+
 def with_absolute_paths(config: JobConfig) -> dict[str, Any]:
     """The job as a dict with every file path (and SQLite file) made absolute, as a bundle
-    records it: whoever reads the bundle later finds the data from any directory."""
+    records it: whoever reads the bundle later finds the data from any directory. The paths
+    are the ones the job used (:func:`load_config` expanded ``~`` and variables already;
+    they are not expanded a second time)."""
 
     def fix(value: Any, key: str = "") -> Any:
         if isinstance(value, dict):
@@ -544,7 +585,7 @@ def with_absolute_paths(config: JobConfig) -> dict[str, Any]:
         if isinstance(value, list):
             return [fix(v, key) for v in value]
         if isinstance(value, str) and key in _PATH_KEYS:
-            return str(Path(value).expanduser().resolve())
+            return str(Path(value).resolve())
         if isinstance(value, str) and key == "url" and _sqlite_file(value):
             return "sqlite:///" + str(Path(str(_sqlite_file(value))).resolve())
         return value

@@ -97,23 +97,20 @@ def load_predictor(config: JobConfig) -> Any:
 def check_score_outputs(config: JobConfig, source: Any) -> tuple[Path, Path]:
     """The output (or, for a SQL output, the errors file) to lock and the errors file,
     after the path rules (:mod:`mfgtx.jobs._paths`); nothing is written before this."""
-    from mfgtx.jobs._paths import PathRules, job_inputs
+    from mfgtx.jobs._paths import PathRules
 
     sc = config.score
     assert sc is not None
-    rules = PathRules(config.source_file, job_inputs(config), bundle=config.bundle)
+    rules = PathRules.of(config, bundle=config.bundle)
     if sc.output.path is not None:
         target = rules.output("score.output.path", sc.output.path)
     else:
         target = None
-        for src in (source, sc.source, config.data.source if config.data else None):
-            same_db = src is not None and getattr(src, "url", None) == sc.output.url
-            if same_db and getattr(src, "table", None) == sc.output.table:
-                raise ConfigError(
-                    f"{config.source_file}: score.output.table: {sc.output.table} is the table "
-                    "the job reads; write the scores to another table; nothing was written"
-                )
-    errors = rules.errors_file("score.errors", sc.errors_path())
+        reads = [("score.source", source), ("score.source", sc.source)]
+        reads.append(("data.source", config.data.source if config.data else None))
+        rules.sql_output("score.output.table", str(sc.output.url), str(sc.output.table), reads)
+    key = "score.errors" if sc.errors is not None else "score.errors (default, beside the output)"
+    errors = rules.errors_file(key, sc.errors_path())
     return (target or errors), errors
 
 

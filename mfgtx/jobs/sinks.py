@@ -7,6 +7,10 @@ output without duplicates. A file is rewritten through a temporary file in the s
 renamed into place (readers see the old or the new file, never half of one); a SQL table is
 changed in one transaction (delete the batch's keys, insert the batch) and carries a unique
 index on the keys.
+
+Only outputs mfgtx wrote are merged into and replaced (:mod:`mfgtx._files`): a file it wrote
+and nobody changed since, a table it created (with its index,
+:func:`~mfgtx.jobs._sql.table_problem`). A user's file or table of that name is refused.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mfgtx._files import atomic_write
+from mfgtx._files import NotWrittenByMfgtx, atomic_write, replace_problem
 from mfgtx.jobs.config import SinkSection
 
 __all__ = ["KEYS", "describe_sink", "write_errors", "write_scores", "write_text"]
@@ -78,13 +82,16 @@ def _merge(old: pd.DataFrame | None, new: pd.DataFrame, keys: tuple[str, ...]) -
 def _write_sql(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...]) -> None:
     import sqlalchemy as sa
 
-    from mfgtx.jobs._sql import lock_table, split_table, write_engine
+    from mfgtx.jobs._sql import lock_table, output_index, resolve_table, table_problem, write_engine
 
-    schema, name = split_table(str(sink.table))
+    schema, name = resolve_table(str(sink.table))
     engine = write_engine(str(sink.url))
     try:
         with engine.begin() as conn:  # one transaction: all rows or none
             lock_table(conn, str(sink.table))  # writers of this table take turns
+            problem = table_problem(str(sink.url), str(sink.table), conn)
+            if problem is not None:
+                raise NotWrittenByMfgtx(f"{describe_sink(sink)} {problem}; nothing was written")
             table = sa.table(name, *(sa.column(k) for k in keys), schema=schema)
             if sa.inspect(conn).has_table(name, schema=schema):
                 rows = frame[list(keys)].astype(str).to_dict("records")
@@ -93,7 +100,7 @@ def _write_sql(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...]) ->
                 )
                 conn.execute(stmt, [{f"k_{i}": r[k] for i, k in enumerate(keys)} for r in rows])
             frame.to_sql(name, conn, schema=schema, if_exists="append", index=False)
-            index = f"ux_{name}_keys"
+            index = output_index(name)
             index_table = sa.Table(name, sa.MetaData(), schema=schema, autoload_with=conn)
             if not any(ix.name == index for ix in index_table.indexes):
                 sa.Index(index, *(index_table.c[k] for k in keys), unique=True).create(conn)
@@ -108,6 +115,11 @@ def write_scores(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...] =
         raise ValueError(f"scores hold the same ({', '.join(keys)}) twice")
     if sink.path is not None:
         path = Path(sink.path)
+        problem = replace_problem(path)
+        if problem is not None:  # before reading it: its columns say nothing about whose it is
+            raise NotWrittenByMfgtx(
+                f"{path} {problem}; choose another file or move it away; nothing was written"
+            )
         merged = _merge(_read_file(path, keys), frame, keys)
         _write_frame(path, merged)
         return len(merged)

@@ -6,8 +6,9 @@ writes the kind's bundle atomically (the old one stays until the new one is comp
 bundle directory is checked against the job's inputs first and locked while it is written.
 Training checkpoints go to ``train.checkpoint_dir`` (default ``<bundle>.ckpt``) after every
 epoch; ``resume=True`` continues from the last one (refusing one of another run), and a
-successful run removes them. Under ``torchrun`` every process trains its shard and only
-rank 0 calibrates, judges and writes.
+successful run removes them (only what mfgtx wrote there, :func:`mfgtx._files.remove_written`).
+Under ``torchrun`` every process trains its shard and only rank 0 calibrates, judges and
+writes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -124,13 +124,22 @@ def _kind(name: str) -> Kind:
     return KINDS[name]
 
 
-def check_train_outputs(config: JobConfig) -> None:
-    """The path rules (:mod:`mfgtx.jobs._paths`) for the bundle and its checkpoints."""
-    from mfgtx.jobs._paths import PathRules, job_inputs
+def _checkpoint_dir(config: JobConfig) -> str:
+    return config.train.checkpoint_dir or f"{config.bundle}.ckpt"
 
-    rules = PathRules(config.source_file, job_inputs(config))
+
+def check_train_outputs(config: JobConfig, kind: str | None = None) -> None:
+    """The path rules (:mod:`mfgtx.jobs._paths`) for everything training will write: the
+    bundle, its checkpoints and (tiled photos) ``<bundle>.errors.csv``; checked before any
+    data is read, so that a refusal costs nothing."""
+    from mfgtx.jobs._paths import PathRules
+
+    rules = PathRules.of(config)
     rules.bundle_dir("bundle", str(config.bundle))
-    rules.bundle_dir("train.checkpoint_dir", config.train.checkpoint_dir or f"{config.bundle}.ckpt")
+    rules.checkpoint_dir("train.checkpoint_dir", _checkpoint_dir(config))
+    images = config.images if kind in (None, "vit") else None
+    if images is not None and images.tiles is not None:
+        rules.errors_file("bundle", left_out_path(config))
 
 
 def train(
@@ -147,14 +156,18 @@ def train(
     the_kind = _kind(kind)
     config.require("bundle")
     bundle = Path(str(config.bundle))
-    check_train_outputs(config)
+    check_train_outputs(config, kind)
+    from mfgtx.artifacts import signing_key
+
+    signing_key()  # a bad key stops the job now, not when the first checkpoint is signed
     if rank() != 0:  # torchrun: rank 0 holds the lock and writes
         return _train(the_kind, config, bundle, resume, on_step)
-    from mfgtx._files import remove_leftovers
+    from mfgtx._files import claimed_folder, remove_leftovers
     from mfgtx.jobs._lock import output_lock
 
-    with output_lock(bundle):
+    with output_lock(bundle), claimed_folder(_checkpoint_dir(config)):
         remove_leftovers(bundle)  # staging left by a killed run of this bundle
+        remove_leftovers(left_out_path(config))
         return _train(the_kind, config, bundle, resume, on_step)
 
 
@@ -242,13 +255,12 @@ def left_out_path(config: JobConfig) -> Path:
 def _write_left_out(config: JobConfig, errors: list[dict[str, Any]]) -> None:
     """The errors file of a tiled training job (always written; a header only when every
     photo and mask could be used), after the path rules."""
-    from mfgtx.jobs._paths import PathRules, job_inputs
+    from mfgtx.jobs._paths import PathRules
     from mfgtx.jobs.sinks import write_errors
 
     if rank() != 0:
         return
-    rules = PathRules(config.source_file, job_inputs(config))
-    path = rules.errors_file("bundle", left_out_path(config))
+    path = PathRules.of(config).errors_file("bundle", left_out_path(config))
     write_errors(path, errors)
     if errors:
         log.warning("%d photo(s) left out of training, listed in %s", len(errors), path)
@@ -263,15 +275,18 @@ def _outcome(
     checkpoint_dir: str | None = None,
 ) -> TrainOutcome:
     """The :class:`TrainOutcome` of a finished fit. With ``path`` (rank 0 wrote the bundle)
-    the bundle is verified, its id taken and the checkpoints removed (a rerun starts fresh)."""
+    the bundle is verified, its id taken and the checkpoints removed (a rerun starts fresh):
+    only the files mfgtx wrote in the checkpoint folder, and the folder once it is empty and
+    mfgtx made it (:func:`mfgtx._files.remove_written`)."""
     bundle_id = None
     report = fitted.report
     if path is not None:
+        from mfgtx._files import remove_written
         from mfgtx.artifacts import verify_bundle
 
         bundle_id = verify_bundle(path)["bundle_id"]
         if checkpoint_dir is not None:
-            shutil.rmtree(checkpoint_dir, ignore_errors=True)
+            remove_written(checkpoint_dir)
         if report is not None:
             log.info("%s: %s %s", path, report.verdict, report.how_sure)
     fit = fitted.fit

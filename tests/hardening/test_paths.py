@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import multiprocessing as mp
+import os
 import shutil
 from pathlib import Path
 
@@ -76,7 +78,7 @@ def test_an_existing_csv_that_is_not_an_error_list_is_never_replaced(
     code, err = _score(
         capsys, job, f"score.errors={mine}", f"score.output.path={tmp_path / 's.parquet'}"
     )
-    assert code == 2 and "is not an mfgtx error list" in err
+    assert code == 2 and f"{mine} exists and was not written by mfgtx" in err
     assert mine.read_text() == "lot,comment\nL1-0001,checked by hand\n"
     code, err = _score(capsys, job, f"score.errors={tmp_path / 'errors.txt'}")
     assert code == 2 and "errors: the error list is a .csv file" in err
@@ -131,13 +133,31 @@ def test_evaluate_report_over_an_input_is_refused(quality_bundle, plant, capsys)
     assert _digest(plant / "quality.csv") == before
 
 
+def _killed_write(target: Path) -> Path:
+    """The temporary a job killed (``kill -9``) in the middle of writing ``target`` leaves."""
+    from mfgtx._files import atomic_write
+
+    ctx = mp.get_context("fork")
+
+    def die_while_writing(tmp: str) -> None:
+        Path(tmp).write_bytes(b"x" * 1_000_000)
+        os._exit(9)  # no cleanup runs
+
+    p = ctx.Process(target=atomic_write, args=(target, die_while_writing))
+    p.start()
+    p.join(30)
+    assert p.exitcode == 9
+    (left,) = (q for q in target.parent.iterdir() if q.name.startswith(f".{target.name}."))
+    return left
+
+
 def test_temporaries_of_a_killed_write_are_removed_by_the_next_run(
     quality_bundle, tmp_path, capsys
 ) -> None:
     job, _ = quality_bundle
     out = tmp_path / "scores.csv"
-    left = tmp_path / ".scores.csv.k1ll3d.tmp"  # what atomic_write leaves when killed
-    left.write_bytes(b"x" * 1_000_000)
+    left = _killed_write(out)
+    assert "mfgtx-" in left.name and left.name.endswith(".tmp")  # mfgtx's token in the name
     other = tmp_path / ".someone_elses.csv.tmp"
     other.write_text("not ours")
     code, err = _score(capsys, job, f"score.output.path={out}")

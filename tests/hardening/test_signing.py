@@ -139,3 +139,17 @@ def test_a_short_key_is_refused(copy, monkeypatch) -> None:
     monkeypatch.setenv("MFGTX_BUNDLE_KEY", "secret")
     with pytest.raises(BundleError, match="use at least 32"):
         load_bundle(copy)
+
+
+def test_a_bad_key_stops_training_before_any_data_is_read(tmp_path, monkeypatch, capsys) -> None:
+    """A key too short to sign with is refused when the job starts, not after the first epoch
+    when the first checkpoint would be signed (the data path here does not even exist)."""
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "data: {source: {path: missing.csv}, columns: {lot: lot, time: t}}\n"
+        f"bundle: {tmp_path / 'model'}\n"
+    )
+    monkeypatch.setenv("MFGTX_BUNDLE_KEY", "short")
+    assert main(["train", "sensor", str(job)]) == 2
+    err = capsys.readouterr().err
+    assert "MFGTX_BUNDLE_KEY" in err and "at least 32" in err and "missing.csv" not in err
