@@ -3,9 +3,9 @@ photos, each job run as a plant engineer runs it (``mfgtx train vit`` then ``mfg
 in its own process under ``/usr/bin/time -v``.
 
 The photos are generated once into ``--out``: ``--width x --height`` grey PNGs of a rolled
-surface (streaks along x, grain, uneven light, sensor noise) of ``--lots`` coils, a quarter
-of them with 1 to 4 pits outlined as labelme polygons beside the photo (a 10-gon each, as an
-annotator draws them), and a manifest with lots and times. Each size reads the first N rows
+surface (streaks along x, uneven light, sensor noise), half of them with 1 to 4 pits
+outlined as labelme polygons beside the photo (a 10-gon each, as an annotator draws them),
+and a manifest with lots (``--per-lot`` photos a coil) and times. Each size reads the first N rows
 of that manifest, so the smaller sets are subsets of the larger.
 
 The job is ``pipelines/configs/sample_inspection.yaml``'s, with the paths changed and the
@@ -77,16 +77,15 @@ def labelme(pits: list[np.ndarray], name: str, h: int, w: int) -> str:
     return json.dumps(doc) + "\n"
 
 
-def generate(out: Path, n: int, h: int, w: int, lots: int, seed: int = 0) -> pd.DataFrame:
+def generate(out: Path, n: int, h: int, w: int, per_lot: int, seed: int = 0) -> pd.DataFrame:
     """Write (or reuse) ``n`` photos, their labelme files and ``manifest.csv`` in ``out``."""
     folder = out / "images"
     folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
     start = pd.Timestamp("2026-03-01T06:00:00Z")
     rows = []
     for i in range(n):
         name = f"P{i:04d}.png"
-        lot = i * lots // n
+        lot = i // per_lot
         sub = np.random.default_rng([seed, i])
         if not (folder / name).is_file():
             img, pits = photo(sub, h, w)
@@ -94,7 +93,6 @@ def generate(out: Path, n: int, h: int, w: int, lots: int, seed: int = 0) -> pd.
             Image.fromarray(img).save(folder / name, compress_level=1)
         rows.append({"path": f"images/{name}", "lot": f"C{lot:03d}",
                      "timestamp": (start + pd.Timedelta(minutes=5 * i)).isoformat()})  # fmt: skip
-    rng.random()
     return pd.DataFrame(rows)
 
 
@@ -123,10 +121,12 @@ def timed(cmd: list[str], log: Path) -> tuple[float, float, int]:
     """``(peak RSS MiB, wall s, exit code)`` of ``cmd`` under ``/usr/bin/time -v``."""
     t0 = time.perf_counter()
     with log.open("w") as f:
-        rc = subprocess.run(["/usr/bin/time", "-v", *cmd], stdout=f, stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run(
+            ["/usr/bin/time", "-v", *cmd], stdout=f, stderr=subprocess.STDOUT
+        ).returncode
     wall = time.perf_counter() - t0
     found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", log.read_text())
-    return (int(found.group(1)) / 1024 if found else float("nan")), wall, rc
+    return (int(found.group(1)) / 1024 if found else float("nan")), wall, rc.returncode
 
 
 def main() -> int:
@@ -135,7 +135,7 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=Path("/tmp/mfgtx-tile-memory"))
     p.add_argument("--width", type=int, default=2900)
     p.add_argument("--height", type=int, default=1000)
-    p.add_argument("--lots", type=int, default=40, help="coils over the largest set")
+    p.add_argument("--per-lot", type=int, default=4, help="photos per coil (lot)")
     p.add_argument("--stride", type=int, default=32)
     p.add_argument("--train-stride", type=int, default=32)
     p.add_argument("--image-size", type=int, default=32)
@@ -143,14 +143,21 @@ def main() -> int:
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--no-score", action="store_true", help="train (and judge) only")
     args = p.parse_args()
-    mfgtx = str(Path(sys.executable).with_name("mfgtx"))
+    mfgtx = [sys.executable, "-m", "mfgtx"]  # this interpreter, this mfgtx
     args.out.mkdir(parents=True, exist_ok=True)
-    manifest = generate(args.out / "photos", max(args.photos), args.height, args.width, args.lots)
+    manifest = generate(
+        args.out / "photos", max(args.photos), args.height, args.width, args.per_lot
+    )
     cpu = platform.processor() or "unknown CPU"
     try:
-        cpu = next(ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if "model name" in ln)
+        cpu = next(
+            ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if "model name" in ln
+        )
     except (OSError, StopIteration):
         pass
+    import torch
+
+    cpu += f", {torch.backends.cpu.get_cpu_capability()}, torch {torch.__version__}"
     print(f"tiled job, {args.width} x {args.height} px grey photos, tiles 64 px stride "
           f"{args.stride} (training {args.train_stride}), model input {args.image_size} px, "
           f"views {args.views}, {args.epochs} epoch(s); CPU: {cpu}")  # fmt: skip
@@ -170,13 +177,14 @@ def main() -> int:
             stride=args.stride, train_stride=args.train_stride, epochs=args.epochs,
             bundle=run / "bundle", scores=run / "scores.csv",
         ))  # fmt: skip
-        train = timed([mfgtx, "train", "vit", str(job)], run / "train.log")
+        train = timed([*mfgtx, "train", "vit", str(job)], run / "train.log")
         score = (float("nan"), float("nan"), 0)
         if not args.no_score and train[2] == 0:
-            score = timed([mfgtx, "score", str(job)], run / "score.log")
+            score = timed([*mfgtx, "score", str(job)], run / "score.log")
         results.append((n, train, score))
         print(f"{n:4d} photos: train {train[0]:7.0f} MiB {train[1]:6.0f} s (exit {train[2]}), "
-              f"score {score[0]:7.0f} MiB {score[1]:6.0f} s (exit {score[2]})", flush=True)  # fmt: skip
+              f"score {score[0]:7.0f} MiB {score[1]:6.0f} s (exit {score[2]})",
+              flush=True)  # fmt: skip
     base = results[0]
     for n, train, score in results[1:]:
         print(f"peak ratio {n} / {base[0]} photos: train {train[0] / base[1][0]:.2f}x, "

@@ -42,9 +42,9 @@ def _killed_while_judging(monkeypatch: pytest.MonkeyPatch, target: str, kind: st
 
 
 def test_a_tiled_job_killed_while_judging_resumes_without_training_with_other_views(
-    photos: Path,
+    photos: Path,  # noqa: F811 (the fixture imported above)
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     job = write_job(tmp_path / "job.yaml", tiles_job(photos, tmp_path))
     ckpt = _killed_while_judging(monkeypatch, "mfgtx.kinds._tile_scores.judge_tiles", "vit", job)
