@@ -126,7 +126,7 @@ def timed(cmd: list[str], log: Path) -> tuple[float, float, int]:
         ).returncode
     wall = time.perf_counter() - t0
     found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", log.read_text())
-    return (int(found.group(1)) / 1024 if found else float("nan")), wall, rc.returncode
+    return (int(found.group(1)) / 1024 if found else float("nan")), wall, rc
 
 
 def main() -> int:
