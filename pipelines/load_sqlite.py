@@ -1,12 +1,14 @@
 """Copy a CSV or Parquet file into a SQL table, to try the SQL inputs of a job.
 
 Usage: python pipelines/load_sqlite.py sample_data/sensors.csv runs/plant.db sensors
-(the second argument is a SQLite file, or any SQLAlchemy URL). The table is replaced.
+(the second argument is a SQLite file, or any SQLAlchemy URL). A table this script created
+before is replaced; any other existing table is refused (exit 2) and left as it is.
 """
 
 import argparse
 import sys
 
+from mfgtx.data import DataError
 from mfgtx.jobs.config import SourceSection
 from mfgtx.jobs.sources import copy_to_sql
 
@@ -18,7 +20,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("table", help="table to (re)create")
     args = p.parse_args(argv)
     url = args.database if "://" in args.database else f"sqlite:///{args.database}"
-    n = copy_to_sql(SourceSection(path=args.file), url, args.table, replace=True)
+    try:
+        n = copy_to_sql(SourceSection(path=args.file), url, args.table, replace=True)
+    except (ValueError, DataError) as e:
+        sys.stderr.write(f"load_sqlite.py: error: {e}\n")
+        return 2
     sys.stdout.write(f"{n} rows copied into {args.table}\n")
     return 0
 

@@ -34,6 +34,8 @@ __all__ = [
     "check_query",
     "check_table_name",
     "check_url",
+    "copy_index",
+    "copy_problem",
     "lock_table",
     "output_index",
     "read_engine",
@@ -142,6 +144,27 @@ def output_index(name: str) -> str:
     """The unique index mfgtx gives a score table it creates (at most 63 characters, as
     PostgreSQL keeps of a name): the mark that the table is mfgtx's."""
     return f"ux_{name}_keys"[:63]
+
+
+def copy_index(name: str) -> str:
+    """The index :func:`~mfgtx.jobs.sources.copy_to_sql` gives a table it creates: the mark
+    that it may replace that table."""
+    return f"mfgtx_copy_{name}"[:63]
+
+
+def copy_problem(conn: Any, schema: str | None, name: str) -> str | None:
+    """Why the existing table ``name`` may not be replaced by a copy (``None``: a copy
+    created it)."""
+    import sqlalchemy as sa
+
+    index = copy_index(name)
+    for ix in sa.inspect(conn).get_indexes(name, schema=schema):
+        if str(ix.get("name") or "").lower() == index:
+            return None
+    return (
+        f"exists and was not created by mfgtx (it has no index {index}, which mfgtx gives "
+        "the tables it copies into); choose another table, or drop that one yourself"
+    )
 
 
 def _table_problem(conn: Any, schema: str | None, name: str) -> str | None:

@@ -324,7 +324,7 @@ def _cmapss_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
 def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.DataFrame]:
     import sqlalchemy as sa
 
-    from mfgtx.jobs._sql import read_engine, split_table
+    from mfgtx.jobs._sql import read_engine, resolve_table
 
     try:
         engine = read_engine(str(source.url))  # cannot write, whatever the query says
@@ -334,7 +334,7 @@ def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.Da
         if source.query is not None:
             stmt = sa.text(source.query)
         else:
-            schema, name = split_table(str(source.table))
+            schema, name = resolve_table(str(source.table))  # as the database resolves it
             stmt = sa.select(sa.text("*")).select_from(sa.table(name, schema=schema))
             stmt = stmt.order_by(*(sa.column(c) for c in order))
         with engine.connect() as conn:
@@ -634,17 +634,39 @@ def copy_to_sql(source: SourceSection, url: str, table: str, *, replace: bool = 
     """Copy a file source into a SQL table (to try SQL inputs, or to stage an export).
 
     Values are copied as read: text from CSV, typed values from Parquet. Returns the rows
-    written. ``replace`` drops an existing table first; otherwise rows are appended.
+    written. A table this function creates carries the index ``mfgtx_copy_<table>``, its
+    mark; ``replace`` drops an existing table first, and only one with that mark: a table
+    mfgtx did not create is refused (``ValueError``), and nothing is written. Otherwise rows
+    are appended. The name is used as the database resolves it (``Sensors`` is ``sensors``).
     """
     import sqlalchemy as sa
 
+    from mfgtx.jobs._sql import check_table_name, copy_index, copy_problem, resolve_table
+
+    schema, name = resolve_table(check_table_name(table, "table"))
     engine = sa.create_engine(url)
     try:
         n = 0
         with engine.begin() as conn:
+            exists = sa.inspect(conn).has_table(name, schema=schema)
+            if exists and replace:
+                problem = copy_problem(conn, schema, name)
+                if problem is not None:
+                    raise ValueError(f"table {table!r} {problem}; nothing was written")
             for i, chunk in enumerate(_chunks(source)):
                 mode = "replace" if replace and i == 0 else "append"
-                without_position(chunk).to_sql(table, conn, if_exists=mode, index=False)
+                without_position(chunk).to_sql(
+                    name, conn, schema=schema, if_exists=mode, index=False
+                )
+                if i == 0 and (replace or not exists):
+                    q = conn.dialect.identifier_preparer
+                    where = q.quote_schema(schema) + "." if schema else ""
+                    index, column = q.quote(copy_index(name)), q.quote(str(chunk.columns[0]))
+                    if conn.dialect.name == "sqlite":  # SQLite puts the schema on the index
+                        create = f"CREATE INDEX {where}{index} ON {q.quote(name)} ({column})"
+                    else:
+                        create = f"CREATE INDEX {index} ON {where}{q.quote(name)} ({column})"
+                    conn.execute(sa.text(create))
                 n += len(chunk)
         return n
     finally:

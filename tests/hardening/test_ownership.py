@@ -511,6 +511,29 @@ def test_the_source_table_under_another_spelling_is_refused(
     assert len(_table_rows(db, "sensors")) == before
 
 
+def test_a_copy_replaces_only_a_table_it_created(tmp_path, capsys) -> None:
+    from mfgtx.jobs.config import SourceSection
+    from mfgtx.jobs.sources import copy_to_sql
+    from pipelines.load_sqlite import main as load_sqlite
+
+    plant = tmp_path / "plant.csv"
+    plant.write_text("lot,time,temp\nA,2026-01-01T00:00:00,1.5\nA,2026-01-01T00:01:00,1.6\n")
+    db = tmp_path / "plant.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE verdicts (lot TEXT, operator_note TEXT)")
+        conn.execute("INSERT INTO verdicts VALUES ('A', 'checked by hand')")
+    url = f"sqlite:///{db}"
+    with pytest.raises(ValueError, match="'Verdicts' exists and was not created by mfgtx"):
+        copy_to_sql(SourceSection(path=str(plant)), url, "Verdicts", replace=True)
+    assert load_sqlite([str(plant), str(db), "verdicts"]) == 2
+    assert "not created by mfgtx" in capsys.readouterr().err
+    assert _table_rows(db, "verdicts") == [("A", "checked by hand")]
+    # a table the copy created is its own under any spelling, replaced, not appended to
+    assert copy_to_sql(SourceSection(path=str(plant)), url, "Sensors") == 2
+    assert copy_to_sql(SourceSection(path=str(plant)), url, "main.SENSORS", replace=True) == 2
+    assert len(_table_rows(db, "sensors")) == 2
+
+
 # --------------------------------------------------------------------------- evaluate, export
 
 
@@ -612,6 +635,12 @@ def test_postgres_tables_are_named_and_owned_as_the_server_resolves_them(
         code, err = score(name)
         assert code == 2 and f"{name} exists and was not created by mfgtx" in err
     assert _pg(pg_url, f"SELECT * FROM {users}") == [("L1-0001", "2026-01-01", "hold for QA")]
+    # the source table is read under any spelling too, as the server resolves the name
+    upper = f"score.source={{url: '{pg_url}', table: {sensors.upper()}, chunk_rows: 300}}"
+    code, err = _score(
+        capsys, job, upper, f"score.output={{url: '{pg_url}', table: {ours}}}", errors
+    )
+    assert code == 0, err
     for name in (sensors.upper(), f"public.{sensors}"):
         code, err = score(name)
         assert code == 2 and f"{name} is the table the job reads" in err
@@ -622,3 +651,11 @@ def test_postgres_tables_are_named_and_owned_as_the_server_resolves_them(
     assert tables == [(ours,)]  # one table, named as the server folds an unquoted name
     rows = _pg(pg_url, f"SELECT lot, window_end FROM {ours}")
     assert len(rows) > 0 and len(set(rows)) == len(rows)
+    # a copy into the database replaces its own table under any spelling, never a user's
+    plant = SourceSection(path=str(load_config(job).data.source.path))
+    n = len(_pg(pg_url, f"SELECT * FROM {sensors}"))
+    assert copy_to_sql(plant, pg_url, f"PUBLIC.{sensors.upper()}", replace=True) == n
+    assert len(_pg(pg_url, f"SELECT * FROM {sensors}")) == n
+    with pytest.raises(ValueError, match="was not created by mfgtx"):
+        copy_to_sql(plant, pg_url, users.title(), replace=True)
+    assert _pg(pg_url, f"SELECT * FROM {users}") == [("L1-0001", "2026-01-01", "hold for QA")]
