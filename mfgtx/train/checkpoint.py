@@ -27,6 +27,7 @@ import hmac
 import io
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,12 +80,27 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
         line = f"{SCHEME} {key_id(key)} {mac(key, _PURPOSE, payload)}\n".encode("ascii")
         head = _SIGNED_MAGIC + digest + b"\n" + line
     atomic_write_bytes(path, head + payload)
-    path.with_name(path.name + ".sha256").unlink(missing_ok=True)  # the earlier layout's
+    _remove_old_checksum(path.with_name(path.name + ".sha256"))
     dir_fd = os.open(path.parent, os.O_RDONLY)  # make the rename durable
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _remove_old_checksum(sidecar: Path) -> None:
+    """Delete the checksum file the earlier layout wrote beside a checkpoint, and only such a
+    file: a short plain file whose text is one sha256 and the checkpoint's name, as
+    ``sha256sum`` writes them (a user's file of that name stays)."""
+    try:
+        if sidecar.is_symlink() or not sidecar.is_file() or sidecar.stat().st_size > 200:
+            return
+        words = sidecar.read_text(encoding="ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return
+    named = words[1:] in ([], [sidecar.name.removesuffix(".sha256")])
+    if words and re.fullmatch(r"[0-9a-f]{64}", words[0]) and named:
+        sidecar.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

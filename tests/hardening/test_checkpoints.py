@@ -40,6 +40,19 @@ def test_a_checkpoint_of_the_earlier_layout_still_loads(tmp_path) -> None:
         load_checkpoint(path)
 
 
+def test_saving_removes_only_the_earlier_layouts_checksum_file(tmp_path) -> None:
+    path = tmp_path / "last.ckpt"
+    digest = hashlib.sha256(b"x").hexdigest()
+    sidecar = tmp_path / "last.ckpt.sha256"
+    sidecar.write_text(f"{digest}  last.ckpt\n")  # what the earlier layout wrote
+    save_checkpoint(path, {"epoch": 1})
+    assert not sidecar.exists() and load_checkpoint(path)["epoch"] == 1
+    for users in (f"{digest}  firmware.bin\n", "checked by QA on 2026-11-30\n", digest * 4):
+        sidecar.write_text(users)
+        save_checkpoint(path, {"epoch": 2})
+        assert sidecar.read_text() == users
+
+
 @pytest.mark.parametrize(
     ("override", "key"),
     [
