@@ -15,9 +15,14 @@ photos). For each size it prints the peak resident memory of training (which als
 model on its test photos beside HOG + logistic regression and writes the bundle) and of
 scoring every photo, the wall time, and the ratio of each peak to the smallest size's.
 
+With ``--whole`` the same photos are judged whole instead (no tiles: each photo resized to
+``--image-size`` px and classified pit / good, the ViT job of a folder of inspection images),
+to show that whole-image jobs, too, hold a batch and not every photo.
+
 Usage::
 
     python benchmarks/tile_memory.py [--photos 16 64 200] [--out /tmp/mfgtx-tile-memory]
+    python benchmarks/tile_memory.py --whole --image-size 128 [--photos 16 64 200]
 """
 
 from __future__ import annotations
@@ -91,8 +96,10 @@ def generate(out: Path, n: int, h: int, w: int, per_lot: int, seed: int = 0) -> 
             img, pits = photo(sub, h, w)
             (folder / name).with_suffix(".json").write_text(labelme(pits, name, h, w))
             Image.fromarray(img).save(folder / name, compress_level=1)
+        pitted = bool(json.loads((folder / name).with_suffix(".json").read_text())["shapes"])
         rows.append({"path": f"images/{name}", "lot": f"C{lot:03d}",
-                     "timestamp": (start + pd.Timedelta(minutes=5 * i)).isoformat()})  # fmt: skip
+                     "timestamp": (start + pd.Timedelta(minutes=5 * i)).isoformat(),
+                     "label": "pit" if pitted else "good"})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -103,9 +110,7 @@ images:
   mode: L
   rot90: true
   views: {views}
-  tiles: {{size: 64, stride: {stride}, train_stride: {train_stride}}}
-  masks: {{format: labelme, min_defect_px: 8}}
-split: {{test_size: 0.25, val_size: 0.25}}
+{tiling}split: {{test_size: 0.25, val_size: 0.25}}
 vit: {{patch_size: 8, stem: conv, d_model: 32, n_heads: 2, n_layers: 2, d_ff: 64, dropout: 0.1,
       label_smoothing: 0.1}}
 train: {{epochs: {epochs}, batch_size: 128, lr: 0.001, progress: "off"}}
@@ -142,6 +147,7 @@ def main() -> int:
     p.add_argument("--views", type=int, default=1)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--no-score", action="store_true", help="train (and judge) only")
+    p.add_argument("--whole", action="store_true", help="judge whole photos, not tiles")
     args = p.parse_args()
     mfgtx = [sys.executable, "-m", "mfgtx"]  # this interpreter, this mfgtx
     args.out.mkdir(parents=True, exist_ok=True)
@@ -158,9 +164,22 @@ def main() -> int:
     import torch
 
     cpu += f", {torch.backends.cpu.get_cpu_capability()}, torch {torch.__version__}"
-    print(f"tiled job, {args.width} x {args.height} px grey photos, tiles 64 px stride "
-          f"{args.stride} (training {args.train_stride}), model input {args.image_size} px, "
-          f"views {args.views}, {args.epochs} epoch(s); CPU: {cpu}")  # fmt: skip
+    how = (
+        "whole photos"
+        if args.whole
+        else (f"tiles 64 px stride {args.stride} (training {args.train_stride})")
+    )
+    tiling = (
+        "  good_class: good\n"
+        if args.whole
+        else (
+            f"  tiles: {{size: 64, stride: {args.stride}, train_stride: {args.train_stride}}}\n"
+            "  masks: {format: labelme, min_defect_px: 8}\n"
+        )
+    )
+    print(f"{'whole-image' if args.whole else 'tiled'} job, {args.width} x {args.height} px "
+          f"grey photos, {how}, model input {args.image_size} px, views {args.views}, "
+          f"{args.epochs} epoch(s); CPU: {cpu}")  # fmt: skip
     results = []
     for n in args.photos:
         run = args.out / f"n{n}"
@@ -174,7 +193,7 @@ def main() -> int:
             old.unlink(missing_ok=True)
         job.write_text(JOB.format(
             n=n, manifest=listed, image_size=args.image_size, views=args.views,
-            stride=args.stride, train_stride=args.train_stride, epochs=args.epochs,
+            tiling=tiling, epochs=args.epochs,
             bundle=run / "bundle", scores=run / "scores.csv",
         ))  # fmt: skip
         train = timed([*mfgtx, "train", "vit", str(job)], run / "train.log")

@@ -65,7 +65,7 @@ from mfgtx.images.records import IMAGE_SUFFIXES, ImageRecords
 from mfgtx.images.scores import ImageScores, image_scores
 from mfgtx.images.sources import iter_image_files, read_listed
 from mfgtx.images.split import DuplicateWarning, ImageSplit, duplicate_groups, split_images
-from mfgtx.images.store import PhotoStore
+from mfgtx.images.store import PhotoStore, StoredImages
 from mfgtx.images.tiles import TileBatch, TileSpec, cut_tiles, iter_tiles, tile_index
 
 __all__ = [
@@ -93,6 +93,7 @@ __all__ = [
     "MaskFormat",
     "MaskWarning",
     "PhotoStore",
+    "StoredImages",
     "SurfaceAugment",
     "TileBatch",
     "TileLabels",

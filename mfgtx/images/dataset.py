@@ -21,13 +21,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.data import Dataset
+
+if TYPE_CHECKING:
+    from mfgtx.images.store import StoredImages
 
 from mfgtx.images.io import ImageError, ImageSource, read_images
 
@@ -168,7 +171,7 @@ class SurfaceAugment:
 
 
 class ImageDataset(Dataset):
-    """In-memory images and labels as ``{"images": (C, S, S), "y": ()}`` samples.
+    """Images and labels as ``{"images": (C, S, S), "y": ()}`` samples.
 
     Normalisation: ``(x - mean) / std`` after augmentation (defaults map ``[0, 1]`` to
     ``[-1, 1]``). Augmentation draws from torch's global random generator, which
@@ -176,7 +179,8 @@ class ImageDataset(Dataset):
     sees new draws and a seeded run repeats.
 
     Args:
-        images: ``(N, C, S, S)`` float in ``[0, 1]``.
+        images: ``(N, C, S, S)`` float in ``[0, 1]``: a tensor, or
+            :class:`~mfgtx.images.StoredImages` (read an image at a time).
         labels: ``(N,)`` class indices.
         augment: a :class:`SurfaceAugment` (``None`` for validation and test).
         mean, std: normalisation.
@@ -184,14 +188,14 @@ class ImageDataset(Dataset):
 
     def __init__(
         self,
-        images: Tensor,
+        images: Tensor | StoredImages,
         labels: Sequence[int] | np.ndarray | Tensor,
         *,
         augment: SurfaceAugment | None = None,
         mean: float = 0.5,
         std: float = 0.5,
     ) -> None:
-        if images.dim() != 4:
+        if len(images.shape) != 4:
             raise ValueError(f"images must be (N, C, S, S), found {tuple(images.shape)}")
         y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
         if y.shape != (images.shape[0],):

@@ -117,6 +117,16 @@ class ImageBatch:
     errors: list[ImageError] = field(default_factory=list)
 
 
+def _read_at_most(f: Any, size: int, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of ``f``, expected to hold ``size``: the buffer asked for
+    is the expected size (``read(limit + 1)`` would ask for ``limit`` bytes for every small
+    file), and more only when the file holds more than it said."""
+    data = f.read(size + 1)
+    if len(data) > size:  # it grew, or its size was not what it declared
+        data += f.read(limit + 1 - len(data))
+    return data
+
+
 def read_image_file(path: str | PathLike[str], *, limit: int = MAX_IMAGE_BYTES) -> bytes:
     """The bytes of an image file, refusing one larger than ``limit`` before reading it.
 
@@ -134,7 +144,7 @@ def read_image_file(path: str | PathLike[str], *, limit: int = MAX_IMAGE_BYTES) 
                 f"({limit / 2**20:,.0f} MB); refused before reading"
             )  # fmt: skip
         with path.open("rb") as f:
-            data = f.read(limit + 1)
+            data = _read_at_most(f, size, limit)
     except OSError as e:
         raise ImageError(str(path), f"cannot be read ({e.strerror or e})") from e
     if len(data) > limit:
@@ -160,7 +170,7 @@ def read_zip_member(archive: Any, name: str, *, limit: int = MAX_IMAGE_BYTES) ->
                 f"file may be ({limit / 2**20:,.0f} MB); refused before inflating"
             )  # fmt: skip
         with archive.open(info) as f:
-            data = f.read(limit + 1)
+            data = _read_at_most(f, info.file_size, limit)
     except KeyError as e:
         raise ImageError(label, "is not in the zip file") from e
     except (OSError, zipfile.BadZipFile, EOFError, ValueError) as e:

@@ -11,16 +11,16 @@ Two layouts are read into one :class:`ImageRecords`:
   ``label`` (class name), optionally ``lot`` and ``timestamp`` (ISO 8601). Classes are the
   sorted distinct labels unless ``class_names`` fixes their order.
 
-Bytes are read on demand with :meth:`ImageRecords.read_bytes`; :meth:`ImageRecords.content_hashes`
-fingerprints every file (SHA-256) so that byte-identical duplicates can be kept together when
-splitting.
+Bytes are read on demand, a file at a time, with :meth:`ImageRecords.iter_bytes`;
+:meth:`ImageRecords.content_hashes` fingerprints every file (SHA-256) so that byte-identical
+duplicates can be kept together when splitting.
 """
 
 from __future__ import annotations
 
 import hashlib
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -165,7 +165,12 @@ class ImageRecords:
 
     def read_bytes(self, indices: Sequence[int] | None = None) -> list[tuple[str, bytes]]:
         """``(name, bytes)`` of the images at ``indices`` (all by default), for
-        :func:`mfgtx.images.read_images`."""
+        :func:`mfgtx.images.read_images` (many images: :meth:`iter_bytes`)."""
+        return list(self.iter_bytes(indices))
+
+    def iter_bytes(self, indices: Sequence[int] | None = None) -> Iterator[tuple[str, bytes]]:
+        """``(name, bytes)`` of the images at ``indices`` (all by default), one file at a
+        time, so that a caller holds one file's bytes, not every file's."""
         from mfgtx.images.io import read_image_file, read_zip_member
 
         idx = range(len(self)) if indices is None else indices
@@ -173,13 +178,16 @@ class ImageRecords:
         names = self.names
         if self.root.is_file():
             with zipfile.ZipFile(self.root) as z:
-                return [(names[i], read_zip_member(z, self.zip_prefix + paths[i])) for i in idx]
-        return [(names[i], read_image_file(self.root / self.zip_prefix / paths[i])) for i in idx]
+                for i in idx:
+                    yield names[i], read_zip_member(z, self.zip_prefix + paths[i])
+            return
+        for i in idx:
+            yield names[i], read_image_file(self.root / self.zip_prefix / paths[i])
 
     def content_hashes(self) -> np.ndarray:
-        """SHA-256 hex digest of every file, ``(N,)`` object array."""
+        """SHA-256 hex digest of every file, ``(N,)`` object array (one file read at a time)."""
         return np.array(
-            [hashlib.sha256(data).hexdigest() for _, data in self.read_bytes()], dtype=object
+            [hashlib.sha256(data).hexdigest() for _, data in self.iter_bytes()], dtype=object
         )
 
 

@@ -17,6 +17,9 @@ behind. It lies in ``folder`` (default: ``TMPDIR``, else the system's temporary 
 needs ``H * W * C`` bytes per photo there. Forked worker processes (a ``DataLoader`` with
 workers) read it through the same descriptor.
 
+:class:`StoredImages` does the same for whole images resized to one size (a ViT job without
+tiles): each image once into a scratch file, read back a batch at a time.
+
 Layout: each photo is stored as vertical strips of ``block`` columns (``block >= S``), each
 strip row by row, so the ``S`` rows of a tile are one contiguous read in one strip (or two
 when the tile crosses a strip border).
@@ -29,10 +32,11 @@ import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["PhotoStore"]
+__all__ = ["PhotoStore", "StoredImages"]
 
 
 @dataclass(frozen=True)
@@ -182,3 +186,108 @@ class PhotoStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class StoredImages:
+    """Images of one size ``(N, C, S, S)`` float32 kept in a scratch file, not in memory.
+
+    A whole-image ViT job resizes every image once (:func:`mfgtx.images.load_images`) and
+    appends it here; training, validation, the threshold, the report and its baselines then
+    read a batch at a time, so the job holds one batch, not every image (10,000 RGB images of
+    224 px are 6 GB as float32). Pixels are kept exactly as resized (float32), so what a job
+    judges is what scoring computes. The file is nameless, as :class:`PhotoStore`'s.
+
+    Indexing: ``images[i]`` is one image ``(C, S, S)`` and ``images[a:b]`` a batch
+    ``(n, C, S, S)``, both tensors read from the file; ``images[idx]`` with an array of
+    positions is a view of those images (nothing is read), as a set of a job is passed on.
+
+    Example:
+        >>> import torch
+        >>> images = StoredImages((1, 4, 4))
+        >>> for k in range(3):
+        ...     _ = images.append(torch.full((1, 4, 4), float(k)))
+        >>> later = images[np.array([2, 0])]
+        >>> later.shape, later[0:2][:, 0, 0, 0].tolist()
+        ((2, 1, 4, 4), [2.0, 0.0])
+        >>> images.close()
+    """
+
+    ndim = 4
+
+    def __init__(self, item_shape: Sequence[int], *, folder: str | None = None) -> None:
+        self.item_shape = tuple(int(v) for v in item_shape)
+        self._item_bytes = int(np.prod(self.item_shape)) * 4
+        self.folder = folder or tempfile.gettempdir()
+        self._file = tempfile.TemporaryFile(dir=self.folder, prefix="mfgtx-images-")
+        self._count = 0
+        self._positions: np.ndarray | None = None  # a view's images; None: all, in order
+
+    def append(self, image: Any) -> int:
+        """Store one image ``(C, S, S)`` (a float tensor or array); returns its position."""
+        if self._positions is not None:
+            raise ValueError("a view of stored images cannot take new images")
+        data = np.ascontiguousarray(np.asarray(image, dtype=np.float32))
+        if data.shape != self.item_shape:
+            raise ValueError(f"expected an image of shape {self.item_shape}, found {data.shape}")
+        raw, at = data.tobytes(), self._count * self._item_bytes
+        try:
+            written = 0
+            while written < len(raw):
+                written += os.pwrite(self._file.fileno(), raw[written:], at + written)
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise OSError(
+                    e.errno,
+                    f"no space left in {self.folder} for the resized images ({at / 2**20:.0f} MB "
+                    "so far); point TMPDIR at a folder with room for them",
+                ) from e
+            raise
+        self._count += 1
+        return self._count - 1
+
+    def _all(self) -> np.ndarray:
+        return np.arange(self._count) if self._positions is None else self._positions
+
+    def __len__(self) -> int:
+        return self._count if self._positions is None else len(self._positions)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self), *self.item_shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of pixels these images hold (in the file, not in memory)."""
+        return len(self) * self._item_bytes
+
+    def _read(self, positions: np.ndarray) -> Any:
+        import torch
+
+        out = np.empty((len(positions), *self.item_shape), np.float32)
+        fd, size = self._file.fileno(), self._item_bytes
+        for k, p in enumerate(positions):
+            out[k] = np.frombuffer(os.pread(fd, size, int(p) * size), np.float32).reshape(
+                self.item_shape
+            )
+        return torch.from_numpy(out)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, (int, np.integer)):
+            return self._read(self._all()[[int(key)]])[0]
+        if isinstance(key, slice):
+            return self._read(self._all()[key])
+        idx = np.asarray(key)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"index stored images by a position, a slice or positions, not {key!r}")
+        view = object.__new__(StoredImages)
+        view.item_shape, view._item_bytes, view.folder = (
+            self.item_shape, self._item_bytes, self.folder
+        )  # fmt: skip
+        view._file, view._count, view._positions = self._file, self._count, self._all()[idx]
+        return view
+
+    def close(self) -> None:
+        """Remove the scratch file (also done when the process ends); views of it end too."""
+        self._file.close()

@@ -230,7 +230,8 @@ def _fit_images(
         files = [prep.hashes[int(i)] for i in seen]
         key = run_key(config, kind, *files, prep.tiles["label"].to_numpy()[rows], prep.train)
     else:
-        key = run_key(config, kind, prep.images[seen].numpy(), prep.labels[seen], prep.train)
+        files = [prep.hashes[int(i)] for i in seen]  # the files, not their pixels in memory
+        key = run_key(config, kind, *files, prep.labels[seen], prep.train)
     try:
         return kind.fit(  # type: ignore[attr-defined]
             prep,

@@ -12,9 +12,8 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import torch
 
-from mfgtx.images import VIEWS
+from mfgtx.images import VIEWS, StoredImages
 from mfgtx.kinds._tiles import (
     TILE_CLASSES,
     MasksSection,
@@ -135,7 +134,9 @@ class PreparedImages:
 
     Attributes:
         names: class names (index = label).
-        images: the readable images ``(N', C, S, S)`` in [0, 1].
+        images: the readable images ``(N', C, S, S)`` in [0, 1], resized, in a scratch file
+            (:class:`~mfgtx.images.StoredImages`: ``images[idx]`` is a view of a set,
+            ``images[a:b]`` a batch read as a tensor); :meth:`close` removes the file.
         labels: ``(N',)`` their classes.
         train, val, test: positions into ``images``.
         groups: ``(N',)`` the split group of each image: its lot (a manifest with lots),
@@ -144,10 +145,11 @@ class PreparedImages:
         split: the :class:`~mfgtx.images.ImageSplit` over every listed file.
         audit: the lot-and-time audit (a manifest with lots), else ``None``.
         duplicates_across: byte-identical files in two sets (0 unless a bug).
+        hashes: ``(N',)`` the sha256 of each readable image's file.
     """
 
     names: list[str]
-    images: torch.Tensor
+    images: StoredImages
     labels: np.ndarray
     train: np.ndarray
     val: np.ndarray
@@ -157,6 +159,7 @@ class PreparedImages:
     split: Any
     audit: Any
     duplicates_across: int
+    hashes: list[str]
 
     def audit_report(self) -> Any:
         """The split's :class:`~mfgtx.split.AuditReport`: byte-identical files kept in one set,
@@ -164,7 +167,8 @@ class PreparedImages:
         return image_audit_report(self, "file")
 
     def close(self) -> None:
-        """Nothing to free (the images are in memory); as :meth:`PreparedTiles.close`."""
+        """Remove the resized images' scratch file (as :meth:`PreparedTiles.close`)."""
+        self.images.close()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -193,7 +197,7 @@ def prepare_images(
         from mfgtx.kinds._tiles import prepare_tiles
 
         return prepare_tiles(images, plan, seed=seed)
-    from mfgtx.images import load_images, split_images
+    from mfgtx.images import split_images
 
     test_size, val_size = plan.test_size, plan.val_size
     if not (0 < test_size < 1 and 0 < val_size < 1):
@@ -208,44 +212,75 @@ def prepare_images(
             f"images.good_class: {images.good_class!r} is not a class of {images.path} "
             f"(classes: {names})"
         )
-    sources = records.read_bytes()
-    hashes = [hashlib.sha256(data).hexdigest() for _, data in sources]
-    split = split_images(
-        records, test_size=test_size, val_size=val_size, seed=seed, gap=plan.gap, hashes=hashes
-    )
-    loaded, kept, errors = load_images(
-        sources, images.image_size, mode=images.mode, min_size=images.min_size
-    )
-    for err in errors:
-        log.warning("image left out: %s", err)
-    if not kept:
-        raise DataError(f"{images.path}: none of the {len(records)} images could be read")
-    position = np.full(len(records), -1, dtype=np.int64)
-    position[np.asarray(kept)] = np.arange(len(kept))
-    train, val, test = (position[s][position[s] >= 0] for s in (split.train, split.val, split.test))
-    for set_name, idx in (("training", train), ("validation", val), ("test", test)):
-        if len(idx) == 0:
-            raise ValueError(f"split: the {set_name} set has no image")
-    audit_report = None
-    if split.lot_sets is not None:  # lots and times: the same leakage audit as sensor windows
-        from mfgtx.split import audit
+    loaded, kept, errors, hashes = _load_one_at_a_time(records, images)
+    try:  # the scratch file goes with any error
+        split = split_images(
+            records, test_size=test_size, val_size=val_size, seed=seed, gap=plan.gap, hashes=hashes
+        )
+        for err in errors:
+            log.warning("image left out: %s", err)
+        if not kept:
+            raise DataError(f"{images.path}: none of the {len(records)} images could be read")
+        position = np.full(len(records), -1, dtype=np.int64)
+        position[np.asarray(kept)] = np.arange(len(kept))
+        sets = (split.train, split.val, split.test)
+        train, val, test = (position[s][position[s] >= 0] for s in sets)
+        for set_name, idx in (("training", train), ("validation", val), ("test", test)):
+            if len(idx) == 0:
+                raise ValueError(f"split: the {set_name} set has no image")
+        audit_report = None
+        if split.lot_sets is not None:  # lots and times: the same leakage audit as sensor windows
+            from mfgtx.split import audit
 
-        t = records.frame["timestamp"]
-        frame = pd.DataFrame({"lot": records.frame["lot"].astype(str), "start": t, "end": t})
-        audit_report = audit(frame, split.lot_sets, strict=False, unit="image")
-    return PreparedImages(
-        names=names,
-        images=loaded,
-        labels=records.labels[np.asarray(kept)],
-        train=train,
-        val=val,
-        test=test,
-        groups=split.groups[np.asarray(kept)],
-        errors=list(errors),
-        split=split,
-        audit=audit_report,
-        duplicates_across=_duplicates_across(split, hashes),
-    )
+            t = records.frame["timestamp"]
+            frame = pd.DataFrame({"lot": records.frame["lot"].astype(str), "start": t, "end": t})
+            audit_report = audit(frame, split.lot_sets, strict=False, unit="image")
+        return PreparedImages(
+            names=names,
+            images=loaded,
+            labels=records.labels[np.asarray(kept)],
+            train=train,
+            val=val,
+            test=test,
+            groups=split.groups[np.asarray(kept)],
+            errors=list(errors),
+            split=split,
+            audit=audit_report,
+            duplicates_across=_duplicates_across(split, hashes),
+            hashes=[hashes[i] for i in kept],
+        )
+    except BaseException:
+        loaded.close()
+        raise
+
+
+def _load_one_at_a_time(
+    records: Any, images: ImagesSection
+) -> tuple[StoredImages, list[int], list[Any], list[str]]:
+    """Every listed image read, hashed, resized and stored a file at a time, so that memory
+    holds one file and one image whatever their number: ``(stored, positions of the readable
+    ones, one ImageError per other, sha256 of every file)``."""
+    from mfgtx.images import load_images
+
+    channels = 1 if images.mode == "L" else 3
+    stored = StoredImages((channels, images.image_size, images.image_size))
+    kept: list[int] = []
+    errors: list[Any] = []
+    hashes: list[str] = []
+    try:
+        for i, source in enumerate(records.iter_bytes()):
+            hashes.append(hashlib.sha256(source[1]).hexdigest())
+            one, ok, bad = load_images(
+                [source], images.image_size, mode=images.mode, min_size=images.min_size
+            )
+            errors.extend(bad)
+            if ok:
+                stored.append(one[0])
+                kept.append(i)
+    except BaseException:
+        stored.close()
+        raise
+    return stored, kept, errors, hashes
 
 
 def _duplicates_across(split: Any, hashes: list[str]) -> int:

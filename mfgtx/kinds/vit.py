@@ -756,7 +756,7 @@ def compare_images(
 
     size, k = int(prep.images.shape[-1]), len(prep.names)
     fit_idx = np.concatenate([prep.train, prep.val])
-    pixels = prep.images.numpy()
+    pixels = prep.images  # in a scratch file: the baselines read a batch at a time
     y = prep.labels[prep.test]
     reasons: list[str] = []
     rows = [ReportRow(model_name, "model", classification_metrics(y, prob, reasons=reasons))]
