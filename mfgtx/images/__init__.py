@@ -61,7 +61,7 @@ from mfgtx.images.masks import (
     mask_path,
     read_mask,
 )
-from mfgtx.images.records import IMAGE_SUFFIXES, ImageRecords
+from mfgtx.images.records import IMAGE_SUFFIXES, MAX_MANIFEST_BYTES, ImageRecords, read_manifest
 from mfgtx.images.scores import ImageScores, image_scores
 from mfgtx.images.sources import iter_image_files, read_listed
 from mfgtx.images.split import DuplicateWarning, ImageSplit, duplicate_groups, split_images
@@ -74,6 +74,7 @@ __all__ = [
     "IMAGE_SUFFIXES",
     "MAX_IMAGE_BYTES",
     "MAX_LABELME_BYTES",
+    "MAX_MANIFEST_BYTES",
     "MAX_POINTS",
     "MAX_SHAPES",
     "RARE_SHARE",
@@ -115,6 +116,7 @@ __all__ = [
     "read_images",
     "read_labelme",
     "read_listed",
+    "read_manifest",
     "read_mask",
     "read_zip_member",
     "split_images",

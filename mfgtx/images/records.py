@@ -19,6 +19,7 @@ duplicates can be kept together when splitting.
 from __future__ import annotations
 
 import hashlib
+import io
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -28,10 +29,85 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["IMAGE_SUFFIXES", "ImageRecords"]
+__all__ = ["IMAGE_SUFFIXES", "MAX_MANIFEST_BYTES", "ImageRecords", "read_manifest"]
 
 #: File suffixes taken as images in a folder-per-class layout (case-insensitive).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
+
+#: Largest image manifest read, in bytes (a line per image: about half a million images),
+#: checked before reading.
+MAX_MANIFEST_BYTES = 64 * 2**20
+
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ": "xz", b"PK\x03\x04": "zip"}
+
+
+def read_manifest(
+    path: str | PathLike[str], *, limit: int = MAX_MANIFEST_BYTES
+) -> tuple[pd.DataFrame, list[int]]:
+    """A CSV manifest of images as text (an empty value is ``""``), and the line of the file
+    each row starts on (the header is line 1; a quoted value with a line break spans two).
+
+    Raises:
+        ValueError: the file is larger than ``limit`` (refused before reading), compressed,
+            not UTF-8 text, has no header, names a column twice, or a row has more values
+            than the header (each naming the file and the line).
+    """
+    import csv
+
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            raise ValueError(f"{path}: a manifest must be a CSV file")
+        if size > limit:
+            raise ValueError(
+                f"{path}: {size / 2**20:,.0f} MB is larger than an image manifest may be "
+                f"({limit / 2**20:,.0f} MB, a line per image); refused before reading"
+            )
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ValueError(f"{path}: cannot be read ({e.strerror or e})") from e
+    for magic, name in _COMPRESSED.items():
+        if raw.startswith(magic):
+            raise ValueError(f"{path}: is a {name} file; give the manifest as plain CSV text")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise ValueError(
+            f"{path}: line {line} is not UTF-8 text ({raw[e.start : e.start + 1]!r}); save "
+            "the manifest as UTF-8"
+        ) from None
+    del raw
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if not header or not any(h.strip() for h in header):
+            raise ValueError(f"{path}: the manifest is empty; line 1 must name its columns")
+        header = [h.strip() for h in header]
+        seen: dict[str, int] = {}
+        for i, name in enumerate(header):
+            if name in seen:
+                raise ValueError(
+                    f"{path}: line 1 names the column {name!r} twice (columns {seen[name] + 1} "
+                    f"and {i + 1})"
+                )
+            seen[name] = i
+        rows, lines = [], []
+        start = reader.line_num + 1
+        for row in reader:
+            if any(v.strip() for v in row):
+                if len(row) > len(header):
+                    raise ValueError(
+                        f"{path}: line {start} has {len(row)} values, the header names "
+                        f"{len(header)} columns"
+                    )
+                rows.append(row + [""] * (len(header) - len(row)))
+                lines.append(start)
+            start = reader.line_num + 1
+    except csv.Error as e:
+        raise ValueError(f"{path}: line {reader.line_num}: {e}") from None
+    return pd.DataFrame(rows, columns=header, dtype=object).astype(str), lines
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,20 +192,20 @@ class ImageRecords:
         Raises:
             ValueError: a missing column, an empty path or label, a label not in
                 ``class_names``, an unparseable timestamp, a lot without timestamps, or a
-                file that does not exist (the message names the CSV row).
+                file that does not exist (the message names the manifest's line).
         """
         manifest = Path(manifest)
-        frame = pd.read_csv(manifest, dtype={"path": str, "label": str, "lot": str})
+        frame, lines = read_manifest(manifest)
         missing = [c for c in ("path", "label") if c not in frame.columns]
         if missing:
             raise ValueError(
                 f"{manifest}: missing column(s) {missing}; found {list(frame.columns)}"
             )
-        for col in ("path", "label"):
-            bad = frame.index[frame[col].isna()].tolist()
+        for col in ("path", "label", *(c for c in ("lot", "timestamp") if c in frame.columns)):
+            bad = [ln for ln, v in zip(lines, frame[col], strict=True) if not v.strip()]
             if bad:
-                raise ValueError(f"{manifest}: empty {col!r} on CSV row(s) {[b + 2 for b in bad]}")
-        frame = _without_repeats(manifest, frame)
+                raise ValueError(f"{manifest}: empty {col!r} on line(s) {bad[:10]}")
+        frame, lines = _without_repeats(manifest, frame, lines)
         names = tuple(class_names) if class_names is not None else tuple(sorted(set(frame.label)))
         unknown = sorted(set(frame["label"]) - set(names))
         if unknown:
@@ -137,7 +213,7 @@ class ImageRecords:
         index = {c: i for i, c in enumerate(names)}
         out = pd.DataFrame({"path": frame["path"], "label": frame["label"].map(index)})
         if "lot" in frame.columns:
-            if frame["lot"].isna().any() or "timestamp" not in frame.columns:
+            if "timestamp" not in frame.columns:
                 raise ValueError(
                     f"{manifest}: a 'lot' column needs a lot on every row and a 'timestamp' "
                     "column, so that the split can keep lots and time apart"
@@ -145,18 +221,16 @@ class ImageRecords:
             out["lot"] = frame["lot"]
         if "timestamp" in frame.columns:
             ts = pd.to_datetime(frame["timestamp"], utc=True, errors="coerce")
-            bad = frame.index[ts.isna()].tolist()
+            bad = [lines[i] for i in np.flatnonzero(ts.isna().to_numpy())]
             if bad:
-                raise ValueError(
-                    f"{manifest}: timestamp missing or not ISO 8601 on CSV row(s) "
-                    f"{[b + 2 for b in bad][:10]}"
-                )
+                raise ValueError(f"{manifest}: timestamp not ISO 8601 on line(s) {bad[:10]}")
             out["timestamp"] = ts
         root = manifest.parent
-        absent = [(i + 2, p) for i, p in enumerate(out["path"]) if not (root / p).is_file()]
+        absent = [(ln, p) for ln, p in zip(lines, out["path"], strict=True)
+                  if not (root / p).is_file()]  # fmt: skip
         if absent:
             raise ValueError(
-                f"{manifest}: {len(absent)} listed file(s) do not exist, first (CSV row, path): "
+                f"{manifest}: {len(absent)} listed file(s) do not exist, first (line, path): "
                 f"{absent[:5]}"
             )
         return cls(frame=out, class_names=names, root=root)
@@ -191,31 +265,36 @@ class ImageRecords:
         )
 
 
-def _without_repeats(manifest: Path, frame: pd.DataFrame) -> pd.DataFrame:
-    """The manifest without rows that list a file again: a repeat with the same label is
-    left out with a :class:`~mfgtx.data.DataWarning` naming its CSV line, one with another
-    label is an error (the file cannot be both)."""
+def _without_repeats(
+    manifest: Path, frame: pd.DataFrame, lines: list[int]
+) -> tuple[pd.DataFrame, list[int]]:
+    """The manifest (and its lines) without rows that list a file again: a repeat with the
+    same label is left out with a :class:`~mfgtx.data.DataWarning` naming its line, one with
+    another label is an error (the file cannot be both)."""
     import warnings
 
     from mfgtx.data import DataWarning
 
     again = frame["path"].duplicated(keep="first").to_numpy()
     if not again.any():
-        return frame
-    first_line = {p: i + 2 for i, p in reversed(list(enumerate(frame["path"])))}
+        return frame, lines
+    first: dict[str, int] = {}
+    for i, path in enumerate(frame["path"]):
+        first.setdefault(path, i)
     for i in np.flatnonzero(again):
         path, label = frame["path"].iloc[i], frame["label"].iloc[i]
-        first = first_line[path]
-        if frame["label"].iloc[first - 2] != label:
+        j = first[path]
+        if frame["label"].iloc[j] != label:
             raise ValueError(
-                f"{manifest}: line {i + 2} lists {path} again with label {label!r}; line "
-                f"{first} gave it {frame['label'].iloc[first - 2]!r}"
+                f"{manifest}: line {lines[i]} lists {path} again with label {label!r}; line "
+                f"{lines[j]} gave it {frame['label'].iloc[j]!r}"
             )
-    lines = [int(i) + 2 for i in np.flatnonzero(again)]
+    repeats = [lines[i] for i in np.flatnonzero(again)]
     warnings.warn(
-        f"{manifest}: {len(lines)} line(s) list a file a second time (lines {lines[:10]}); "
+        f"{manifest}: {len(repeats)} line(s) list a file a second time (lines {repeats[:10]}); "
         "each file is used once",
         DataWarning,
         stacklevel=3,
     )
-    return frame[~again].reset_index(drop=True)
+    kept = [ln for ln, a in zip(lines, again, strict=True) if not a]
+    return frame[~again].reset_index(drop=True), kept

@@ -11,10 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from mfgtx.images.io import ImageError, read_image_file, read_zip_member
-from mfgtx.images.records import IMAGE_SUFFIXES
+from mfgtx.images.records import IMAGE_SUFFIXES, read_manifest
 
 __all__ = ["iter_image_files", "read_listed"]
 
@@ -44,13 +42,14 @@ def iter_image_files(source: str | Path) -> Iterator[tuple[str, Any]]:
             yield n, (root, n)
         return
     if root.is_file() and root.suffix.lower() == ".csv":
-        frame = pd.read_csv(root, dtype=str)
+        frame, _ = read_manifest(root)
         if "path" not in frame.columns:
             raise ValueError(
                 f"{root}: a manifest needs a 'path' column; found {list(frame.columns)}"
             )
-        for p in frame["path"].dropna():
-            yield str(p), root.parent / str(p)
+        for p in frame["path"]:
+            if p.strip():
+                yield p, root.parent / p
         return
     raise ValueError(f"{root}: not a folder, a .zip or a CSV manifest of images")
 

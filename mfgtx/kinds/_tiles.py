@@ -48,7 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from mfgtx.images import AMBIGUOUS, PhotoStore, TileSpec
+from mfgtx.images import AMBIGUOUS, PhotoStore, TileSpec, read_manifest
 
 __all__ = [
     "MasksSection",
@@ -224,18 +224,17 @@ def _list_photos(path: str) -> _Listed:
         keys = [k for k, _ in found]
         return _Listed(keys, [Path(p) for _, p in found], [None] * len(keys), None, None,
                        [None] * len(keys), src)  # fmt: skip
-    frame = pd.read_csv(src, dtype=str, keep_default_na=False)
+    frame, lines = read_manifest(src)
     if "path" not in frame.columns:
         raise ValueError(f"{src}: a manifest needs a 'path' column; found {list(frame.columns)}")
-    lines = [i + 2 for i in range(len(frame))]
     for col in ("path", *(c for c in ("lot", "timestamp") if c in frame.columns)):
         empty = [ln for ln, v in zip(lines, frame[col], strict=True) if not v.strip()]
         if empty:
-            raise ValueError(f"{src}: empty {col!r} on CSV line(s) {empty[:10]}")
+            raise ValueError(f"{src}: empty {col!r} on line(s) {empty[:10]}")
     again = frame["path"].duplicated().to_numpy()
     if again.any():
         raise ValueError(
-            f"{src}: CSV line(s) {[lines[i] for i in np.flatnonzero(again)][:10]} list a photo "
+            f"{src}: line(s) {[lines[i] for i in np.flatnonzero(again)][:10]} list a photo "
             "a second time; list each photo once"
         )
     if "lot" in frame.columns and "timestamp" not in frame.columns:
@@ -248,15 +247,13 @@ def _list_photos(path: str) -> _Listed:
         times = pd.to_datetime(frame["timestamp"], utc=True, errors="coerce")
         bad = [lines[i] for i in np.flatnonzero(times.isna().to_numpy())]
         if bad:
-            raise ValueError(f"{src}: timestamp not ISO 8601 on CSV line(s) {bad[:10]}")
+            raise ValueError(f"{src}: timestamp not ISO 8601 on line(s) {bad[:10]}")
     base = src.parent
     paths = [base / p for p in frame["path"]]
     absent = [(ln, str(p)) for ln, p in zip(lines, frame["path"], strict=True)
               if not (base / p).is_file()]  # fmt: skip
     if absent:
-        raise ValueError(
-            f"{src}: listed photo(s) do not exist, first (CSV line, path): {absent[:5]}"
-        )
+        raise ValueError(f"{src}: listed photo(s) do not exist, first (line, path): {absent[:5]}")
     masks: list[Path | None] = [None] * len(paths)
     if "mask" in frame.columns:
         masks = [base / m if m.strip() else None for m in frame["mask"]]

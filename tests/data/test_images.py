@@ -151,6 +151,44 @@ def test_folder_per_class_from_a_directory_and_from_a_zip(tmp_path: Path) -> Non
         ImageRecords.from_folder(tmp_path / "set.zip", subdir="elsewhere")
 
 
+def test_manifests_are_read_bounded_and_name_the_files_own_lines(tmp_path: Path) -> None:
+    import gzip
+
+    from mfgtx.images import read_manifest
+    from mfgtx.kinds._tiles import _list_photos
+
+    _write_folder(tmp_path, {"img/1.png": png(value=1), "img/2.png": png(value=2)})
+    m = tmp_path / "m.csv"
+    m.write_text(  # a note with a line break inside quotes: the next record starts on line 4
+        'path,label,note\nimg/1.png,pit,"two\nlines"\nimg/3.png,pit,\n'
+    )
+    assert read_manifest(m)[1] == [2, 4]
+    with pytest.raises(
+        ValueError, match=r"do not exist, first \(line, path\): \[\(4, 'img/3.png'\)"
+    ):
+        ImageRecords.from_manifest(m)
+    m.write_text("path,label\nimg/1.png,pit\n\nimg/2.png,\n")
+    with pytest.raises(ValueError, match=r"m.csv: empty 'label' on line\(s\) \[4\]"):
+        ImageRecords.from_manifest(m)
+    m.write_text("path,label,path\nimg/1.png,pit,img/2.png\n")
+    with pytest.raises(ValueError, match=r"names the column 'path' twice \(columns 1 and 3\)"):
+        ImageRecords.from_manifest(m)
+    m.write_text("path,label\nimg/1.png,pit,extra\n")
+    with pytest.raises(ValueError, match="line 2 has 3 values, the header names 2 columns"):
+        _list_photos(str(m))
+    m.write_bytes(gzip.compress(b"path,label\nimg/1.png,pit\n"))
+    with pytest.raises(ValueError, match="m.csv: is a gzip file; give the manifest as plain CSV"):
+        ImageRecords.from_manifest(m)
+    m.write_bytes(b"path,label\nimg/1.png,Gr\xfcn\n")
+    with pytest.raises(ValueError, match="m.csv: line 2 is not UTF-8 text"):
+        ImageRecords.from_manifest(m)
+    with open(m, "wb") as f:  # a sparse file: nothing is read before it is refused
+        f.write(b"path,label\n")
+        f.truncate(2 * 2**30)
+    with pytest.raises(ValueError, match=r"2,048 MB is larger than an image manifest may be"):
+        read_manifest(m)
+
+
 def test_manifest_with_lots_and_clear_errors(tmp_path: Path) -> None:
     _write_folder(tmp_path, {"img/1.png": png(value=1), "img/2.png": png(value=2)})
     m = tmp_path / "m.csv"
@@ -163,9 +201,7 @@ def test_manifest_with_lots_and_clear_errors(tmp_path: Path) -> None:
     dtype = r.frame["timestamp"].dtype
     assert isinstance(dtype, pd.DatetimeTZDtype) and str(dtype.tz) == "UTC"
     m.write_text("path,label,lot,timestamp\nimg/1.png,pit,L1,yesterday\n")
-    with pytest.raises(
-        ValueError, match=r"m.csv: timestamp missing or not ISO 8601 on CSV row\(s\) \[2\]"
-    ):
+    with pytest.raises(ValueError, match=r"m.csv: timestamp not ISO 8601 on line\(s\) \[2\]"):
         ImageRecords.from_manifest(m)
     m.write_text("path,label\nimg/1.png,pit\nimg/3.png,pit\n")
     with pytest.raises(ValueError, match=r"1 listed file\(s\) do not exist.*\(3, 'img/3.png'\)"):
