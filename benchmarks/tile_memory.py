@@ -22,7 +22,7 @@ to show that whole-image jobs, too, hold a batch and not every photo.
 Usage::
 
     python benchmarks/tile_memory.py [--photos 16 64 200] [--out /tmp/mfgtx-tile-memory]
-    python benchmarks/tile_memory.py --whole --image-size 128 [--photos 16 64 200]
+    python benchmarks/tile_memory.py --whole --image-size 128 --batch-size 8
 """
 
 from __future__ import annotations
@@ -113,12 +113,12 @@ images:
 {tiling}split: {{test_size: 0.25, val_size: 0.25}}
 vit: {{patch_size: 8, stem: conv, d_model: 32, n_heads: 2, n_layers: 2, d_ff: 64, dropout: 0.1,
       label_smoothing: 0.1}}
-train: {{epochs: {epochs}, batch_size: 128, lr: 0.001, progress: "off"}}
+train: {{epochs: {epochs}, batch_size: {batch}, lr: 0.001, progress: "off"}}
 calibration: {{cost_ratio: 5}}
 bundle: {bundle}
 score:
   images: {manifest}
-  output: {{path: {scores}}}
+{score_batch}  output: {{path: {scores}}}
 """
 
 
@@ -148,6 +148,12 @@ def main() -> int:
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--no-score", action="store_true", help="train (and judge) only")
     p.add_argument("--whole", action="store_true", help="judge whole photos, not tiles")
+    p.add_argument(
+        "--batch-size", type=int, default=None,
+        help="training and scoring batch (default: training 128, scoring the job default); "
+        "memory follows it: with --whole, take one smaller than the smallest set's training "
+        "images so that every size runs full batches",
+    )  # fmt: skip
     args = p.parse_args()
     mfgtx = [sys.executable, "-m", "mfgtx"]  # this interpreter, this mfgtx
     args.out.mkdir(parents=True, exist_ok=True)
@@ -179,7 +185,7 @@ def main() -> int:
     )
     print(f"{'whole-image' if args.whole else 'tiled'} job, {args.width} x {args.height} px "
           f"grey photos, {how}, model input {args.image_size} px, views {args.views}, "
-          f"{args.epochs} epoch(s); CPU: {cpu}")  # fmt: skip
+          f"batch {args.batch_size or 128}, {args.epochs} epoch(s); CPU: {cpu}")  # fmt: skip
     results = []
     for n in args.photos:
         run = args.out / f"n{n}"
@@ -193,7 +199,8 @@ def main() -> int:
             old.unlink(missing_ok=True)
         job.write_text(JOB.format(
             n=n, manifest=listed, image_size=args.image_size, views=args.views,
-            tiling=tiling, epochs=args.epochs,
+            tiling=tiling, epochs=args.epochs, batch=args.batch_size or 128,
+            score_batch=f"  batch_size: {args.batch_size}\n" if args.batch_size else "",
             bundle=run / "bundle", scores=run / "scores.csv",
         ))  # fmt: skip
         train = timed([*mfgtx, "train", "vit", str(job)], run / "train.log")

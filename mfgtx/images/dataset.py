@@ -19,7 +19,7 @@ so a model can score an image as the mean over views it has learned to read.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,7 +32,7 @@ from torch.utils.data import Dataset
 if TYPE_CHECKING:
     from mfgtx.images.store import StoredImages
 
-from mfgtx.images.io import ImageError, ImageSource, read_images
+from mfgtx.images.io import ImageError, ImageSource, read_image
 
 __all__ = [
     "VIEWS",
@@ -46,7 +46,7 @@ __all__ = [
 
 
 def load_images(
-    sources: Sequence[ImageSource],
+    sources: Iterable[ImageSource],
     size: int,
     *,
     mode: Literal["L", "RGB"] = "L",
@@ -54,25 +54,33 @@ def load_images(
 ) -> tuple[Tensor, list[int], list[ImageError]]:
     """Read and resize images to ``(N', C, size, size)`` float32 in ``[0, 1]``.
 
-    Bilinear resizing with antialiasing. Bad files are skipped and reported.
+    Bilinear resizing with antialiasing. Bad files are skipped and reported. Each image is
+    decoded and resized before the next is read, so memory holds one full-size image (and
+    ``sources`` may be a generator that reads each file when it is reached).
 
     Returns:
         ``(images, indices, errors)``: the good images, their positions in ``sources``, and
         one :class:`~mfgtx.images.ImageError` per bad file.
     """
-    batch = read_images(sources, mode=mode, min_size=min_size)
-    out = []
-    for arr in batch.images:
+    out, indices, errors = [], [], []
+    for i, source in enumerate(sources):
+        try:
+            arr = read_image(source, mode=mode, min_size=min_size)
+        except ImageError as e:
+            errors.append(e)
+            continue
         t = torch.from_numpy(arr).float().div_(255.0)
+        del arr
         t = t[None] if t.dim() == 2 else t.permute(2, 0, 1)  # (C, H, W)
         if t.shape[-2:] != (size, size):
             t = F.interpolate(
                 t[None], size=(size, size), mode="bilinear", antialias=True, align_corners=False
             )[0]
         out.append(t.clamp_(0.0, 1.0))
+        indices.append(i)
     channels = 1 if mode == "L" else 3
     images = torch.stack(out) if out else torch.zeros(0, channels, size, size)
-    return images, batch.indices, batch.errors
+    return images, indices, errors
 
 
 #: How many views :func:`surface_views` can give: the image itself, its flips (4) and, for

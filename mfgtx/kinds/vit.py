@@ -218,8 +218,11 @@ class VitPredictor(Predictor):
         k = self.model.config.num_classes
         return np.concatenate(out) if out else np.zeros((0, k), np.float32)
 
-    def load(self, sources: list[tuple[str, bytes]]) -> tuple[torch.Tensor, list[int], list[Any]]:
-        """``(images, kept positions, errors)`` read and resized exactly as in training."""
+    def load(
+        self, sources: Iterable[tuple[str, bytes]]
+    ) -> tuple[torch.Tensor, list[int], list[Any]]:
+        """``(images, kept positions, errors)`` read and resized exactly as in training, an
+        image at a time (``sources`` may be a generator)."""
         from mfgtx.images import load_images
 
         spec = self.input_spec
@@ -273,8 +276,6 @@ class VitPredictor(Predictor):
         ``predicted``, ``predicted_class``, ``p_<k>``, ``p_defect`` (the photo's score) and
         ``decision``; with ``per_tile`` one row per tile instead (keys ``image``, ``top``,
         ``left``)."""
-        from mfgtx.images import ImageError
-
         if per_tile and not self.input_spec.tiled:
             raise ValueError("per_tile: this bundle reads whole images, not tiles")
         parts: list[pd.DataFrame] = []
@@ -282,30 +283,26 @@ class VitPredictor(Predictor):
         # a tiled bundle reads a few photos at a time and scores batch_size tiles a pass
         group = 8 if self.input_spec.tiled else batch_size
         for batch in _batches(data, group, errors):
-            sources = []
-            for key, where in batch:
-                try:
-                    sources.append(_read(key, where))
-                except ImageError as e:
-                    errors.append(_error_of(e.source, e.reason))
+            names: list[str] = []  # of the files read, in the order read
+            sources = _each_read(batch, errors, names)  # a file read when it is reached
             if self.input_spec.tiled:
                 from mfgtx.kinds._tile_scores import score_photos
 
                 rows, bad_photos = score_photos(
-                    self, sources, batch_size=batch_size, per_tile=per_tile
+                    self, list(sources), batch_size=batch_size, per_tile=per_tile
                 )
                 errors += [_error_of(e.source, e.reason) for e in bad_photos]
                 if rows is not None:
                     parts.append(rows)
                 continue
-            images, kept, bad = self.load(sources)
+            images, kept, bad = self.load(sources)  # one full-size image in memory at a time
             errors += [_error_of(e.source, e.reason) for e in bad]
             if not kept:
                 continue
             cols = self.columns_of(self.probabilities(images, len(images)))
             parts.append(
                 pd.DataFrame(
-                    {"image": [sources[i][0] for i in kept], "bundle_id": self.bundle_id, **cols}
+                    {"image": [names[i] for i in kept], "bundle_id": self.bundle_id, **cols}
                 )
             )
         rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["image"])
@@ -373,6 +370,23 @@ def _read(key: str, where: Any) -> tuple[str, bytes]:
     if isinstance(where, bytes | bytearray):
         return key, bytes(where)
     return read_listed(key, where)
+
+
+def _each_read(
+    batch: list[tuple[str, Any]], errors: list[dict[str, object]], names: list[str]
+) -> Iterator[tuple[str, bytes]]:
+    """``(key, bytes)`` of each file of ``batch``, read when the consumer reaches it (its
+    key appended to ``names``); a file that cannot be read is an error row instead."""
+    from mfgtx.images import ImageError
+
+    for key, where in batch:
+        try:
+            source = _read(key, where)
+        except ImageError as e:
+            errors.append(_error_of(e.source, e.reason))
+            continue
+        names.append(source[0])
+        yield source
 
 
 def _listed(data: str | Path | Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, Any]]:

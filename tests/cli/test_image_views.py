@@ -85,3 +85,22 @@ def test_bench_and_the_report_figures_use_the_views(viewed, capsys) -> None:
     judged = summary(capsys.readouterr().out)
     saved = mfgtx.load(str(load_config(viewed).bundle)).report
     assert judged["metrics"]["f1"] == pytest.approx(saved.rows[0].metrics["f1"])
+
+
+def test_scoring_whole_images_holds_one_full_size_photo_at_a_time(viewed, tmp_path) -> None:
+    import tracemalloc
+
+    predictor = mfgtx.load(str(load_config(viewed).bundle))
+    rng = np.random.default_rng(0)
+    decoded = 0
+    for i in range(24):  # 24 photos of 300 x 400 px in one scoring batch: 2.9 MB decoded
+        photo = rng.integers(0, 256, (300, 400), dtype=np.uint8)
+        Image.fromarray(photo).save(tmp_path / f"{i:02d}.png", compress_level=0)
+        decoded += photo.nbytes
+    predictor.score(tmp_path)  # imports and caches warmed up
+    tracemalloc.start()
+    scored = predictor.score(tmp_path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(scored.rows) == 24 and not scored.errors
+    assert peak < decoded / 4  # a photo or two, not the batch's files and decoded photos
