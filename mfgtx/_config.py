@@ -34,7 +34,14 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["config_from", "section_of"]
+__all__ = ["ConfigError", "config_from", "section_of"]
+
+
+class ConfigError(ValueError):
+    """A job configuration that cannot be used; the message names the file and the key.
+
+    Defined here, below every layer, so that a kind (:mod:`mfgtx.kinds`) can refuse a job
+    setting with the same error the job reader raises (:mod:`mfgtx.jobs` re-exports it)."""
 
 
 def section_of(

@@ -164,13 +164,12 @@ def _bench(args: argparse.Namespace) -> int:
 def _bench_onnx(args: argparse.Namespace) -> int:
     """``bench --onnx FILE``: the bundle's model in PyTorch eager and its ONNX export in
     onnxruntime on the job's data, interleaved, one line with both figures."""
-    import numpy as np
     import torch
 
     from mfgtx.artifacts import BundleError
     from mfgtx.jobs.prepare import read_windows
     from mfgtx.jobs.score import load_predictor
-    from mfgtx.serving import compare_throughput, load_onnx, model_inputs
+    from mfgtx.serving import compare_throughput, load_onnx
 
     config = _config(args)
     predictor = load_predictor(config)
@@ -182,15 +181,7 @@ def _bench_onnx(args: argparse.Namespace) -> int:
             f"`mfgtx export {config.bundle} --format onnx`",
             file=Path(args.onnx),
         )
-    if predictor.kind.inputs == "images":
-        from mfgtx.kinds.vit import image_records
-
-        assert config.images is not None
-        images, _, _ = predictor.load(image_records(config.images).read_bytes())
-        inputs, unit = model_inputs(predictor, images), "images"
-    else:
-        windows, _ = read_windows(config, predictor.kind)
-        inputs, unit = model_inputs(predictor, windows, np.arange(len(windows))), "windows"
+    inputs, unit = predictor.kind.onnx_data(predictor, config, lambda k: read_windows(config, k))
     batch = config.score.batch_size if config.score is not None else 256
     result = compare_throughput(
         predictor, onnx_model, inputs, batch_size=batch, repeats=args.repeats
@@ -365,7 +356,7 @@ def _demo(args: argparse.Namespace) -> int:
                 f"{step['job']}: training {step['model']} (about {_minutes(step['minutes'])}) "
                 f"-> {step['bundle']}"
             )
-        elif step.get("command") == "score" and step.get("kind") == "vit":
+        elif step.get("command") == "score" and "images" in step:
             _emit(
                 f"{step['job']}: scored {step['images']} images ({step['images_per_s']:.1f} "
                 f"images/s, {step['bad_images']} bad) -> {step['output']}"

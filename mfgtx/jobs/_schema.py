@@ -15,13 +15,11 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, Union
 
+from mfgtx._config import ConfigError
+
 __all__ = ["ConfigError", "build", "load_yaml", "parse_override", "set_key", "yaml_message"]
 
 T = TypeVar("T")
-
-
-class ConfigError(ValueError):
-    """A job configuration that cannot be used; the message names the file and the key."""
 
 
 def _where(file: str, key: str) -> str:
@@ -98,14 +96,14 @@ def build(cls: type[T], data: Any, *, file: str = "config", prefix: str = "") ->
         >>> build(Window, {"windw": 30}, file="job.yaml", prefix="windows")
         Traceback (most recent call last):
         ...
-        mfgtx.jobs._schema.ConfigError: job.yaml: windows.windw: unknown key; did you mean 'window'?
+        mfgtx._config.ConfigError: job.yaml: windows.windw: unknown key; did you mean 'window'?
     """
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
         raise ConfigError(f"{_where(file, prefix)}: expected a mapping of keys, found {data!r}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls)) if f.init}
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
         key = f"{prefix}.{name}" if prefix else str(name)

@@ -475,6 +475,8 @@ class JobConfig:
     score: ScoreSection | None = None
     evaluate: EvaluateSection | None = None
     name: str | None = None
+    #: sections of kinds registered beyond mfgtx's own (``(key, section)``, read by key)
+    kind_sections: tuple[tuple[str, Any], ...] = ()
     source_file: str = field(default="config", compare=False)
     paths_as_written: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
@@ -484,11 +486,40 @@ class JobConfig:
             if getattr(self, key) is None:
                 raise ConfigError(f"{self.source_file}: {key}: required by this command")
 
+    def section(self, key: str) -> Any:
+        """The job's section ``key`` (a field, or a registered kind's own section), or
+        ``None``."""
+        if key in _FIELDS:
+            return getattr(self, key)
+        return dict(self.kind_sections).get(key)
+
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out.pop("source_file")
         out.pop("paths_as_written")
+        out.pop("kind_sections")
+        out.update({k: dataclasses.asdict(v) for k, v in self.kind_sections})
         return out
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(JobConfig)) - {"kind_sections"}
+
+
+def build_job(data: dict[str, Any], file: str) -> JobConfig:
+    """:class:`JobConfig` of a job file's mapping; the section of a kind registered beyond
+    mfgtx's own is built with that kind's ``Section``."""
+    from mfgtx.kinds import KINDS
+
+    data = dict(data)
+    if "kind_sections" in data:
+        raise ConfigError(f"{file}: kind_sections: unknown key")
+    extra = []
+    for kind in KINDS.values():
+        key = kind.section_key
+        if key not in _FIELDS and key in data:
+            extra.append((key, build(kind.Section, data.pop(key), file=file, prefix=key)))
+    config = build(JobConfig, data, file=file)
+    return dataclasses.replace(config, kind_sections=tuple(extra)) if extra else config
 
 
 def _read_job_file(path: Path) -> str:
@@ -539,7 +570,7 @@ def load_config(
             raise ConfigError(f"{name}: {meta}: unknown key")
     written: dict[str, str] = {}
     data = _expand_paths(data, name, "", written)
-    config = build(JobConfig, data, file=name)
+    config = build_job(data, name)
     return dataclasses.replace(
         config, source_file=name, paths_as_written=tuple(sorted(written.items()))
     )
@@ -603,4 +634,4 @@ def recorded_job(manifest: dict[str, Any]) -> JobConfig | None:
     job = (manifest.get("extra") or {}).get("job_file")
     if not isinstance(job, dict):
         return None
-    return build(JobConfig, job, file="the bundle's recorded job")
+    return build_job(job, "the bundle's recorded job")

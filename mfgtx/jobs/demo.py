@@ -43,6 +43,7 @@ DATA, OUT = "sample_data", "runs/sample"
 
 _TINY = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32}
 _TINY_VIT = {"d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64}
+_TINY_OF = {"vit": _TINY_VIT}  # the sample ViT job keeps a few more layers
 #: Training seconds per job, full and quick, measured with `mfgtx demo --retrain` (and
 #: `--quick`) on a 2-core AMD EPYC (AVX2, no AMX) shared with other work, 2026-12-01: 3 min 9 s
 #: for the whole demo, 33 s quick.
@@ -84,8 +85,10 @@ def demo_jobs(
         raw = load_yaml(_read_job_file(path), file=path.name) or {}
         raw = _moved(raw, str(data_dir), str(out_dir))
         if quick:
-            section = {"sensor": "model", "forecast": "forecast", "vit": "vit"}[kind]
-            raw[section] = {**raw.get(section, {}), **(_TINY_VIT if kind == "vit" else _TINY)}
+            from mfgtx.kinds import kind_named
+
+            section = kind_named(kind).section_key
+            raw[section] = {**raw.get(section, {}), **_TINY_OF.get(kind, _TINY)}
             raw["train"] = {**raw.get("train", {}), "epochs": 2, "patience": None}
             tiles = (raw.get("images") or {}).get("tiles")
             if isinstance(tiles, dict):  # tiles side by side: not 16x (training), 4x denser

@@ -9,7 +9,6 @@ same one training ran.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import numpy as np
@@ -17,47 +16,28 @@ import pandas as pd
 
 from mfgtx.data import DataError
 from mfgtx.jobs.config import ConfigError, JobConfig
-from mfgtx.jobs.prepare import read_windows, split
+from mfgtx.jobs.prepare import read_windows
 from mfgtx.jobs.sources import describe
-from mfgtx.kinds import FORECAST, SENSOR, VIT, Kind
+from mfgtx.kinds import Kind, job_kind
 
 __all__ = ["audit_split", "bench", "evaluate", "job_kind"]
 
 log = logging.getLogger(__name__)
 
 
-def job_kind(config: JobConfig) -> Kind:
-    """The kind a job file describes: ``vit`` (an ``images`` section), ``forecast`` (a
-    ``forecast`` section) or ``sensor``."""
-    if config.images is not None:
-        return VIT
-    return FORECAST if config.forecast is not None else SENSOR
-
-
-def _check_kind(config: JobConfig, predictor: Any) -> Kind:
-    kind = predictor.kind
+def _check_kind(config: JobConfig, predictor: Any) -> Kind[Any, Any, Any]:
+    kind: Kind[Any, Any, Any] = predictor.kind
     if job_kind(config) is not kind:
-        section = "images" if kind.inputs == "images" else kind.section_key
         raise ConfigError(
             f"{config.source_file}: the bundle {config.bundle} holds a {kind.name} model; its "
-            f"job file needs the {section!r} section it was trained with"
+            f"job file needs the {kind.sections[0]!r} section it was trained with"
         )
     return kind
 
 
-def _prepare_images(config: JobConfig) -> Any:
-    from mfgtx.kinds.vit import prepare_images
-
-    config.require("images")
-    assert config.images is not None
-    try:
-        return prepare_images(config.images, config.split, seed=config.train.seed)
-    except ValueError as e:
-        from mfgtx.data import DataError
-
-        if isinstance(e, DataError):
-            raise
-        raise ConfigError(f"{config.source_file}: {e}") from e
+def _rows(config: JobConfig) -> Any:
+    """The job's sensor rows as a kind cuts them (:func:`read_windows`)."""
+    return lambda kind: read_windows(config, kind)
 
 
 def audit_split(config: JobConfig) -> tuple[dict[str, Any], Any]:
@@ -67,40 +47,11 @@ def audit_split(config: JobConfig) -> tuple[dict[str, Any], Any]:
         ``(summary, report)``: the summary line and the :class:`~mfgtx.split.AuditReport`.
     """
     kind = job_kind(config)
-    if kind.inputs == "images":
-        prep = _prepare_images(config)
-        prep.close()  # the audit reads the split, not the pixels
-        report = prep.audit_report()
-        summary = {
-            "command": "audit",
-            "passed": report.passed,
-            "failed": list(report.failed),
-            "method": prep.split.method,
-            "images": prep.counts,
-        }
-        return summary, report
-    windows, _ = read_windows(config, kind)
-    ensemble = config.train.ensemble
-    if ensemble is not None:  # audit the split training makes: members cross-fitted by lot
-        return _audit_cross_fit(config, windows, ensemble.members)
-    prep = split(config, windows, strict=False)
-    sets = prep.sets
-    summary = {
-        "command": "audit",
-        "passed": prep.report.passed,
-        "failed": list(prep.report.failed),
-        "windows": {
-            "train": len(sets.train),
-            "val": len(sets.val),
-            "test": len(sets.test),
-            "purged": len(sets.purged),
-        },
-        "lots": {
-            name: len(set(windows.lot[np.asarray(idx)]))
-            for name, idx in (("train", sets.train), ("val", sets.val), ("test", sets.test))
-        },
-    }
-    return summary, prep.report
+    data = kind.read(config, _rows(config))
+    try:
+        return kind.audit(config, data)
+    finally:
+        kind.release(data)
 
 
 def _check_sensors(config: JobConfig, predictor: Any, windows: Any) -> None:
@@ -177,16 +128,7 @@ def _evaluate_external(config: JobConfig, predictor: Any, kind: Kind) -> tuple[d
 
     ev = config.evaluate
     assert ev is not None
-    if kind.inputs == "images":
-        raise ConfigError(
-            f"{config.source_file}: evaluate: an external test set is read as sensor rows; "
-            "for an image bundle point images.path at the labelled test images instead"
-        )
-    if kind is FORECAST and ev.truth is not None:
-        raise ConfigError(
-            f"{config.source_file}: evaluate.truth: a forecast's truth is the series itself; "
-            "leave truth out and point evaluate.source at the later rows"
-        )
+    kind.check_external(config)
     train_w, _ = read_windows(config, kind)
     _check_sensors(config, predictor, train_w)
     # the windows as the model reads them (per-regime normalised where the bundle has regimes)
@@ -239,15 +181,7 @@ def _evaluate_external(config: JobConfig, predictor: Any, kind: Kind) -> tuple[d
     learn = train_w.labelled()
     judged = np.asarray(test_idx, dtype=np.int64) + len(train_w)
     scaler = SensorScaler.fit(both, learn)
-    if kind is FORECAST:
-        report, extra = kind.judge(  # type: ignore[attr-defined]
-            predictor, both, learn, judged, scaler=scaler, model_name="bundle"
-        )
-    else:
-        report = kind.judge(  # type: ignore[attr-defined]
-            predictor, both, learn, judged, scaler=scaler, model_name="bundle"
-        )
-        extra = {}
+    report, extra = kind.judge_external(predictor, both, learn, judged, scaler=scaler)
     for err in errors:
         log.warning("lot %s not judged: %s", err["lot"], err["reason"])
     summary = _summary(predictor, report, not overlap, extra)
@@ -263,31 +197,6 @@ def _evaluate_external(config: JobConfig, predictor: Any, kind: Kind) -> tuple[d
         else None,
     }
     return summary, report
-
-
-def _audit_cross_fit(config: JobConfig, windows: Any, members: int) -> tuple[dict[str, Any], Any]:
-    from mfgtx.kinds import cross_fit
-
-    regimes = config.data.regimes if config.data is not None else None
-    try:
-        cf = cross_fit(windows, config.split, members, strict=False, regimes=regimes)
-    except DataError:
-        raise
-    except ValueError as e:
-        raise ConfigError(f"{config.source_file}: split: {e}") from e
-    lots = {
-        "train": len(set(windows.lot[cf.train])),
-        "test": len(set(windows.lot[np.asarray(cf.test)])),
-    }
-    lots |= {f"member_{k}_val": len(set(windows.lot[val])) for k, (_, val) in enumerate(cf.members)}
-    summary = {
-        "command": "audit",
-        "passed": cf.report.passed,
-        "failed": list(cf.report.failed),
-        "windows": {"train": len(cf.train), "test": len(cf.test), "members": members},
-        "lots": lots,
-    }
-    return summary, cf.report
 
 
 def _summary(predictor: Any, report: Any, audit_passed: bool, extra: dict) -> dict[str, Any]:
@@ -318,148 +227,22 @@ def evaluate(config: JobConfig) -> tuple[dict[str, Any], Any]:
     kind = _check_kind(config, predictor)
     if config.evaluate is not None:
         return _evaluate_external(config, predictor, kind)
-    if kind.inputs == "images":
-        prep = _prepare_images(config)
-        spec = predictor.input_spec
-        asked = (config.images.image_size, config.images.mode)  # type: ignore[union-attr]
-        if asked != (spec.image_size, spec.mode):
-            raise ConfigError(
-                f"{config.source_file}: images: the bundle reads {spec.image_size}-px "
-                f"{spec.mode} images; the job asks for {asked[0]}-px {asked[1]}"
-            )
-        if tuple(prep.names) != tuple(spec.class_names):
-            raise ConfigError(
-                f"{config.source_file}: images.path: classes {prep.names} differ from the "
-                f"bundle's {list(spec.class_names)}"
-            )
-        try:
-            report, extra = kind.judge(predictor, prep, model_name="bundle")  # type: ignore[attr-defined]
-        finally:
-            prep.close()
-        return _summary(predictor, report, prep.audit_report().passed, extra), report
-    windows, _ = read_windows(config, kind)
-    spec = predictor.input_spec
-    expected = tuple(spec.columns.sensors or ())
-    if windows.sensors != expected:
-        raise ConfigError(
-            f"{config.source_file}: data.columns.sensors: the bundle was trained on "
-            f"{list(expected)}, the data gives {list(windows.sensors)}"
-        )
-    if kind is FORECAST and (
-        tuple(windows.targets) != tuple(spec.targets) or windows.horizon != spec.horizon
-    ):
-        raise ConfigError(
-            f"{config.source_file}: forecast: the bundle forecasts {list(spec.targets)} "
-            f"{spec.horizon} rows ahead; the job asks for {list(windows.targets)} "
-            f"{windows.horizon} rows ahead"
-        )
-    prep = split(config, windows, strict=False)
-    if kind is FORECAST:
-        labelled = windows.labelled()
-        report, extra = kind.judge(  # type: ignore[attr-defined]
-            predictor, windows, np.intersect1d(prep.sets.train, labelled),
-            np.intersect1d(prep.test, labelled), scaler=prep.scaler, model_name="bundle",
-        )  # fmt: skip
-    else:
-        report = kind.judge(  # type: ignore[attr-defined]
-            predictor, windows, prep.sets.train, prep.test, scaler=prep.scaler,
-            model_name="bundle",
-        )  # fmt: skip
-        extra = {}
-    return _summary(predictor, report, prep.report.passed, extra), report
-
-
-def _bench_photos(config: JobConfig, predictor: Any, batch: int, repeats: int) -> dict[str, Any]:
-    """:func:`bench` of a tiled bundle: full-size photos per second (decoding, cutting and
-    scoring every tile, as ``mfgtx score`` does; the files are read once before). The
-    photos are those ``score`` reads: ``score.images``, else ``images.path``, with no label
-    needed."""
-    import torch
-
-    from mfgtx.images import ImageError, iter_image_files, read_listed
-
-    source = (config.score.images if config.score is not None else None) or (
-        config.images.path if config.images is not None else None
-    )
-    if source is None:
-        raise ConfigError(f"{config.source_file}: score.images: name the photos to time")
-    photos = []
-    for key, where in iter_image_files(source):
-        try:
-            photos.append(read_listed(key, where))
-        except ImageError as e:  # scoring lists it as an error row; not timed here
-            log.warning("photo left out of the timing: %s: %s", e.source, e.reason)
-    best, scored = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        scored = predictor.score(photos, batch_size=batch)
-        best = min(best, time.perf_counter() - t0)
-    assert scored is not None
-    n, tiles = len(scored.rows), int(scored.rows["tiles"].sum()) if len(scored.rows) else 0
-    return {
-        "command": "bench",
-        "bundle_id": predictor.bundle_id,
-        "images": n,
-        "tiles": tiles,
-        "tile_size": predictor.input_spec.tile_size,
-        "views": predictor.input_spec.views,
-        "batch_size": batch,
-        "threads": torch.get_num_threads(),
-        "seconds": round(best, 4),
-        "images_per_s": round(n / best, 1),
-        "tiles_per_s": round(tiles / best, 1),
-    }
+    data = kind.read(config, _rows(config))
+    try:
+        report, extra, audit_passed = kind.evaluate(predictor, config, data)
+    finally:
+        kind.release(data)
+    return _summary(predictor, report, audit_passed, extra), report
 
 
 def bench(config: JobConfig, *, repeats: int = 3) -> dict[str, Any]:
     """Scoring throughput of ``config.bundle`` on the job's data: windows (or images) per
     second of the model alone (best of ``repeats``), without reading or writing files; for a
     tiled bundle, full-size photos (and tiles) per second."""
-    import torch
 
     from mfgtx.jobs.score import load_predictor
 
     predictor = load_predictor(config)
     kind = _check_kind(config, predictor)
     batch = config.score.batch_size if config.score is not None else 256
-    if kind.inputs == "images" and predictor.input_spec.tiled:
-        return _bench_photos(config, predictor, batch, repeats)
-    if kind.inputs == "images":
-        from mfgtx.kinds.vit import image_records
-
-        assert config.images is not None
-        records = image_records(config.images)
-        images, _, _ = predictor.load(records.read_bytes())
-        best = float("inf")
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            predictor.probabilities(images, batch)
-            best = min(best, time.perf_counter() - t0)
-        return {
-            "command": "bench",
-            "bundle_id": predictor.bundle_id,
-            "images": len(images),
-            "image_size": predictor.input_spec.image_size,
-            "views": predictor.input_spec.views,
-            "batch_size": batch,
-            "threads": torch.get_num_threads(),
-            "seconds": round(best, 4),
-            "images_per_s": round(len(images) / best, 1),
-        }
-    windows, _ = read_windows(config, kind)
-    idx = np.arange(len(windows))
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        predictor.rows(windows, idx, batch_size=batch)
-        best = min(best, time.perf_counter() - t0)
-    return {
-        "command": "bench",
-        "bundle_id": predictor.bundle_id,
-        "windows": len(idx),
-        "window": windows.window,
-        "batch_size": batch,
-        "threads": torch.get_num_threads(),
-        "seconds": round(best, 4),
-        "windows_per_s": round(len(idx) / best, 1),
-    }
+    return kind.bench(predictor, config, _rows(config), batch=batch, repeats=repeats)

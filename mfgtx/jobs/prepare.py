@@ -34,7 +34,7 @@ from mfgtx.jobs.sources import (
     prepare,
     read_frame,
 )
-from mfgtx.kinds import Kind, SplitWindows, split_windows
+from mfgtx.kinds import Kind, SplitWindows, WindowKind, split_windows
 
 __all__ = ["read_windows", "split", "windows_by_chunk"]
 
@@ -139,7 +139,7 @@ def _windows_of_chunks(
     return Windows.concat(parts), columns
 
 
-def read_windows(config: JobConfig, kind: Kind) -> tuple[Windows, ColumnMap]:
+def read_windows(config: JobConfig, kind: Kind[Any, Any, Any]) -> tuple[Windows, ColumnMap]:
     """Read (in lot-complete chunks), join, validate and window the job's data as ``kind``
     trains on it.
 
@@ -152,14 +152,14 @@ def read_windows(config: JobConfig, kind: Kind) -> tuple[Windows, ColumnMap]:
     data = config.data
     if data is None:  # require() raised already; this narrows the type
         raise ConfigError(f"{config.source_file}: data: required")
-    section = getattr(config, kind.section_key)
-    if section is None:
-        raise ConfigError(f"{config.source_file}: {kind.section_key}: required by this kind")
-    labelled: bool = getattr(kind, "labelled", True)
+    if not isinstance(kind, WindowKind):
+        raise ConfigError(f"{config.source_file}: a {kind.name} model does not read sensor rows")
+    section = kind.section(config)
+    labelled = kind.labelled
     if labelled and not data.columns.targets:
         raise ConfigError(f"{config.source_file}: data.columns.targets: name the target(s)")
     cols = data.column_map(targets=labelled)  # with the regime columns
-    if data.regimes is not None and kind.name != "sensor":
+    if data.regimes is not None and not kind.takes_regimes:
         raise ConfigError(
             f"{config.source_file}: data.regimes: operating regimes are for sensor jobs "
             f"(mfgtx train sensor), not {kind.name}"
@@ -167,8 +167,8 @@ def read_windows(config: JobConfig, kind: Kind) -> tuple[Windows, ColumnMap]:
     windows, columns = windows_by_chunk(
         config,
         cols,
-        kind.cut(config.windows, section),  # type: ignore[attr-defined]
-        kind.need(config.windows, section),  # type: ignore[attr-defined]
+        kind.cut(config.windows, section),
+        kind.need(config.windows, section),
     )
     log.info(
         "%d windows of %d rows from %d lots (%s)",
@@ -198,8 +198,3 @@ def split(config: JobConfig, windows: Windows, *, strict: bool = True) -> SplitW
         if isinstance(e, LeakageError):
             raise
         raise ConfigError(f"{config.source_file}: split: {e}") from e
-
-
-def kind_section(config: JobConfig, kind: Kind) -> Any:
-    """The job's section of ``kind``'s model settings."""
-    return getattr(config, kind.section_key)

@@ -29,6 +29,7 @@ from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.sinks import describe_sink, write_errors, write_scores
 from mfgtx.jobs.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, without_position
+from mfgtx.kinds import JobScores
 
 __all__ = ["ScoreOutcome", "check_score_outputs", "load_predictor", "score"]
 
@@ -49,6 +50,7 @@ class ScoreOutcome:
     seconds: float
     windows_per_s: float
     kind: str = "sensor"
+    unit: str = "windows"
     images: int = 0
     bad_images: int = 0
     images_per_s: float = float("nan")
@@ -56,15 +58,16 @@ class ScoreOutcome:
 
     def summary(self) -> dict[str, Any]:
         out = dict(self.__dict__)
-        drop = ("lots", "windows", "bad_lots", "windows_per_s", "warnings")
-        if self.kind != "vit":
+        drop: tuple[str, ...] = ("lots", "windows", "bad_lots", "windows_per_s", "warnings")
+        if self.unit != "images":
             drop = ("images", "bad_images", "images_per_s")
+        drop += ("unit",)
         return {"command": "score", **{k: v for k, v in out.items() if k not in drop}}
 
     @property
     def message(self) -> str:
         """One line for a person: what was scored, how fast, what went wrong, where it went."""
-        if self.kind == "vit":
+        if self.unit == "images":
             what = (
                 f"scored {self.images} images in {self.seconds:.2f} s "
                 f"({self.images_per_s:.1f} images/s); {self.bad_images} bad image(s)"
@@ -131,121 +134,102 @@ def score(config: JobConfig) -> ScoreOutcome:
         raise ConfigError(f"{config.source_file}: score: required")
     check_score_outputs(config, None)  # before the bundle is even read
     predictor = load_predictor(config)
-    if predictor.kind.inputs == "images":
-        return _score_images(config, predictor)
-    source = sc.source or (config.data.source if config.data else None)
-    if source is None:
-        raise ConfigError(f"{config.source_file}: score.source: name the data to score")
-    if config.data is not None:  # the job file's mapping (a new plant's export) wins
-        try:
-            predictor = predictor.with_columns(config.data.column_map(targets=False))
-        except ValueError as e:
-            raise ConfigError(f"{config.source_file}: {e}") from e
-    cols = predictor.columns
-    target, errors_path = check_score_outputs(config, source)
+    kind = predictor.kind
+    source, reads = kind.score_source(config)
+    target, errors_path = check_score_outputs(config, reads)
     t0 = time.perf_counter()
     with output_lock(target):
         remove_leftovers(target)
         remove_leftovers(errors_path)
-        parts, errors = [], []
-        n_lots = n_windows = 0
-        # a segmented series is scored whole: its latest window must not be cut off
-        segment = WHOLE if config.data is not None and config.data.segment else None
-        problems: list[dict[str, object]] = []
-        frames = iter_lot_frames(source, cols.lot, cols.time, segment=segment, problems=problems,
-                                 time_format=cols.time_format)  # fmt: skip
-        n_warnings = 0
-        for frame in frames:
-            positions = frame[[FILE, LINE]].rename(columns={FILE: "file", LINE: "line"})
-            with warnings.catch_warnings():  # each is a row of the errors file, logged below
-                warnings.simplefilter("ignore", DataWarning)
-                scored = predictor.score(
-                    without_position(frame),
-                    stride=sc.stride,
-                    last_per_lot=sc.last_per_lot,
-                    batch_size=sc.batch_size,
-                    positions=positions,
-                )
-            for err in scored.errors:
-                log.warning("lot %s not scored: %s", err["lot"], err["reason"])
-            for note in scored.warnings:
-                log.warning("lot %s: %s", note["lot"], note["reason"])
-            errors += scored.errors + scored.warnings
-            n_warnings += len(scored.warnings)
-            if len(scored.rows):
-                parts.append(scored.rows)
-            n_lots += scored.lots
-            n_windows += scored.windows
-        errors += [{"lot": None, "column": None, **p} for p in problems]
-        if not parts:
-            write_errors(errors_path, errors)
-            raise DataError(
-                f"{describe(source)}: nothing could be scored ({len(errors) - n_warnings} bad "
-                f"lots, see {errors_path})"
-            )
-        frame = pd.concat(parts, ignore_index=True)
-        rows = write_scores(sc.output, frame, predictor.keys)
-        write_errors(errors_path, errors)
-    seconds = time.perf_counter() - t0
-    log.info("scored %d windows of %d lots in %.2f s", n_windows, n_lots, seconds)
-    return ScoreOutcome(
-        bundle_id=predictor.bundle_id,
-        output=describe_sink(sc.output),
-        errors_file=str(errors_path),
-        lots=n_lots,
-        windows=n_windows,
-        bad_lots=len(errors) - n_warnings,
-        output_rows=rows,
-        seconds=round(seconds, 3),
-        windows_per_s=round(n_windows / seconds, 1) if seconds > 0 else float("nan"),
-        kind=predictor.kind.name,
-        warnings=n_warnings,
-    )
-
-
-def _score_images(config: JobConfig, predictor: Any) -> ScoreOutcome:
-    sc = config.score
-    assert sc is not None
-    source = sc.images or (config.images.path if config.images is not None else None)
-    if source is None:
-        raise ConfigError(f"{config.source_file}: score.images: name the images to score")
-    target, errors_path = check_score_outputs(config, None)
-    t0 = time.perf_counter()
-    with output_lock(target):
-        remove_leftovers(target)
-        remove_leftovers(errors_path)
-        if sc.per_tile and not predictor.input_spec.tiled:
-            raise ConfigError(
-                f"{config.source_file}: score.per_tile: the bundle reads whole images, not "
-                "tiles; nothing was written"
-            )
-        options = {"per_tile": True} if sc.per_tile else {}
-        scored = predictor.score(source, batch_size=sc.batch_size, **options)
-        for e in scored.errors:
-            log.warning("image not scored: %s: %s", e["file"], e["reason"])
+        scored = kind.score(predictor, config, source, lambda p, src: _score_rows(config, p, src))
         if not len(scored.rows):
             write_errors(errors_path, scored.errors)
+            if scored.unit == "images":
+                raise DataError(
+                    f"{source}: no image could be scored ({len(scored.errors)} bad, see "
+                    f"{errors_path})"
+                )
             raise DataError(
-                f"{source}: no image could be scored ({len(scored.errors)} bad, see {errors_path})"
+                f"{describe(source)}: nothing could be scored "
+                f"({len(scored.errors) - scored.warnings} bad lots, see {errors_path})"
             )
-        keys = ("image", "top", "left") if sc.per_tile else predictor.keys
-        rows = write_scores(sc.output, scored.rows, keys)
+        rows = write_scores(sc.output, scored.rows, scored.keys)
         write_errors(errors_path, scored.errors)
     seconds = time.perf_counter() - t0
-    n = scored.lots
-    log.info("scored %d images in %.2f s (%d bad)", n, seconds, len(scored.errors))
+    n_bad = len(scored.errors) - scored.warnings
+    if scored.unit == "images":
+        n = scored.lots
+        log.info("scored %d images in %.2f s (%d bad)", n, seconds, len(scored.errors))
+        return ScoreOutcome(
+            bundle_id=predictor.bundle_id,
+            output=describe_sink(sc.output),
+            errors_file=str(errors_path),
+            lots=0,
+            windows=0,
+            bad_lots=0,
+            output_rows=rows,
+            seconds=round(seconds, 3),
+            windows_per_s=float("nan"),
+            kind=kind.name,
+            unit="images",
+            images=n,
+            bad_images=len(scored.errors),
+            images_per_s=round(n / seconds, 1) if seconds > 0 else float("nan"),
+        )
+    log.info("scored %d windows of %d lots in %.2f s", scored.windows, scored.lots, seconds)
     return ScoreOutcome(
         bundle_id=predictor.bundle_id,
         output=describe_sink(sc.output),
         errors_file=str(errors_path),
-        lots=0,
-        windows=0,
-        bad_lots=0,
+        lots=scored.lots,
+        windows=scored.windows,
+        bad_lots=n_bad,
         output_rows=rows,
         seconds=round(seconds, 3),
-        windows_per_s=float("nan"),
-        kind="vit",
-        images=n,
-        bad_images=len(scored.errors),
-        images_per_s=round(n / seconds, 1) if seconds > 0 else float("nan"),
+        windows_per_s=round(scored.windows / seconds, 1) if seconds > 0 else float("nan"),
+        kind=kind.name,
+        warnings=scored.warnings,
     )
+
+
+def _score_rows(config: JobConfig, predictor: Any, source: Any) -> JobScores:
+    """Score the sensor rows of ``source`` lot-complete chunk by chunk with a window
+    predictor: every scored row, and an errors-file row per bad lot (and per warning)."""
+    sc = config.score
+    assert sc is not None
+    cols = predictor.columns
+    parts, errors = [], []
+    n_lots = n_windows = 0
+    # a segmented series is scored whole: its latest window must not be cut off
+    segment = WHOLE if config.data is not None and config.data.segment else None
+    problems: list[dict[str, object]] = []
+    frames = iter_lot_frames(source, cols.lot, cols.time, segment=segment, problems=problems,
+                             time_format=cols.time_format)  # fmt: skip
+    n_warnings = 0
+    for frame in frames:
+        positions = frame[[FILE, LINE]].rename(columns={FILE: "file", LINE: "line"})
+        with warnings.catch_warnings():  # each is a row of the errors file, logged below
+            warnings.simplefilter("ignore", DataWarning)
+            scored = predictor.score(
+                without_position(frame),
+                stride=sc.stride,
+                last_per_lot=sc.last_per_lot,
+                batch_size=sc.batch_size,
+                positions=positions,
+            )
+        for err in scored.errors:
+            log.warning("lot %s not scored: %s", err["lot"], err["reason"])
+        for note in scored.warnings:
+            log.warning("lot %s: %s", note["lot"], note["reason"])
+        errors += scored.errors + scored.warnings
+        n_warnings += len(scored.warnings)
+        if len(scored.rows):
+            parts.append(scored.rows)
+        n_lots += scored.lots
+        n_windows += scored.windows
+    errors += [{"lot": None, "column": None, **p} for p in problems]
+    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return JobScores(
+        rows, errors, predictor.keys, "windows", lots=n_lots, windows=n_windows,
+        warnings=n_warnings,
+    )  # fmt: skip

@@ -27,7 +27,7 @@ import numpy as np
 from mfgtx.data import DataError
 from mfgtx.jobs.config import ConfigError, JobConfig, train_config, with_absolute_paths
 from mfgtx.jobs.prepare import read_windows
-from mfgtx.kinds import KINDS, Fitted, Kind
+from mfgtx.kinds import FitSetup, Fitted, Kind, job_kind, kind_named
 
 __all__ = ["TrainOutcome", "check_train_outputs", "run_key", "train"]
 
@@ -84,9 +84,8 @@ def run_key(config: JobConfig, kind: Kind, *fingerprint: Any) -> dict[str, Any]:
     every checkpoint; ``--resume`` refuses a checkpoint whose key differs
     (:func:`mfgtx.train.fit`)."""
     job = config.to_dict()
-    sections = ("images", "vit") if kind.inputs == "images" else (kind.section_key,)
     key: dict[str, Any] = {"kind": kind.name}
-    for name in ("data", "windows", "split", *sections):
+    for name in ("data", "windows", "split", *kind.sections):
         key[name] = job.get(name)
     for dotted in JUDGING_ONLY:
         section, _, name = dotted.partition(".")
@@ -106,24 +105,6 @@ def run_key(config: JobConfig, kind: Kind, *fingerprint: Any) -> dict[str, Any]:
     return key
 
 
-def _window_fingerprint(windows: Any, plan: Any) -> tuple[np.ndarray, ...]:
-    """The training and validation windows' inputs and labels, for :func:`run_key`."""
-    from mfgtx.kinds import split_windows
-
-    sets = split_windows(windows, plan, strict=False).sets
-    both = np.concatenate([np.asarray(sets.train), np.asarray(sets.val)])
-    parts = [windows.values[windows.rows(both)], windows.lot[both].astype(str)]
-    if windows.y is not None:
-        parts.append(windows.y[both])
-    return tuple(np.ascontiguousarray(p) for p in parts)
-
-
-def _kind(name: str) -> Kind:
-    if name not in KINDS:
-        raise ConfigError(f"unknown model kind {name!r}; expected one of {sorted(KINDS)}")
-    return KINDS[name]
-
-
 def _checkpoint_dir(config: JobConfig) -> str:
     return config.train.checkpoint_dir or f"{config.bundle}.ckpt"
 
@@ -137,8 +118,8 @@ def check_train_outputs(config: JobConfig, kind: str | None = None) -> None:
     rules = PathRules.of(config)
     rules.bundle_dir("bundle", str(config.bundle))
     rules.checkpoint_dir("train.checkpoint_dir", _checkpoint_dir(config))
-    images = config.images if kind in (None, "vit") else None
-    if images is not None and images.tiles is not None:
+    the_kind = job_kind(config) if kind is None else kind_named(kind)
+    if the_kind.writes_left_out(config):
         rules.errors_file("bundle", left_out_path(config))
 
 
@@ -153,7 +134,7 @@ def train(
         LeakageError: the split fails its audit.
         CheckpointError: ``resume`` met a checkpoint of another run.
     """
-    the_kind = _kind(kind)
+    the_kind = kind_named(kind)
     config.require("bundle")
     bundle = Path(str(config.bundle))
     check_train_outputs(config, kind)
@@ -177,27 +158,18 @@ def _train(
     t0 = time.perf_counter()
     ckpt = config.train.checkpoint_dir or f"{bundle}.ckpt"
     train_cfg = train_config(config.train, ckpt, resume=resume)
-    section = getattr(config, kind.section_key)
     judge = rank() == 0
     try:
-        if kind.inputs == "images":
-            fitted = _fit_images(kind, config, train_cfg, on_step, judge)
-        else:
-            windows, columns = read_windows(config, kind)
-            fitted = kind.fit(  # type: ignore[attr-defined]
-                windows,
-                columns,
-                section=section,
-                windowing=config.windows,
-                plan=config.split,
-                train=train_cfg,
-                cost_ratio=config.calibration.cost_ratio,
-                run_key=run_key(config, kind, *_window_fingerprint(windows, config.split)),
-                on_step=on_step,
-                judge=judge,
-                members=config.train.ensemble.members if config.train.ensemble else None,
-                **({"regimes": config.data.regimes} if config.data.regimes else {}),  # type: ignore[union-attr]
-            )
+        kind.check_train(config)
+        data = kind.read(config, lambda k: read_windows(config, k))
+        try:
+            left_out = kind.left_out(config, data)
+            if left_out is not None:
+                _write_left_out(config, left_out)
+            key = run_key(config, kind, *kind.fingerprint(config, data))
+            fitted = kind.train(data, config, FitSetup(train_cfg, key, on_step, judge))
+        finally:
+            kind.release(data)
     except (DataError, ConfigError):
         raise
     except ValueError as e:
@@ -210,42 +182,6 @@ def _train(
         return _outcome(kind, fitted, t0)
     path = kind.save(bundle, fitted, job=with_absolute_paths(config))
     return _outcome(kind, fitted, t0, path=path, checkpoint_dir=ckpt)
-
-
-def _fit_images(
-    kind: Kind, config: JobConfig, train_cfg: Any, on_step: OnStep | None, judge: bool
-) -> Fitted:
-    from mfgtx.kinds.vit import prepare_images
-
-    config.require("images")
-    images = config.images
-    assert images is not None
-    if config.train.ensemble is not None:
-        raise ConfigError(f"{config.source_file}: train.ensemble: is for sensor and forecast jobs")
-    prep = prepare_images(images, config.split, seed=config.train.seed)
-    seen = np.concatenate([prep.train, prep.val])
-    if images.tiles is not None:  # photos: their files, tile labels and the split
-        _write_left_out(config, prep.errors)
-        rows = prep.tiles_of(seen)
-        files = [prep.hashes[int(i)] for i in seen]
-        key = run_key(config, kind, *files, prep.tiles["label"].to_numpy()[rows], prep.train)
-    else:
-        files = [prep.hashes[int(i)] for i in seen]  # the files, not their pixels in memory
-        key = run_key(config, kind, *files, prep.labels[seen], prep.train)
-    try:
-        return kind.fit(  # type: ignore[attr-defined]
-            prep,
-            images=images,
-            section=config.vit,
-            plan=config.split,
-            train=train_cfg,
-            cost_ratio=config.calibration.cost_ratio,
-            run_key=key,
-            on_step=on_step,
-            judge=judge,
-        )
-    finally:
-        prep.close()  # the decoded photos' scratch file
 
 
 def left_out_path(config: JobConfig) -> Path:

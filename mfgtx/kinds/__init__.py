@@ -25,7 +25,10 @@ from pathlib import Path
 from mfgtx.artifacts import Bundle, BundleError, load_bundle
 from mfgtx.kinds._base import (
     CrossFit,
+    FitSetup,
     Fitted,
+    JobScores,
+    JobSettings,
     Kind,
     Predictor,
     Scored,
@@ -33,6 +36,15 @@ from mfgtx.kinds._base import (
     cross_fit,
     split_windows,
 )
+from mfgtx.kinds._registry import (
+    KINDS,
+    job_kind,
+    kind_named,
+    kind_of_class,
+    model_classes,
+    register_kind,
+)
+from mfgtx.kinds._window_kind import WindowData, WindowKind
 from mfgtx.kinds.forecast import FORECAST, ForecastPredictor, ForecastSection, ForecastSpec
 from mfgtx.kinds.sensor import SENSOR, SensorPredictor, SensorSection, SensorSpec
 from mfgtx.kinds.vit import VIT, ImagesSection, VitPredictor, VitSection, VitSpec
@@ -44,11 +56,14 @@ __all__ = [
     "SENSOR",
     "VIT",
     "CrossFit",
+    "FitSetup",
     "Fitted",
     "ForecastPredictor",
     "ForecastSection",
     "ForecastSpec",
     "ImagesSection",
+    "JobScores",
+    "JobSettings",
     "Kind",
     "Predictor",
     "Scored",
@@ -59,20 +74,22 @@ __all__ = [
     "VitPredictor",
     "VitSection",
     "VitSpec",
+    "WindowData",
+    "WindowKind",
     "cross_fit",
+    "job_kind",
+    "kind_named",
     "kind_of",
+    "kind_of_class",
     "load",
+    "model_classes",
+    "register_kind",
     "split_windows",
 ]
 
-#: The model kinds, by the name ``mfgtx train NAME`` takes.
-KINDS: dict[str, Kind] = {k.name: k for k in (SENSOR, FORECAST, VIT)}
-
-#: mfgtx's model classes by the name bundle manifests give them.
-MODEL_CLASSES = {
-    **{k.model_name: k.model_class for k in KINDS.values()},
-    **{k.ensemble_name: k.ensemble_class for k in KINDS.values() if k.ensemble_name},
-}
+#: mfgtx's model classes by the name bundle manifests give them (of the kinds registered at
+#: import; :func:`model_classes` also sees kinds registered later).
+MODEL_CLASSES = model_classes()
 
 
 def kind_of(bundle: Bundle) -> Kind:
@@ -91,9 +108,9 @@ def kind_of(bundle: Bundle) -> Kind:
             )
         return KINDS[bundle.kind]
     name = bundle.manifest["model"]["class"]
-    for kind in KINDS.values():
-        if name in (kind.model_name, kind.ensemble_name):
-            return kind
+    kind = kind_of_class(name)
+    if kind is not None:
+        return kind
     raise BundleError(
         f"{bundle.path} holds a {name!r} model, not one of mfgtx's kinds; load it with "
         "mfgtx.artifacts.load_bundle",
@@ -112,5 +129,5 @@ def load(path: str | Path, *, map_location: str = "cpu") -> Predictor:
         BundleError: the bundle is missing, damaged, unsigned where a key is configured, or
             lacks the input specification its model needs.
     """
-    bundle = load_bundle(path, classes=MODEL_CLASSES, map_location=map_location)
+    bundle = load_bundle(path, classes=model_classes(), map_location=map_location)
     return kind_of(bundle).predictor(bundle)

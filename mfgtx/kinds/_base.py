@@ -11,22 +11,27 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
 
+from mfgtx._config import ConfigError
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import EvaluationReport
-from mfgtx.data import DataError, RegimePlan, Regimes, SensorScaler, Windows
+from mfgtx.data import ColumnMap, DataError, RegimePlan, Regimes, SensorScaler, Windowing, Windows
 from mfgtx.split import AuditReport, SplitPlan, SplitSets, audit
+from mfgtx.train import TrainConfig
 
 __all__ = [
     "CrossFit",
+    "FitSetup",
     "Fitted",
+    "JobScores",
+    "JobSettings",
     "Kind",
     "Predictor",
     "Scored",
@@ -323,17 +328,102 @@ class Predictor(ABC):
 # --------------------------------------------------------------------------- kinds
 
 
-class Kind(ABC):
-    """A model kind: everything mfgtx knows about one model, in one place.
+@dataclass(frozen=True)
+class FitSetup:
+    """How a job trains, besides its data and its sections.
 
     Attributes:
-        name: ``sensor``, ``forecast`` or ``vit`` (``mfgtx train NAME``).
+        train: the :class:`~mfgtx.train.TrainConfig` (checkpoints, resume, seed ...).
+        run_key: what the weights depend on (saved in checkpoints; ``--resume`` checks it).
+        on_step: called with ``(step, loss)`` after every optimiser step, or ``None``.
+        judge: calibrate and compare with the baselines (rank 0 under ``torchrun``).
+    """
+
+    train: TrainConfig
+    run_key: dict[str, Any] | None = None
+    on_step: Any = None
+    judge: bool = True
+
+
+class JobSettings(Protocol):
+    """What a kind reads of a job file: :class:`mfgtx.jobs.JobConfig` meets it (the kinds
+    sit below the jobs, so they name the job by what they need of it)."""
+
+    source_file: str
+    windows: Windowing
+    split: SplitPlan
+
+    @property
+    def data(self) -> Any: ...
+    @property
+    def images(self) -> Any: ...
+    @property
+    def train(self) -> Any: ...
+    @property
+    def calibration(self) -> Any: ...
+    @property
+    def score(self) -> Any: ...
+    @property
+    def evaluate(self) -> Any: ...
+    @property
+    def bundle(self) -> str | None: ...
+
+    def require(self, *keys: str) -> None: ...
+    def section(self, key: str) -> Any: ...
+
+
+#: The jobs' reading of a job's sensor rows as a kind cuts them
+#: (:func:`mfgtx.jobs.prepare.read_windows`).
+RowReader = Callable[["Kind[Any, Any, Any]"], "tuple[Windows, ColumnMap]"]
+#: The jobs' scoring of a job's sensor rows, lot by lot, with a window predictor.
+RowScorer = Callable[[Any, Any], "JobScores"]
+
+
+@dataclass(frozen=True)
+class JobScores:
+    """What a scoring job scored: the rows to write, the errors-file rows, the counts.
+
+    Attributes:
+        rows: every output row.
+        errors: errors-file rows (bad lots or images, and warnings about scored lots).
+        keys: the output's key columns (rows are replaced by these when written again).
+        unit: ``windows`` (of ``lots``) or ``images``.
+        lots, windows, warnings: sensor rows: lots and windows scored, warnings among the
+            errors; images: ``lots`` is the images scored.
+    """
+
+    rows: pd.DataFrame
+    errors: list[dict[str, object]]
+    keys: tuple[str, ...]
+    unit: Literal["windows", "images"]
+    lots: int = 0
+    windows: int = 0
+    warnings: int = 0
+
+
+SectionT = TypeVar("SectionT")
+SpecT = TypeVar("SpecT")
+DataT = TypeVar("DataT")
+
+
+class Kind(ABC, Generic[SectionT, SpecT, DataT]):
+    """A model kind: everything mfgtx knows about one model, in one place.
+
+    ``SectionT`` is its job-file section, ``SpecT`` the input specification its bundles
+    save, ``DataT`` what it trains and is judged on (windows, prepared images). The jobs,
+    the CLI, explain and serving call only what this class declares; a kind registers
+    itself with :func:`mfgtx.kinds.register_kind`.
+
+    Attributes:
+        name: ``mfgtx train NAME``.
         model_name: the model's name in bundle manifests (e.g. ``mfgtx.SensorEncoder``).
         model_class: the model class.
         section_key: the job-file section of the model's settings.
-        Section: that section's frozen dataclass (the model config minus what the data
-            decides, :func:`mfgtx._config.section_of`).
-        inputs: ``windows`` (sensor rows) or ``images``.
+        Section: that section's frozen dataclass.
+        job_sections: the job-file sections that describe the model and its input (the
+            training run depends on them; :func:`describes` looks for the first).
+        default: the kind of a job file that names no other kind's section.
+        takes_regimes: reads ``data.regimes`` (operating regimes).
     """
 
     name: ClassVar[str]
@@ -344,10 +434,174 @@ class Kind(ABC):
     ensemble_class: ClassVar[type | None] = None
     section_key: ClassVar[str]
     Section: ClassVar[type]
-    inputs: ClassVar[str]
+    job_sections: ClassVar[tuple[str, ...]] = ()
+    default: ClassVar[bool] = False
+    takes_regimes: ClassVar[bool] = False
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """:attr:`job_sections`, or the model's own section."""
+        return self.job_sections or (self.section_key,)
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        """Every model class name a bundle of this kind may give."""
+        return (self.model_name,) + ((self.ensemble_name,) if self.ensemble_name else ())
+
+    def model_classes(self) -> dict[str, type]:
+        """The kind's model classes by the names bundle manifests give them."""
+        out: dict[str, type] = {self.model_name: self.model_class}
+        if self.ensemble_name and self.ensemble_class is not None:
+            out[self.ensemble_name] = self.ensemble_class
+        return out
+
+    def describes(self, job: JobSettings) -> bool:
+        """Whether ``job`` is a job of this kind (it has the kind's first section)."""
+        return job.section(self.sections[0]) is not None
+
+    def section(self, job: JobSettings) -> SectionT:
+        """The job's section of this kind's model settings.
+
+        Raises:
+            ConfigError: the job has none.
+        """
+        section = job.section(self.section_key)
+        if section is None:
+            raise ConfigError(f"{job.source_file}: {self.section_key}: required by this kind")
+        return section
+
+    # ------------------------------------------------------------------ training
+
+    def check_train(self, job: JobSettings) -> None:
+        """Refuse, before any data is read, job settings this kind cannot train with.
+
+        Raises:
+            ConfigError: naming the setting.
+        """
 
     @abstractmethod
-    def spec_from_bundle(self, bundle: Bundle) -> Any:
+    def read(self, job: JobSettings, rows: RowReader) -> DataT:
+        """The job's training data (``rows`` reads sensor rows as this kind cuts them).
+
+        Raises:
+            ConfigError: a missing section or settings that do not fit the data.
+            DataError: the data cannot be read.
+        """
+
+    @abstractmethod
+    def fingerprint(self, job: JobSettings, data: DataT) -> tuple[Any, ...]:
+        """The training and validation data as arrays or text, for the run key."""
+
+    def left_out(self, job: JobSettings, data: DataT) -> list[dict[str, Any]] | None:
+        """Inputs training leaves out and lists in ``<bundle>.errors.csv`` (``None``: the
+        kind writes no such file)."""
+        return None
+
+    def writes_left_out(self, job: JobSettings) -> bool:
+        """Whether training ``job`` writes ``<bundle>.errors.csv`` (checked before reading)."""
+        return False
+
+    def release(self, data: DataT) -> None:
+        """Free what ``data`` holds outside memory (scratch files)."""
+
+    @abstractmethod
+    def train(self, data: DataT, job: JobSettings, setup: FitSetup) -> Fitted:
+        """Split, audit, fit, calibrate and judge ``data`` as ``job`` says.
+
+        Raises:
+            LeakageError: the split fails its audit.
+            ValueError: settings that do not fit the data (naming them).
+        """
+
+    @abstractmethod
+    def audit(self, job: JobSettings, data: DataT) -> tuple[dict[str, Any], AuditReport]:
+        """The summary line and the audit of the split training would make (never raises on
+        leakage)."""
+
+    # ------------------------------------------------------------------ judging
+
+    @abstractmethod
+    def evaluate(
+        self, predictor: Any, job: JobSettings, data: DataT
+    ) -> tuple[EvaluationReport, dict[str, float], bool]:
+        """``(report, extra figures, audit passed)`` of a loaded bundle on the test part of
+        ``data``, beside the baselines fitted on its training part.
+
+        Raises:
+            ConfigError: ``data`` is not what the bundle reads.
+        """
+
+    def check_external(self, job: JobSettings) -> None:
+        """Refuse an ``evaluate`` section (an external test set of sensor rows) this kind
+        cannot be judged on.
+
+        Raises:
+            ConfigError: saying what to do instead.
+        """
+        raise ConfigError(
+            f"{job.source_file}: evaluate: an external test set is read as sensor rows; a "
+            f"{self.name} bundle cannot be judged on one"
+        )
+
+    def judge_external(
+        self,
+        predictor: Any,
+        windows: Windows,
+        learn: np.ndarray,
+        judged: np.ndarray,
+        *,
+        scaler: SensorScaler,
+    ) -> tuple[EvaluationReport, dict[str, float]]:
+        """The report of a bundle on an external test set of sensor windows (``judged``),
+        beside the baselines fitted on ``learn`` (after :meth:`check_external`)."""
+        raise NotImplementedError(f"{self.name}: no external test set (check_external)")
+
+    @abstractmethod
+    def bench(
+        self, predictor: Any, job: JobSettings, rows: RowReader, *, batch: int, repeats: int
+    ) -> dict[str, Any]:
+        """Scoring throughput of ``predictor`` on the job's data (the summary line)."""
+
+    # ------------------------------------------------------------------ scoring
+
+    @abstractmethod
+    def score_source(self, job: JobSettings) -> tuple[Any, Any]:
+        """``(what to score, the SQL source it reads or None)`` for ``mfgtx score``.
+
+        Raises:
+            ConfigError: the job names nothing to score.
+        """
+
+    @abstractmethod
+    def score(self, predictor: Any, job: JobSettings, source: Any, rows: RowScorer) -> JobScores:
+        """Score ``source`` with a loaded bundle (``rows`` scores sensor rows lot by lot)."""
+
+    # ------------------------------------------------------------------ serving
+
+    @abstractmethod
+    def onnx_signature(self, predictor: Any) -> tuple[tuple[str, ...], tuple[str, ...], Any]:
+        """``(input names, output names, module)`` of the model's ONNX export: ``module``
+        takes the inputs in that order and returns the outputs as a tuple."""
+
+    @abstractmethod
+    def onnx_inputs(
+        self, predictor: Any, data: Any, idx: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        """The model's inputs for ``data`` (what :meth:`onnx_data` gives), as the predictor
+        feeds them, by input name."""
+
+    @abstractmethod
+    def onnx_example(self, predictor: Any, names: tuple[str, ...]) -> dict[str, Any]:
+        """Two samples of the model's input shape, for tracing the export."""
+
+    @abstractmethod
+    def onnx_data(self, predictor: Any, job: JobSettings, rows: RowReader) -> tuple[Any, str]:
+        """The job's data to time an export on, and its unit (``windows``, ``images``)."""
+
+    # ------------------------------------------------------------------ bundles
+
+    @abstractmethod
+    def spec_from_bundle(self, bundle: Bundle) -> SpecT:
         """The input specification of ``bundle`` (or of a bundle of an earlier layout).
 
         Raises:

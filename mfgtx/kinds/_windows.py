@@ -318,10 +318,6 @@ def batches(idx: np.ndarray, batch_size: int) -> Iterator[np.ndarray]:
         yield idx[a : a + batch_size]
 
 
-def as_tuple(value: Any) -> tuple[str, ...]:
-    return tuple(value or ())
-
-
 def _unread(table: SensorTable) -> list[dict[str, object]]:
     """A warning row (``lot``, ``file``, ``line``, ``column``, ``reason``) per sensor without
     a single reading in a lot of ``table``; ``line`` is the lot's first."""

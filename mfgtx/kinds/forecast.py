@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from mfgtx._config import config_from, section_of
+from mfgtx._config import ConfigError, config_from, section_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines, forecast_baseline
 from mfgtx.data import (
@@ -37,13 +37,17 @@ from mfgtx.data import (
 )
 from mfgtx.kinds._base import (
     Fitted,
-    Kind,
+    JobSettings,
     Trained,
     learning_split,
     member_config,
     merged_fit,
     time_text,
 )
+from mfgtx.kinds._onnx import Forecast, masked_example
+from mfgtx.kinds._onnx import member_config as graph_config
+from mfgtx.kinds._registry import register_kind
+from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
 from mfgtx.kinds.sensor import _columns_dict, columns_from
 from mfgtx.metrics import interval_coverage
@@ -335,7 +339,7 @@ def _name(picks: list[dict[str, Any]]) -> str:
     return f"CausalForecaster ({n} of {len(picks)} members their ridge map, picked on validation)"
 
 
-class ForecastKind(Kind):
+class ForecastKind(WindowKind[Any, ForecastSpec]):
     """The ``forecast`` kind (see the module docstring)."""
 
     name = "forecast"
@@ -345,7 +349,6 @@ class ForecastKind(Kind):
     ensemble_class = ForecasterEnsemble
     section_key = "forecast"
     Section = ForecastSection
-    inputs = "windows"
 
     #: training forecasts sensors: the data needs no targets
     labelled = False
@@ -585,5 +588,53 @@ class ForecastKind(Kind):
     def predictor(self, bundle: Bundle) -> ForecastPredictor:
         return ForecastPredictor(self, bundle, self.spec_from_bundle(bundle))
 
+    def check_windows(self, job: JobSettings, spec: ForecastSpec, windows: Windows) -> None:
+        if tuple(windows.targets) != tuple(spec.targets) or windows.horizon != spec.horizon:
+            raise ConfigError(
+                f"{job.source_file}: forecast: the bundle forecasts {list(spec.targets)} "
+                f"{spec.horizon} rows ahead; the job asks for {list(windows.targets)} "
+                f"{windows.horizon} rows ahead"
+            )
 
-FORECAST = ForecastKind()
+    def judged_windows(
+        self, windows: Windows, train: np.ndarray, test: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Only windows whose whole horizon was recorded."""
+        labelled = windows.labelled()
+        return np.intersect1d(train, labelled), np.intersect1d(test, labelled)
+
+    def check_external(self, job: JobSettings) -> None:
+        if job.evaluate is not None and job.evaluate.truth is not None:
+            raise ConfigError(
+                f"{job.source_file}: evaluate.truth: a forecast's truth is the series itself; "
+                "leave truth out and point evaluate.source at the later rows"
+            )
+
+    def onnx_signature(self, predictor: Any) -> tuple[tuple[str, ...], tuple[str, ...], Any]:
+        c = graph_config(predictor.model)
+        q = c.head == "direct" and bool(c.quantiles)
+        inputs = ("past", "observed") + (("covariates",) if c.n_past_covariates else ())
+        outputs = ("forecast", "quantiles") if q else ("forecast",)
+        return inputs, outputs, Forecast(predictor.model, q)
+
+    def onnx_inputs(
+        self, predictor: Any, data: Any, idx: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        idx = np.arange(len(data)) if idx is None else np.asarray(idx)
+        b = predictor._inputs(data, idx)  # the forecast predictor's own split of the sensors
+        out = {"past": b["past"].numpy(), "observed": b["observed"].numpy().astype(bool)}
+        if b["covariates"] is not None:
+            out["covariates"] = b["covariates"].numpy()
+        return {k: v.astype(np.float32) if v.dtype != bool else v for k, v in out.items()}
+
+    def onnx_example(self, predictor: Any, names: tuple[str, ...]) -> dict[str, Any]:
+        c = graph_config(predictor.model)
+        shape = (2, c.context_length, c.n_channels)
+        x, mask, g = masked_example(shape)
+        out = {"past": x, "observed": mask}
+        if "covariates" in names:
+            out["covariates"] = torch.randn(shape[0], shape[1], c.n_past_covariates, generator=g)
+        return out
+
+
+FORECAST = register_kind(ForecastKind())

@@ -38,13 +38,16 @@ from mfgtx.data import (
 )
 from mfgtx.kinds._base import (
     Fitted,
-    Kind,
     Trained,
     learning_split,
     member_config,
     merged_fit,
     time_text,
 )
+from mfgtx.kinds._onnx import Sensor, masked_example
+from mfgtx.kinds._onnx import member_config as graph_config
+from mfgtx.kinds._registry import register_kind
+from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
 from mfgtx.models import SensorEncoder, SensorEncoderConfig, SensorEncoderEnsemble
 from mfgtx.split import SplitPlan
@@ -306,7 +309,7 @@ class SensorPredictor(WindowPredictor):
         return Explanation(maps, check, xt, ot, time_text(windows.end[i])[0])
 
 
-class SensorKind(Kind):
+class SensorKind(WindowKind[Any, SensorSpec]):
     """The ``sensor`` kind (see the module docstring)."""
 
     name = "sensor"
@@ -316,9 +319,8 @@ class SensorKind(Kind):
     ensemble_class = SensorEncoderEnsemble
     section_key = "model"
     Section = SensorSection
-    inputs = "windows"
-
-    #: training reads the targets (and label times) of the data
+    default = True
+    takes_regimes = True
     labelled = True
 
     def cut(self, windowing: Windowing, section: Any) -> Any:
@@ -442,7 +444,7 @@ class SensorKind(Kind):
                 np.concatenate(logits), np.concatenate(labels), cost_ratio=cost_ratio
             )
         predictor = SensorPredictor(self, Trained(model, calibration), spec)
-        report = self.judge(predictor, windows, learn, test, scaler=scaler)
+        report, _ = self.judge(predictor, windows, learn, test, scaler=scaler)
         return replace(result, report=report, calibration=calibration)
 
     def judge(
@@ -454,9 +456,10 @@ class SensorKind(Kind):
         *,
         scaler: SensorScaler,
         model_name: str = "SensorEncoder",
-    ) -> Any:
+    ) -> tuple[Any, dict[str, float]]:
         """The :class:`~mfgtx.baselines.EvaluationReport` of ``predictor`` on ``test_idx``
-        beside the baselines fitted on ``train_idx`` (the same rule in train and evaluate)."""
+        beside the baselines fitted on ``train_idx`` (the same rule in train and evaluate),
+        and no extra figures."""
         task = predictor.task
         windows = predictor.model_windows(windows)  # baselines read what the model reads
         if task == "classification":
@@ -466,7 +469,8 @@ class SensorKind(Kind):
             pred = np.stack([cols[t] for t in predictor.input_spec.targets], axis=1)
         baselines = fit_baselines(windows, train_idx, task, scaler=scaler)
         rul = any("rul" in t.lower() for t in windows.targets)
-        return compare(task, windows, test_idx, pred, baselines, model_name=model_name, rul=rul)
+        report = compare(task, windows, test_idx, pred, baselines, model_name=model_name, rul=rul)
+        return report, {}
 
     def spec_from_bundle(self, bundle: Bundle) -> SensorSpec:
         if bundle.input_spec is not None:
@@ -493,5 +497,22 @@ class SensorKind(Kind):
     def predictor(self, bundle: Bundle) -> SensorPredictor:
         return SensorPredictor(self, bundle, self.spec_from_bundle(bundle))
 
+    def onnx_signature(self, predictor: Any) -> tuple[tuple[str, ...], tuple[str, ...], Any]:
+        q = bool(graph_config(predictor.model).quantiles)
+        outputs = ("prediction", "quantiles") if q else ("prediction",)
+        return ("x", "mask"), outputs, Sensor(predictor.model, q)
 
-SENSOR = SensorKind()
+    def onnx_inputs(
+        self, predictor: Any, data: Any, idx: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        idx = np.arange(len(data)) if idx is None else np.asarray(idx)
+        x, observed = data.features(idx, predictor.input_spec.scaler)
+        return {"x": x.astype(np.float32), "mask": observed.astype(bool)}
+
+    def onnx_example(self, predictor: Any, names: tuple[str, ...]) -> dict[str, Any]:
+        c = graph_config(predictor.model)
+        x, mask, _ = masked_example((2, predictor.input_spec.windowing.window, c.n_channels))
+        return {"x": x, "mask": mask}
+
+
+SENSOR = register_kind(SensorKind())

@@ -28,11 +28,25 @@ import numpy as np
 import pandas as pd
 import torch
 
-from mfgtx._config import config_from, section_of
+from mfgtx._config import ConfigError, config_from, section_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.calibration import Calibration, choose_threshold, class_probabilities, fit_calibration
-from mfgtx.kinds._base import Fitted, Kind, Predictor, Scored, Trained
+from mfgtx.kinds._base import (
+    FitSetup,
+    Fitted,
+    JobScores,
+    JobSettings,
+    Kind,
+    Predictor,
+    RowReader,
+    RowScorer,
+    Scored,
+    Trained,
+)
 from mfgtx.kinds._images import ImagesSection, PreparedImages, image_records, prepare_images
+from mfgtx.kinds._onnx import Vit
+from mfgtx.kinds._onnx import member_config as graph_config
+from mfgtx.kinds._registry import register_kind
 from mfgtx.kinds._tiles import TILE_CLASSES, MasksSection, PreparedTiles, TilesSection
 from mfgtx.models import DefectViT, ViTConfig
 from mfgtx.split import SplitPlan
@@ -429,7 +443,7 @@ def _error_of(file: str | None, reason: str) -> dict[str, object]:
 # --------------------------------------------------------------------------- kind
 
 
-class VitKind(Kind):
+class VitKind(Kind[Any, VitSpec, "PreparedImages | PreparedTiles"]):
     """The ``vit`` kind (see the module docstring)."""
 
     name = "vit"
@@ -437,7 +451,168 @@ class VitKind(Kind):
     model_class = DefectViT
     section_key = "vit"
     Section = VitSection
-    inputs = "images"
+    job_sections = ("images", "vit")
+
+    # ------------------------------------------------------------------ the job seam
+
+    def check_train(self, job: JobSettings) -> None:
+        job.require("images")
+        if job.train.ensemble is not None:
+            raise ConfigError(f"{job.source_file}: train.ensemble: is for sensor and forecast jobs")
+
+    def read(self, job: JobSettings, rows: RowReader) -> PreparedImages | PreparedTiles:
+        job.require("images")
+        try:
+            return prepare_images(job.images, job.split, seed=job.train.seed)
+        except ValueError as e:
+            from mfgtx.data import DataError
+
+            if isinstance(e, DataError | ConfigError):
+                raise
+            raise ConfigError(f"{job.source_file}: {e}") from e
+
+    def fingerprint(
+        self, job: JobSettings, data: PreparedImages | PreparedTiles
+    ) -> tuple[Any, ...]:
+        """The files (not their pixels in memory), their labels and the training set."""
+        seen = np.concatenate([data.train, data.val])
+        files = [data.hashes[int(i)] for i in seen]
+        if isinstance(data, PreparedTiles):  # photos: their files, tile labels and the split
+            return (*files, data.tiles["label"].to_numpy()[data.tiles_of(seen)], data.train)
+        return (*files, data.labels[seen], data.train)
+
+    def writes_left_out(self, job: JobSettings) -> bool:
+        return job.images is not None and job.images.tiles is not None
+
+    def left_out(
+        self, job: JobSettings, data: PreparedImages | PreparedTiles
+    ) -> list[dict[str, Any]] | None:
+        return data.errors if isinstance(data, PreparedTiles) else None
+
+    def release(self, data: PreparedImages | PreparedTiles) -> None:
+        data.close()  # the decoded photos' scratch file
+
+    def train(
+        self, data: PreparedImages | PreparedTiles, job: JobSettings, setup: FitSetup
+    ) -> Fitted:
+        return self.fit(
+            data,
+            images=job.images,
+            section=self.section(job),
+            plan=job.split,
+            train=setup.train,
+            cost_ratio=job.calibration.cost_ratio,
+            run_key=setup.run_key,
+            on_step=setup.on_step,
+            judge=setup.judge,
+        )
+
+    def audit(
+        self, job: JobSettings, data: PreparedImages | PreparedTiles
+    ) -> tuple[dict[str, Any], Any]:
+        data.close()  # the audit reads the split, not the pixels
+        report = data.audit_report()
+        summary = {
+            "command": "audit",
+            "passed": report.passed,
+            "failed": list(report.failed),
+            "method": data.split.method,
+            "images": data.counts,
+        }
+        return summary, report
+
+    def evaluate(
+        self, predictor: Any, job: JobSettings, data: PreparedImages | PreparedTiles
+    ) -> tuple[Any, dict[str, float], bool]:
+        spec = predictor.input_spec
+        asked = (job.images.image_size, job.images.mode)
+        if asked != (spec.image_size, spec.mode):
+            raise ConfigError(
+                f"{job.source_file}: images: the bundle reads {spec.image_size}-px "
+                f"{spec.mode} images; the job asks for {asked[0]}-px {asked[1]}"
+            )
+        if tuple(data.names) != tuple(spec.class_names):
+            raise ConfigError(
+                f"{job.source_file}: images.path: classes {data.names} differ from the "
+                f"bundle's {list(spec.class_names)}"
+            )
+        report, extra = self.judge(predictor, data, model_name="bundle")
+        return report, extra, data.audit_report().passed
+
+    def check_external(self, job: JobSettings) -> None:
+        raise ConfigError(
+            f"{job.source_file}: evaluate: an external test set is read as sensor rows; "
+            "for an image bundle point images.path at the labelled test images instead"
+        )
+
+    def bench(
+        self, predictor: Any, job: JobSettings, rows: RowReader, *, batch: int, repeats: int
+    ) -> dict[str, Any]:
+        import time
+
+        if predictor.input_spec.tiled:
+            return _bench_photos(job, predictor, batch, repeats)
+        job.require("images")
+        images, _, _ = predictor.load(image_records(job.images).read_bytes())
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            predictor.probabilities(images, batch)
+            best = min(best, time.perf_counter() - t0)
+        return {
+            "command": "bench",
+            "bundle_id": predictor.bundle_id,
+            "images": len(images),
+            "image_size": predictor.input_spec.image_size,
+            "views": predictor.input_spec.views,
+            "batch_size": batch,
+            "threads": torch.get_num_threads(),
+            "seconds": round(best, 4),
+            "images_per_s": round(len(images) / best, 1),
+        }
+
+    def score_source(self, job: JobSettings) -> tuple[Any, Any]:
+        source = job.score.images or (job.images.path if job.images is not None else None)
+        if source is None:
+            raise ConfigError(f"{job.source_file}: score.images: name the images to score")
+        return source, None
+
+    def score(self, predictor: Any, job: JobSettings, source: Any, rows: RowScorer) -> JobScores:
+        sc = job.score
+        if sc.per_tile and not predictor.input_spec.tiled:
+            raise ConfigError(
+                f"{job.source_file}: score.per_tile: the bundle reads whole images, not "
+                "tiles; nothing was written"
+            )
+        options = {"per_tile": True} if sc.per_tile else {}
+        scored = predictor.score(source, batch_size=sc.batch_size, **options)
+        for e in scored.errors:
+            log.warning("image not scored: %s: %s", e["file"], e["reason"])
+        keys = ("image", "top", "left") if sc.per_tile else predictor.keys
+        return JobScores(scored.rows, scored.errors, keys, "images", lots=scored.lots)
+
+    def onnx_signature(self, predictor: Any) -> tuple[tuple[str, ...], tuple[str, ...], Any]:
+        return ("images",), ("logits",), Vit(predictor.model)
+
+    def onnx_inputs(
+        self, predictor: Any, data: Any, idx: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        spec = predictor.input_spec
+        images = torch.as_tensor(data)
+        return {"images": ((images - spec.mean) / spec.std).float().numpy()}
+
+    def onnx_example(self, predictor: Any, names: tuple[str, ...]) -> dict[str, Any]:
+        c = graph_config(predictor.model)
+        g = torch.Generator().manual_seed(0)
+        s = predictor.input_spec.image_size
+        return {"images": torch.randn(2, c.in_chans, s, s, generator=g)}
+
+    def onnx_data(self, predictor: Any, job: JobSettings, rows: RowReader) -> tuple[Any, str]:
+        job.require("images")
+        images, _, _ = predictor.load(image_records(job.images).read_bytes())
+        return self.onnx_inputs(predictor, images), "images"
+
+    # ------------------------------------------------------------------ fitting
 
     def fit(
         self,
@@ -748,6 +923,47 @@ class VitKind(Kind):
         return VitPredictor(self, bundle, self.spec_from_bundle(bundle))
 
 
+def _bench_photos(job: JobSettings, predictor: Any, batch: int, repeats: int) -> dict[str, Any]:
+    """Bench of a tiled bundle: full-size photos per second (decoding, cutting and scoring
+    every tile, as ``mfgtx score`` does; the files are read once before). The photos are
+    those ``score`` reads: ``score.images``, else ``images.path``, with no label needed."""
+    import time
+
+    from mfgtx.images import ImageError, iter_image_files, read_listed
+
+    source = (job.score.images if job.score is not None else None) or (
+        job.images.path if job.images is not None else None
+    )
+    if source is None:
+        raise ConfigError(f"{job.source_file}: score.images: name the photos to time")
+    photos = []
+    for key, where in iter_image_files(source):
+        try:
+            photos.append(read_listed(key, where))
+        except ImageError as e:  # scoring lists it as an error row; not timed here
+            log.warning("photo left out of the timing: %s: %s", e.source, e.reason)
+    best, scored = float("inf"), None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        scored = predictor.score(photos, batch_size=batch)
+        best = min(best, time.perf_counter() - t0)
+    assert scored is not None
+    n, tiles = len(scored.rows), int(scored.rows["tiles"].sum()) if len(scored.rows) else 0
+    return {
+        "command": "bench",
+        "bundle_id": predictor.bundle_id,
+        "images": n,
+        "tiles": tiles,
+        "tile_size": predictor.input_spec.tile_size,
+        "views": predictor.input_spec.views,
+        "batch_size": batch,
+        "threads": torch.get_num_threads(),
+        "seconds": round(best, 4),
+        "images_per_s": round(n / best, 1),
+        "tiles_per_s": round(tiles / best, 1),
+    }
+
+
 def compare_images(
     prep: PreparedImages,
     prob: np.ndarray,
@@ -800,4 +1016,4 @@ def compare_images(
     )
 
 
-VIT = VitKind()
+VIT = register_kind(VitKind())

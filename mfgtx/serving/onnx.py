@@ -77,64 +77,11 @@ class Signature:
     module: nn.Module
 
 
-def _member_config(model: nn.Module) -> Any:
-    """The config of a model, or of an ensemble's members."""
-    config = model.config
-    return getattr(config, "member", config)
-
-
-class _Sensor(nn.Module):
-    def __init__(self, model: nn.Module, quantiles: bool) -> None:
-        super().__init__()
-        self.model, self.quantiles = model, quantiles
-
-    def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, ...]:
-        point = self.model(x, mask)  # (B, K)
-        if not self.quantiles:
-            return (point,)
-        return point, self.model.forward_quantiles(x, mask)  # (B, K, Q)
-
-
-class _Forecast(nn.Module):
-    def __init__(self, model: nn.Module, quantiles: bool) -> None:
-        super().__init__()
-        self.model, self.quantiles = model, quantiles
-
-    def forward(self, past: Tensor, observed: Tensor, *cov: Tensor) -> tuple[Tensor, ...]:
-        covariates = cov[0] if cov else None
-        if not self.quantiles:
-            return (self.model(past, observed, covariates),)  # (B, H, K)
-        point, band = self.model.forecast_with_quantiles(past, observed, covariates)
-        return point, band  # (B, H, K), (B, H, K, Q)
-
-
-class _Vit(nn.Module):
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, images: Tensor) -> tuple[Tensor, ...]:
-        return (self.model(images),)  # (B, K)
-
-
 def signature(predictor: Any) -> Signature:
-    """The :class:`Signature` of a predictor's model (see the module docstring)."""
-    kind, model = predictor.kind.name, predictor.model
-    c = _member_config(model)
-    if kind == "sensor":
-        q = bool(c.quantiles)
-        return Signature(
-            ("x", "mask"), ("prediction", "quantiles") if q else ("prediction",), _Sensor(model, q)
-        )
-    if kind == "forecast":
-        q = c.head == "direct" and bool(c.quantiles)
-        inputs = ("past", "observed") + (("covariates",) if c.n_past_covariates else ())
-        return Signature(
-            inputs, ("forecast", "quantiles") if q else ("forecast",), _Forecast(model, q)
-        )
-    if kind == "vit":
-        return Signature(("images",), ("logits",), _Vit(model))
-    raise ValueError(f"no ONNX export for the model kind {kind!r}")
+    """The :class:`Signature` of a predictor's model: its kind's
+    (:meth:`mfgtx.kinds.Kind.onnx_signature`)."""
+    inputs, outputs, module = predictor.kind.onnx_signature(predictor)
+    return Signature(inputs, outputs, module)
 
 
 def model_inputs(predictor: Any, data: Any, idx: np.ndarray | None = None) -> dict[str, np.ndarray]:
@@ -150,45 +97,12 @@ def model_inputs(predictor: Any, data: Any, idx: np.ndarray | None = None) -> di
     Returns:
         float32 (bool for masks) arrays, batch first.
     """
-    kind, spec = predictor.kind.name, predictor.input_spec
-    if kind == "vit":
-        images = torch.as_tensor(data)
-        return {"images": ((images - spec.mean) / spec.std).float().numpy()}
-    idx = np.arange(len(data)) if idx is None else np.asarray(idx)
-    if kind == "sensor":
-        x, observed = data.features(idx, spec.scaler)
-        return {"x": x.astype(np.float32), "mask": observed.astype(bool)}
-    b = predictor._inputs(data, idx)  # the forecast predictor's own split of the sensors
-    out = {"past": b["past"].numpy(), "observed": b["observed"].numpy().astype(bool)}
-    if b["covariates"] is not None:
-        out["covariates"] = b["covariates"].numpy()
-    return {k: v.astype(np.float32) if v.dtype != bool else v for k, v in out.items()}
+    return predictor.kind.onnx_inputs(predictor, data, idx)
 
 
 def _trace_example(predictor: Any, names: tuple[str, ...]) -> dict[str, Tensor]:
-    """Two samples of the model's input shape: the first with sensor 0 missing throughout
-    and the others only at the last row (so the masked attention path is traced), the
-    second complete."""
-    kind, model = predictor.kind.name, predictor.model
-    c = _member_config(model)
-    g = torch.Generator().manual_seed(0)
-    if kind == "vit":
-        s = predictor.input_spec.image_size
-        return {"images": torch.randn(2, c.in_chans, s, s, generator=g)}
-    if kind == "sensor":
-        shape = (2, predictor.input_spec.windowing.window, c.n_channels)
-    else:
-        shape = (2, c.context_length, c.n_channels)
-    mask = torch.ones(shape, dtype=torch.bool)
-    mask[0, :-1] = False
-    mask[0, :, 0] = False
-    x = torch.randn(shape, generator=g).masked_fill(~mask, 0.0)
-    if kind == "sensor":
-        return {"x": x, "mask": mask}
-    out = {"past": x, "observed": mask}
-    if "covariates" in names:
-        out["covariates"] = torch.randn(shape[0], shape[1], c.n_past_covariates, generator=g)
-    return out
+    """Two samples of the model's input shape (:meth:`mfgtx.kinds.Kind.onnx_example`)."""
+    return predictor.kind.onnx_example(predictor, names)
 
 
 def _unfold(g: Any, x: Any, dim: int, size: int, step: int) -> Any:

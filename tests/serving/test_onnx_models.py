@@ -19,14 +19,15 @@ from mfgtx.models import (
 )
 
 pytest.importorskip("onnxruntime")
-from mfgtx.serving.onnx import OnnxModel, onnx_bytes, torch_outputs
+from mfgtx.kinds import kind_named  # noqa: E402
+from mfgtx.serving.onnx import OnnxModel, onnx_bytes, torch_outputs  # noqa: E402
 
 
 def _predictor(kind: str, model: torch.nn.Module, **spec: object) -> SimpleNamespace:
     """The parts of a :func:`mfgtx.load` predictor the exporter reads."""
     bundle = SimpleNamespace(manifest={"model": {"class": type(model).__name__}}, input_spec={})
     return SimpleNamespace(
-        kind=SimpleNamespace(name=kind),
+        kind=kind_named(kind),  # the registered kind: it holds the export's signature
         model=model.eval(),
         input_spec=SimpleNamespace(**spec),
         bundle=bundle,
