@@ -19,8 +19,8 @@ from mfgtx.models import (
 )
 
 pytest.importorskip("onnxruntime")
-from mfgtx.kinds import kind_named  # noqa: E402
-from mfgtx.serving.onnx import OnnxModel, onnx_bytes, torch_outputs  # noqa: E402
+from mfgtx.kinds import kind_named
+from mfgtx.serving.onnx import OnnxModel, onnx_bytes, torch_outputs
 
 
 def _predictor(kind: str, model: torch.nn.Module, **spec: object) -> SimpleNamespace:
