@@ -131,4 +131,7 @@ def write_errors(path: Path, errors: list[dict[str, object]]) -> None:
     """Write the error list (lot, file, line, column, reason) as CSV, atomically; always
     written, with a header only when there is nothing to report."""
     frame = pd.DataFrame(errors, columns=["lot", "file", "line", "column", "reason"])
+    lines = pd.to_numeric(frame["line"], errors="coerce")
+    if lines.notna().sum() == frame["line"].notna().sum() and (lines.dropna() % 1 == 0).all():
+        frame["line"] = lines.astype("Int64")  # line 2, not 2.0 beside an empty line
     _write_frame(path, frame)

@@ -174,3 +174,17 @@ def test_a_column_named_as_a_reader_column_is_refused(tmp_path) -> None:
     f.write_text("lot,_line,temp\nA,7,1\n")
     with pytest.raises(DataError, match=r"column '_line' \(column 2\) has a name mfgtx keeps"):
         read_frame(SourceSection(path=str(f)))
+
+
+def test_the_errors_file_names_lines_as_whole_numbers(tmp_path) -> None:
+    from mfgtx.jobs.sinks import write_errors
+
+    path = tmp_path / "scores.errors.csv"
+    write_errors(path, [
+        {"lot": "L1-0001", "file": "a.csv.gz", "line": 2.0, "reason": "lot too large"},
+        {"lot": None, "file": "a.csv.gz", "line": None, "reason": "inflates past the limit"},
+    ])  # fmt: skip
+    assert path.read_text().splitlines()[1:] == [
+        "L1-0001,a.csv.gz,2,,lot too large",
+        ",a.csv.gz,,,inflates past the limit",
+    ]
