@@ -404,7 +404,9 @@ def _chunks(
             line = getattr(e, "line", None)
             reason = str(e) if not rows or line else f"{e}; {rows} rows read before"
             problems.append({"file": file.name, "line": line, "reason": reason})
-            log.warning("%s: %s", file.name, reason)
+            log.warning("%s", reason)
+            if rows:  # the last lot read from it may be cut short: the reader must know
+                yield _cut_off(file.name)
             continue
         if rows == 0:
             reason = f"{file.name} holds no rows (a header only, or empty)"
@@ -413,6 +415,16 @@ def _chunks(
             if problems is not None:
                 problems.append({"file": file.name, "line": None, "reason": reason})
             log.warning("%s", reason)
+
+
+_CUT_OFF = "mfgtx_cut_off"
+
+
+def _cut_off(name: str) -> pd.DataFrame:
+    """The mark :func:`_chunks` yields after a file that stopped while it was read."""
+    mark = pd.DataFrame()
+    mark.attrs[_CUT_OFF] = name
+    return mark
 
 
 def read_frame(source: SourceSection) -> pd.DataFrame:
@@ -502,6 +514,20 @@ def iter_lot_frames(
             raise ValueError("segment needs the time column")
         order = (time,)
     for chunk in _chunks(source, order, problems):
+        if _CUT_OFF in chunk.attrs:  # the file stopped: its last lot may be incomplete
+            if carry is not None and len(carry) and problems is not None:
+                lot_id = str(carry[lot].iloc[0])
+                where = carry[FILE].iloc[0] if FILE in carry.columns else chunk.attrs[_CUT_OFF]
+                first = carry[LINE].iloc[0] if LINE in carry.columns else None
+                problems.append({
+                    "lot": lot_id, "file": where, "line": first,
+                    "reason": f"lot {lot_id}: {chunk.attrs[_CUT_OFF]} stopped while this lot "
+                    f"was read ({len(carry)} rows read from line {first}); it is not scored, "
+                    "since its rows may be incomplete",
+                })  # fmt: skip
+                done.add(lot_id)
+            carry, passing = None, None
+            continue
         if segment is not None and time is not None:
             chunk = add_segments(chunk, lot, time, segment, describe(source), time_format)
         if lot not in chunk.columns:

@@ -188,3 +188,26 @@ def test_the_errors_file_names_lines_as_whole_numbers(tmp_path) -> None:
         "L1-0001,a.csv.gz,2,,lot too large",
         ",a.csv.gz,,,inflates past the limit",
     ]
+
+
+def test_a_lot_cut_short_by_a_file_that_stops_is_listed_not_scored(tmp_path) -> None:
+    import gzip
+
+    from mfgtx.jobs.config import SourceSection
+    from mfgtx.jobs.sources import iter_lot_frames
+
+    path = tmp_path / "plant.csv.gz"
+    with gzip.open(path, "wt") as f:  # 400 lots of 100 rows, about 1.5 MB of text
+        f.write("lot,time,temp\n")
+        for lot in range(400):
+            f.writelines(f"L{lot:03d},2026-03-02T07:{m // 60:02d}:{m % 60:02d},1.5\n"
+                         for m in range(100))  # fmt: skip
+    source = SourceSection(path=str(path), chunk_rows=500, max_inflated_mb=1)
+    problems: list[dict[str, object]] = []
+    lots = pd.concat(list(iter_lot_frames(source, "lot", "time", problems=problems)))
+    sizes = lots.groupby("lot").size()
+    assert len(sizes) > 0 and (sizes == 100).all()  # every lot scored is whole
+    cut = [p for p in problems if p.get("lot")]
+    assert len(cut) == 1 and "stopped while this lot was read" in str(cut[0]["reason"])
+    assert cut[0]["lot"] not in sizes.index and f"L{len(sizes):03d}" == cut[0]["lot"]
+    assert any("inflates to more than 1 MB" in str(p["reason"]) for p in problems)
