@@ -25,10 +25,15 @@ statistics of the context up to the end of its patch (:func:`~mfgtx.models.revin
 the last context token and every token after the context use those of the whole context,
 which is what generation sees. The direct head forecasts only the horizon, from the whole
 context: it keeps one set of statistics per window.
+
+This module holds the inputs, the tokens and the public API; the heads and their losses are
+in :mod:`~mfgtx.models.forecaster_heads`, the linear skip and its ridge fit in
+:mod:`~mfgtx.models.forecaster_skip`, generation in :mod:`~mfgtx.models.forecaster_generate`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import torch
@@ -36,7 +41,18 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mfgtx.models.forecaster_config import ForecasterConfig
+from mfgtx.models.forecaster_generate import generate_patches
+from mfgtx.models.forecaster_heads import (
+    DirectHead,
+    NextPatchHead,
+    PlanHead,
+    direct_loss,
+    next_patch_loss,
+    non_crossing,
+    shift_point,
+)
 from mfgtx.models.forecaster_inputs import checked_covariates, observed_mask
+from mfgtx.models.forecaster_skip import LinearSkip
 from mfgtx.models.revin import (
     InstanceStats,
     denormalize,
@@ -44,7 +60,7 @@ from mfgtx.models.revin import (
     normalize,
     prefix_stats,
 )
-from mfgtx.nn import Decoder, Dropout, KVCache, init_weights
+from mfgtx.nn import Decoder, Dropout, init_weights
 
 __all__ = ["CausalForecaster", "ForecasterConfig"]
 
@@ -92,20 +108,18 @@ class CausalForecaster(nn.Module):
         self.embed = nn.Linear(P * per_step + (P + s) * c.n_future_covariates, c.d_model)
         self.decoder = Decoder(c.transformer, cross_attention=False)  # initialises itself
         self.head_dropout = Dropout(c.head_dropout)
-        self.direct: nn.Linear | None = None
-        self.future_head: nn.Linear | None = None
-        self.next_patch: nn.Linear | None = None
-        self.skip: nn.Linear | None = None
-        if c.linear_skip:  # zero at the start: the model begins as the Transformer alone
-            self.skip = nn.Linear(c.context_length, H)
-            nn.init.zeros_(self.skip.weight)
-            nn.init.zeros_(self.skip.bias)
+        self.direct: DirectHead | None = None
+        self.future_head: PlanHead | None = None
+        self.next_patch: NextPatchHead | None = None
+        self.skip: LinearSkip | None = None  # starts at zero: the Transformer alone
+        if c.linear_skip:
+            self.skip = LinearSkip(c.context_length, H)
         if c.head == "direct":
-            self.direct = nn.Linear(c.n_patches * c.d_model, H * k * (1 + Q))
+            self.direct = DirectHead(c.n_patches, c.d_model, horizon=H, k=k, n_quantiles=Q)
             if c.n_future_covariates:
-                self.future_head = nn.Linear(H * c.n_future_covariates, H * k)
+                self.future_head = PlanHead(horizon=H, n_future=c.n_future_covariates, k=k)
         else:
-            self.next_patch = nn.Linear(c.d_model, s * k * (2 if Q else 1))
+            self.next_patch = NextPatchHead(c.d_model, stride=s, k=k, with_scale=bool(Q))
         for m in (self.embed, self.direct, self.future_head, self.next_patch):
             if m is not None:
                 init_weights(m, n_layers=c.n_layers)
@@ -241,30 +255,25 @@ class CausalForecaster(nn.Module):
         if future.shape[0] != past.shape[0]:
             raise ValueError(f"past has {past.shape[0]} windows but future {future.shape[0]}")
         L, H = c.context_length, c.horizon
-        f64 = {"dtype": torch.float64, "device": past.device}
-        n, sx, sy = torch.zeros((), **f64), torch.zeros(L, **f64), torch.zeros(H, **f64)
-        xx, xy = torch.zeros(L, L, **f64), torch.zeros(L, H, **f64)
-        for a in range(0, past.shape[0], chunk):  # sums of products: memory of one chunk
-            part = slice(a, a + chunk)
-            values, _, stats = self._normalised(
-                past[part], None if observed is None else observed[part]
-            )
-            X = self._to_series(values).transpose(1, 2).reshape(-1, L).double()  # (rows, L)
-            Y = self._to_series(normalize(future[part], stats)).transpose(1, 2).reshape(-1, H)
-            Y = Y.double()
-            w = (  # (rows, 1): a row's error in the input's units is its scale times its own
-                self._to_series(stats.std).transpose(1, 2).reshape(-1, 1).double() ** 2
-                if weighted
-                else torch.ones(X.shape[0], 1, **f64)
-            )
-            wX = w * X
-            n, sx, sy = n + w.sum(), sx + wX.sum(0), sy + (w * Y).sum(0)
-            xx, xy = xx + wX.T @ X, xy + wX.T @ Y
-        x_mean, y_mean = sx / n, sy / n  # centred normal equations; the bias is not penalised
-        gram = xx - n * torch.outer(x_mean, x_mean) + alpha * torch.eye(L, **f64)
-        W = torch.linalg.solve(gram, xy - n * torch.outer(x_mean, y_mean))  # (L, H)
-        self.skip.weight.copy_(W.T)
-        self.skip.bias.copy_(y_mean - x_mean @ W)
+
+        def rows() -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+            """``(X (R, L), Y (R, H), w (R, 1))`` per chunk of windows, normalised."""
+            for a in range(0, past.shape[0], chunk):
+                part = slice(a, a + chunk)
+                values, _, stats = self._normalised(
+                    past[part], None if observed is None else observed[part]
+                )
+                X = self._to_series(values).transpose(1, 2).reshape(-1, L).double()  # (R, L)
+                Y = self._to_series(normalize(future[part], stats)).transpose(1, 2)
+                Y = Y.reshape(-1, H).double()  # (R, H)
+                w = (  # (R, 1): a row's error in the input's units is its scale times its own
+                    self._to_series(stats.std).transpose(1, 2).reshape(-1, 1).double() ** 2
+                    if weighted
+                    else torch.ones(X.shape[0], 1, dtype=torch.float64, device=past.device)
+                )
+                yield X, Y, w
+
+        self.skip.fit_ridge(rows(), alpha=alpha, device=past.device)
         self.skip.requires_grad_(not freeze)
 
     @property
@@ -336,18 +345,6 @@ class CausalForecaster(nn.Module):
             torch.cat([x.context.std[:, :m], std[:, m:]], dim=1),
         )
 
-    def _next(self, h: Tensor) -> tuple[Tensor, Tensor | None]:
-        """Next-patch head: ``h (B', N, D)`` -> mean and scale ``(B', N, s, k)``."""
-        assert self.next_patch is not None  # only built for head="autoregressive"
-        c = self.config
-        k = 1 if self._ci else c.n_channels
-        out = self.next_patch(h)  # (B', N, s*k*(1|2))
-        shape = (*h.shape[:2], c.patch_stride, k)
-        mean = out[..., : c.patch_stride * k].reshape(shape)
-        if not c.quantiles:
-            return mean, None
-        return mean, F.softplus(out[..., c.patch_stride * k :]).reshape(shape) + 1e-3
-
     # ------------------------------------------------------------------ direct head
 
     def _direct(self, x: _Series, weights: list[Tensor] | None = None) -> Tensor:
@@ -363,24 +360,17 @@ class CausalForecaster(nn.Module):
         out_stack = self.decoder(tokens, need_weights=weights is not None)
         if weights is not None:
             weights.extend(out_stack.weights or ())
-        h = out_stack.output
-        out = self.direct(self.head_dropout(h.flatten(1)))  # (B', H*k*(1+Q))
-        out = out.view(h.shape[0], c.horizon, -1, 1 + len(c.quantiles))  # (B', H, k, 1+Q)
+        h = out_stack.output  # (B', N, D)
+        out = self.direct(self.head_dropout(h.flatten(1)))  # (B', H, k, 1+Q)
         delta = None  # shifts the point forecast and the first quantile (the others follow it)
         if self.skip is not None:
-            delta = self.skip(x.values.transpose(1, 2)).transpose(1, 2)[..., None]  # (B',H,k,1)
+            delta = self.skip(x.values)  # (B', H, k, 1)
         if self.future_head is not None and x.future_cov is not None:
-            plan = x.future_cov[:, c.context_length :].flatten(1)  # (B', H*F)
-            planned = self.future_head(plan).view(*out.shape[:3], 1)  # (B', H, k, 1)
+            planned = self.future_head(x.future_cov[:, c.context_length :])  # (B', H, k, 1)
             delta = planned if delta is None else delta + planned
         if delta is not None:
-            moves = torch.zeros(out.shape[-1], dtype=out.dtype, device=out.device)
-            moves[:2] = 1.0
-            out = out + delta * moves
-        # quantiles cannot cross: the first is free, each next one adds a positive step
-        q = torch.cat([out[..., 1:2], F.softplus(out[..., 2:])], dim=-1).cumsum(-1)
-        out = torch.cat([out[..., :1], q], dim=-1)
-        return denormalize(self._from_series(out, B), x.stats)
+            out = shift_point(out, delta)
+        return denormalize(self._from_series(non_crossing(out), B), x.stats)
 
     # ------------------------------------------------------------------ public API
 
@@ -531,7 +521,8 @@ class CausalForecaster(nn.Module):
             values = torch.cat([values, self._to_series(fut)], dim=1)
             seen = torch.cat([seen, torch.ones_like(self._to_series(fut))], dim=1)
         h = self.decoder(self._embed(values, seen, x.past_cov, x.future_cov, x.context)).output
-        mean, scale = self._next(h)  # (B', N', s, k) in each position's units
+        assert self.next_patch is not None  # checked above: head="autoregressive"
+        mean, scale = self.next_patch(h)  # (B', N', s, k) in each position's units
         loc, spread = self._position_stats(x, h.shape[1])  # (B', N', 1, k)
         flat = (h.shape[0], -1, mean.shape[-1])  # (B', N'*s, k) to map back per step
         out_mean = self._from_series((mean * spread + loc).reshape(flat), B)  # (B, N'*s, C)
@@ -579,48 +570,29 @@ class CausalForecaster(nn.Module):
                 f"num_samples={num_samples}: sampling needs num_samples > 0 and a model built "
                 "with quantiles (it learns a scale per step)"
             )
-        P, s, B = c.patch_len, c.patch_stride, past.shape[0]
+        assert self.next_patch is not None  # checked above: head="autoregressive"
+        s, B = c.patch_stride, past.shape[0]
         was_training = self.training
         self.eval()
         try:
             x = self._series(past, observed, past_covariates, future_covariates, steps * s)
-            values, seen, pc, fc, context = (
+            out = generate_patches(
+                self.decoder,
+                self.next_patch,
+                self._embed,
                 x.values,
                 x.observed,
                 x.past_cov,
                 x.future_cov,
                 x.context,
-            )
-            if num_samples:
-                values, seen = (t.repeat_interleave(num_samples, 0) for t in (values, seen))
-                pc, fc = (None if t is None else t.repeat_interleave(num_samples, 0)
-                          for t in (pc, fc))  # fmt: skip
-                if context is not None:
-                    context = _Context(*(t.repeat_interleave(num_samples, 0) for t in context))
-            cache: KVCache | None = self.decoder.new_cache() if use_cache else None
-            emb = self._embed(values, seen, pc, fc, context)  # (B'', N, D)
-            for i in range(steps):
-                h = self.decoder(emb, cache=cache).output[:, -1:]  # (B'', 1, D)
-                mean, scale = self._next(h)  # (B'', 1, s, k)
-                step = mean[:, 0]
-                if num_samples:
-                    assert scale is not None
-                    noise = torch.randn(step.shape, generator=generator, dtype=step.dtype)
-                    step = step + scale[:, 0] * noise.to(step.device)
-                values = torch.cat([values, step], dim=1)
-                seen = torch.cat([seen, torch.ones_like(step)], dim=1)
-                if i == steps - 1:
-                    break
-                if use_cache:  # only the newest patch: [T - P, T), its covariates [T - P, T + s)
-                    T = values.shape[1]
-                    fut = None if fc is None else fc[:, T - P : T + s]
-                    cov = None if pc is None else pc[:, T - P :]
-                    emb = self._embed(values[:, -P:], seen[:, -P:], cov, fut)
-                else:
-                    emb = self._embed(values, seen, pc, fc, context)
+                steps=steps,
+                patch_len=c.patch_len,
+                num_samples=num_samples,
+                use_cache=use_cache,
+                generator=generator,
+            )  # (B'', steps*s, k)
         finally:
             self.train(was_training)
-        out = values[:, c.context_length :]  # (B'', steps*s, k)
         if not num_samples:
             return denormalize(self._from_series(out, B), x.stats)
         T = out.shape[1]
@@ -654,16 +626,7 @@ class CausalForecaster(nn.Module):
         args = (batch.get("observed"), batch.get("past_covariates"), batch.get("future_covariates"))
         if c.head == "direct":
             out = self._direct(self._series(past, *args, c.horizon)).float()  # (B, H, C, 1+Q)
-            w = (~torch.isnan(y)).float()
-            target = torch.nan_to_num(y.float())
-            n = w.sum().clamp(min=1.0)
-            loss = (((out[..., 0] - target) ** 2) * w).sum() / n
-            if c.quantiles:
-                levels = torch.tensor(c.quantiles, device=out.device)  # (Q,)
-                err = target.unsqueeze(-1) - out[..., 1:]  # (B, H, C, Q)
-                pinball = torch.maximum(levels * err, (levels - 1) * err) * w.unsqueeze(-1)
-                loss = loss + pinball.sum() / (n * len(c.quantiles))
-            return loss
+            return direct_loss(out, y, c.quantiles)
         mean, scale = self.next_patches(
             past, y, observed=args[0], past_covariates=args[1], future_covariates=args[2]
         )
@@ -678,14 +641,7 @@ class CausalForecaster(nn.Module):
             ends = start + c.patch_len + c.patch_stride * torch.arange(N, device=past.device)
             saw = (prefix_stats(past, seen, ends).count > 0).float()  # (B, N, C)
             w[:, :N] = w[:, :N] * saw[:, :, None]
-        target = torch.nan_to_num(target)
-        # scored in the context's units, so every sample weighs the same
-        z = (mean.float() - target.float()) / std.unsqueeze(1)  # (B, N', s, C)
-        if scale is None:
-            return ((z**2) * w).sum() / w.sum().clamp(min=1.0)
-        sz = scale.float() / std.unsqueeze(1)
-        nll = 0.5 * z**2 / sz**2 + torch.log(sz)
-        return (nll * w).sum() / w.sum().clamp(min=1.0)
+        return next_patch_loss(mean, scale, torch.nan_to_num(target), std, w)
 
     def _seen(self, batch: dict[str, Any]) -> Tensor:
         obs = batch.get("observed")
