@@ -26,18 +26,18 @@ the last context token and every token after the context use those of the whole 
 which is what generation sees. The direct head forecasts only the horizon, from the whole
 context: it keeps one set of statistics per window.
 
-This module holds the inputs, the tokens and the public API; the heads and their losses are
-in :mod:`~mfgtx.models.forecaster_heads`, the linear skip and its ridge fit in
+This module holds the model and its public API; inputs become tokens in
+:mod:`~mfgtx.models.forecaster_tokens`, the heads and their losses are in
+:mod:`~mfgtx.models.forecaster_heads`, the linear skip and its ridge fit in
 :mod:`~mfgtx.models.forecaster_skip`, generation in :mod:`~mfgtx.models.forecaster_generate`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mfgtx.models.forecaster_config import ForecasterConfig
@@ -51,38 +51,19 @@ from mfgtx.models.forecaster_heads import (
     non_crossing,
     shift_point,
 )
-from mfgtx.models.forecaster_inputs import checked_covariates, observed_mask
 from mfgtx.models.forecaster_skip import LinearSkip
-from mfgtx.models.revin import (
-    InstanceStats,
-    denormalize,
-    instance_stats,
-    normalize,
-    prefix_stats,
+from mfgtx.models.forecaster_tokens import (
+    Layout,
+    PatchEmbedding,
+    Series,
+    normalised,
+    position_stats,
+    prepare,
 )
+from mfgtx.models.revin import denormalize, instance_stats, normalize, prefix_stats
 from mfgtx.nn import Decoder, Dropout, init_weights
 
 __all__ = ["CausalForecaster", "ForecasterConfig"]
-
-
-class _Context(NamedTuple):
-    """Causal RevIN of the context's ``N`` tokens (autoregressive head): token ``j`` in the
-    units of the context up to the end of its patch."""
-
-    patches: Tensor  # (B', N, P, k) patch values in each token's units, 0 where missing
-    mean: Tensor  # (B', N, 1, k) the statistics that undo them
-    std: Tensor  # (B', N, 1, k)
-
-
-class _Series(NamedTuple):
-    """Normalised inputs as token sequences, each ``(B', T, ·)``."""
-
-    values: Tensor  # (B', L, k) normalised, 0 where missing
-    observed: Tensor  # (B', L, k) float 0/1
-    past_cov: Tensor | None  # (B', L, Cp)
-    future_cov: Tensor | None  # (B', L + future, F)
-    stats: InstanceStats  # (B, 1, C)
-    context: _Context | None  # causal RevIN of the context tokens, autoregressive head only
 
 
 class CausalForecaster(nn.Module):
@@ -103,9 +84,8 @@ class CausalForecaster(nn.Module):
         super().__init__()
         self.config = c = config
         k = 1 if c.channel_independent else c.n_channels
-        P, s, H, Q = c.patch_len, c.patch_stride, c.horizon, len(c.quantiles)
-        per_step = 2 * k + (c.n_past_covariates + 1 if c.n_past_covariates else 0)
-        self.embed = nn.Linear(P * per_step + (P + s) * c.n_future_covariates, c.d_model)
+        s, H, Q = c.patch_stride, c.horizon, len(c.quantiles)
+        self.embed = PatchEmbedding(c)
         self.decoder = Decoder(c.transformer, cross_attention=False)  # initialises itself
         self.head_dropout = Dropout(c.head_dropout)
         self.direct: DirectHead | None = None
@@ -123,88 +103,7 @@ class CausalForecaster(nn.Module):
         for m in (self.embed, self.direct, self.future_head, self.next_patch):
             if m is not None:
                 init_weights(m, n_layers=c.n_layers)
-
-    # ------------------------------------------------------------------ inputs and tokens
-
-    def _series(
-        self,
-        past: Tensor,
-        observed: Tensor | None,
-        past_covariates: Tensor | None,
-        future_covariates: Tensor | None,
-        future: int,
-    ) -> _Series:
-        """Check and normalise the inputs; ``future`` steps of known-future inputs needed."""
-        c = self.config
-        L = c.context_length
-        values, seen, stats = self._normalised(past, observed)
-        B = past.shape[0]
-        pc = checked_covariates("past_covariates", past_covariates, c.n_past_covariates, B, L)
-        fc = checked_covariates(
-            "future_covariates", future_covariates, c.n_future_covariates, B, L + future
-        )
-        if self._ci:  # every channel's sequence gets the sample's covariates
-            pc, fc = (None if t is None else t.repeat_interleave(c.n_channels, 0) for t in (pc, fc))
-        context = self._causal_context(past, seen, stats)
-        observed = self._to_series(seen.to(past.dtype))
-        return _Series(self._to_series(values), observed, pc, fc, stats, context)
-
-    def _causal_context(self, past: Tensor, seen: Tensor, stats: InstanceStats) -> _Context | None:
-        """Causal RevIN of the context tokens (autoregressive head with ``revin``), else None.
-
-        Token ``j`` covers steps ``[e_j - P, e_j)``; its values are normalised with the
-        statistics of the observed context steps ``[0, e_j)``. The last token ends at ``L``
-        and takes the whole context's ``stats``, exactly as generation does.
-        """
-        c = self.config
-        if c.head != "autoregressive" or not c.revin:
-            return None
-        L, P, s, N = c.context_length, c.patch_len, c.patch_stride, c.n_patches
-        start = (L - P) % s
-        mean, std = stats  # (B, 1, C): the last token sees the whole context
-        if N > 1:  # the earlier tokens: statistics of the context up to their patch's end
-            ends = start + P + s * torch.arange(N - 1, device=past.device)  # (N-1,)
-            early = prefix_stats(past, seen, ends)  # (B, N-1, C) each
-            mean, std = torch.cat([early.mean, mean], dim=1), torch.cat([early.std, std], dim=1)
-        raw = torch.where(seen, past, past.new_zeros(()))[:, start:]  # (B, L', C)
-        patches = raw.unfold(1, P, s).transpose(-1, -2)  # (B, N, P, C)
-        ok = seen[:, start:].unfold(1, P, s).transpose(-1, -2)  # (B, N, P, C)
-        patches = torch.where(ok, (patches - mean[:, :, None]) / std[:, :, None], 0.0)
-        return _Context(
-            self._tokens_to_series(patches),
-            self._tokens_to_series(mean[:, :, None]),  # (B', N, 1, k)
-            self._tokens_to_series(std[:, :, None]),
-        )
-
-    def _tokens_to_series(self, x: Tensor) -> Tensor:
-        """``(B, N, P, C)`` -> ``(B', N, P, k)``."""
-        if not self._ci:
-            return x
-        B, N, P, C = x.shape
-        return x.permute(0, 3, 1, 2).reshape(B * C, N, P, 1)  # (B*C, N, P, 1)
-
-    def _normalised(
-        self, past: Tensor, observed: Tensor | None
-    ) -> tuple[Tensor, Tensor, InstanceStats]:
-        """``past (B, L, C)`` in the model's units (RevIN or as given; 0 where missing), the
-        observed mask and the statistics that undo it."""
-        L, C = self.config.context_length, self.config.n_channels
-        if past.dim() != 3 or tuple(past.shape[1:]) != (L, C):
-            raise ValueError(
-                f"past must have shape (B, context_length={L}, n_channels={C}), found "
-                f"{tuple(past.shape)}"
-            )
-        B = past.shape[0]
-        seen = observed_mask(past, observed)
-        stats = (
-            instance_stats(past, seen)
-            if self.config.revin
-            else InstanceStats(
-                torch.zeros(B, 1, C, dtype=past.dtype, device=past.device),
-                torch.ones(B, 1, C, dtype=past.dtype, device=past.device),
-            )
-        )
-        return torch.where(seen, normalize(past, stats), past.new_zeros(())), seen, stats
+        self._layout = Layout.of(c)
 
     @torch.no_grad()
     def fit_linear_skip(
@@ -260,14 +159,14 @@ class CausalForecaster(nn.Module):
             """``(X (R, L), Y (R, H), w (R, 1))`` per chunk of windows, normalised."""
             for a in range(0, past.shape[0], chunk):
                 part = slice(a, a + chunk)
-                values, _, stats = self._normalised(
-                    past[part], None if observed is None else observed[part]
+                values, _, stats = normalised(
+                    c, past[part], None if observed is None else observed[part]
                 )
-                X = self._to_series(values).transpose(1, 2).reshape(-1, L).double()  # (R, L)
-                Y = self._to_series(normalize(future[part], stats)).transpose(1, 2)
+                X = self._layout.to_series(values).transpose(1, 2).reshape(-1, L).double()  # (R, L)
+                Y = self._layout.to_series(normalize(future[part], stats)).transpose(1, 2)
                 Y = Y.reshape(-1, H).double()  # (R, H)
                 w = (  # (R, 1): a row's error in the input's units is its scale times its own
-                    self._to_series(stats.std).transpose(1, 2).reshape(-1, 1).double() ** 2
+                    self._layout.to_series(stats.std).transpose(1, 2).reshape(-1, 1).double() ** 2
                     if weighted
                     else torch.ones(X.shape[0], 1, dtype=torch.float64, device=past.device)
                 )
@@ -276,78 +175,9 @@ class CausalForecaster(nn.Module):
         self.skip.fit_ridge(rows(), alpha=alpha, device=past.device)
         self.skip.requires_grad_(not freeze)
 
-    @property
-    def _ci(self) -> bool:
-        return self.config.channel_independent
-
-    def _to_series(self, x: Tensor) -> Tensor:
-        """``(B, T, C)`` -> ``(B', T, k)``."""
-        B, T, C = x.shape
-        return x.permute(0, 2, 1).reshape(B * C, T, 1) if self._ci else x  # (B*C, T, 1)
-
-    def _from_series(self, y: Tensor, B: int) -> Tensor:
-        """``(B', T, k, ...)`` -> ``(B, T, C, ...)``."""
-        if not self._ci:
-            return y
-        C = self.config.n_channels
-        y = y.reshape(B, C, *y.shape[1:])  # (B, C, T, 1, ...)
-        return y.squeeze(3).movedim(1, 2)  # (B, T, C, ...)
-
-    def _embed(
-        self,
-        values: Tensor,
-        observed: Tensor,
-        past_cov: Tensor | None,
-        future_cov: Tensor | None,
-        context: _Context | None = None,
-    ) -> Tensor:
-        """Tokens ``(B', N, D)`` of the patches of a ``(B', T, k)`` sequence, aligned to its end.
-
-        ``past_cov (B', T_c, Cp)`` covers the first ``T_c <= T`` steps (the context); later
-        steps read as unavailable. ``future_cov`` covers at least ``T + s`` steps. With a
-        ``context`` (the sequence starts with the whole context), the context's tokens take
-        its causally normalised patch values instead of ``values``.
-        """
-        c = self.config
-        P, s = c.patch_len, c.patch_stride
-        Bp, T, k = values.shape
-        start = (T - P) % s
-        parts = [values, observed]
-        if past_cov is not None:
-            known = past_cov.shape[1]
-            avail = torch.zeros(Bp, T, 1, dtype=values.dtype, device=values.device)
-            avail[:, :known] = 1.0
-            cov = F.pad(past_cov[:, :T], (0, 0, 0, max(T - known, 0)))  # (B', T, Cp)
-            parts += [cov, avail]
-        steps = torch.cat(parts, dim=-1)[:, start:]  # (B', T', f)
-        patches = steps.unfold(1, P, s).transpose(-1, -2)  # (B', N, P, f)
-        if context is not None:
-            n = context.patches.shape[1]
-            vals = torch.cat([context.patches, patches[:, n:, :, :k]], dim=1)  # (B', N, P, k)
-            patches = torch.cat([vals, patches[..., k:]], dim=-1)
-        feats = [patches.flatten(2)]  # (B', N, P*f)
-        if future_cov is not None:
-            fut = future_cov[:, start : T + s].unfold(1, P + s, s)  # (B', N, F, P+s)
-            feats.append(fut.transpose(-1, -2).flatten(2))  # (B', N, (P+s)*F)
-        return self.embed(torch.cat(feats, dim=-1))  # (B', N, D)
-
-    def _position_stats(self, x: _Series, n: int) -> tuple[Tensor, Tensor]:
-        """Centre and spread ``(B', n, 1, k)`` that map position ``j``'s outputs back: the
-        context token's own (causal RevIN), the whole context's for every later position."""
-        mean = self._to_series(x.stats.mean)[:, :, None]  # (B', 1, 1, k)
-        std = self._to_series(x.stats.std)[:, :, None]
-        mean, std = mean.expand(-1, n, -1, -1), std.expand(-1, n, -1, -1)
-        if x.context is None:
-            return mean, std
-        m = min(n, x.context.mean.shape[1])
-        return (
-            torch.cat([x.context.mean[:, :m], mean[:, m:]], dim=1),
-            torch.cat([x.context.std[:, :m], std[:, m:]], dim=1),
-        )
-
     # ------------------------------------------------------------------ direct head
 
-    def _direct(self, x: _Series, weights: list[Tensor] | None = None) -> Tensor:
+    def _direct(self, x: Series, weights: list[Tensor] | None = None) -> Tensor:
         """``(B, H, C, 1 + Q)`` in the context's units: the point forecast, then quantiles.
 
         With a ``weights`` list, the explicit attention path runs and the per-layer
@@ -356,7 +186,7 @@ class CausalForecaster(nn.Module):
         assert self.direct is not None
         c = self.config
         B = x.stats.mean.shape[0]
-        tokens = self._embed(x.values, x.observed, x.past_cov, x.future_cov)
+        tokens = self.embed(x.values, x.observed, x.past_cov, x.future_cov)
         out_stack = self.decoder(tokens, need_weights=weights is not None)
         if weights is not None:
             weights.extend(out_stack.weights or ())
@@ -370,7 +200,7 @@ class CausalForecaster(nn.Module):
             delta = planned if delta is None else delta + planned
         if delta is not None:
             out = shift_point(out, delta)
-        return denormalize(self._from_series(non_crossing(out), B), x.stats)
+        return denormalize(self._layout.from_series(non_crossing(out), B), x.stats)
 
     # ------------------------------------------------------------------ public API
 
@@ -403,7 +233,7 @@ class CausalForecaster(nn.Module):
                 past_covariates=past_covariates,
                 future_covariates=future_covariates,
             )
-        x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+        x = prepare(c, past, observed, past_covariates, future_covariates, c.horizon)
         return self._direct(x)[..., 0]
 
     def forward_with_attention(
@@ -421,11 +251,11 @@ class CausalForecaster(nn.Module):
         :meth:`forward`'s generation and the weights come from the context pass that starts it.
         """
         c = self.config
-        x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+        x = prepare(c, past, observed, past_covariates, future_covariates, c.horizon)
         weights: list[Tensor] = []
         if c.head == "direct":
             return self._direct(x, weights)[..., 0], tuple(weights)
-        tokens = self._embed(x.values, x.observed, x.past_cov, x.future_cov, x.context)
+        tokens = self.embed(x.values, x.observed, x.past_cov, x.future_cov, x.context)
         context = self.decoder(tokens, need_weights=True).weights or ()
         return self(past, observed, past_covariates, future_covariates), tuple(context)
 
@@ -441,7 +271,7 @@ class CausalForecaster(nn.Module):
         pass of the direct head (the autoregressive head runs both)."""
         c = self.config
         if c.head == "direct":
-            x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+            x = prepare(c, past, observed, past_covariates, future_covariates, c.horizon)
             out = self._direct(x)
             return out[..., 0], (out[..., 1:] if c.quantiles else None)
         point = self(past, observed, past_covariates, future_covariates)
@@ -468,7 +298,7 @@ class CausalForecaster(nn.Module):
         if not c.quantiles:
             raise ValueError("this model was built without quantiles (ForecasterConfig.quantiles)")
         if c.head == "direct":
-            x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+            x = prepare(c, past, observed, past_covariates, future_covariates, c.horizon)
             return self._direct(x)[..., 1:]
         paths = self.generate(
             past,
@@ -513,23 +343,23 @@ class CausalForecaster(nn.Module):
                 f"future must have shape (B, H', {c.n_channels}) with H' a multiple of "
                 f"stride={s}, found {tuple(future.shape)}"
             )
-        x = self._series(past, observed, past_covariates, future_covariates, max(extra, s))
+        x = prepare(c, past, observed, past_covariates, future_covariates, max(extra, s))
         B = past.shape[0]
         values, seen = x.values, x.observed
         if future is not None and extra > s:
             fut = torch.nan_to_num(normalize(future[:, : extra - s], x.stats))
-            values = torch.cat([values, self._to_series(fut)], dim=1)
-            seen = torch.cat([seen, torch.ones_like(self._to_series(fut))], dim=1)
-        h = self.decoder(self._embed(values, seen, x.past_cov, x.future_cov, x.context)).output
+            values = torch.cat([values, self._layout.to_series(fut)], dim=1)
+            seen = torch.cat([seen, torch.ones_like(self._layout.to_series(fut))], dim=1)
+        h = self.decoder(self.embed(values, seen, x.past_cov, x.future_cov, x.context)).output
         assert self.next_patch is not None  # checked above: head="autoregressive"
         mean, scale = self.next_patch(h)  # (B', N', s, k) in each position's units
-        loc, spread = self._position_stats(x, h.shape[1])  # (B', N', 1, k)
+        loc, spread = position_stats(c, x, h.shape[1])  # (B', N', 1, k)
         flat = (h.shape[0], -1, mean.shape[-1])  # (B', N'*s, k) to map back per step
-        out_mean = self._from_series((mean * spread + loc).reshape(flat), B)  # (B, N'*s, C)
+        out_mean = self._layout.from_series((mean * spread + loc).reshape(flat), B)  # (B, N'*s, C)
         out_mean = out_mean.reshape(B, -1, s, c.n_channels)
         if scale is None:
             return out_mean, None
-        out_scale = self._from_series((scale * spread).reshape(flat), B)
+        out_scale = self._layout.from_series((scale * spread).reshape(flat), B)
         return out_mean, out_scale.reshape(B, -1, s, c.n_channels)
 
     @torch.no_grad()
@@ -575,11 +405,11 @@ class CausalForecaster(nn.Module):
         was_training = self.training
         self.eval()
         try:
-            x = self._series(past, observed, past_covariates, future_covariates, steps * s)
+            x = prepare(c, past, observed, past_covariates, future_covariates, steps * s)
             out = generate_patches(
                 self.decoder,
                 self.next_patch,
-                self._embed,
+                self.embed,
                 x.values,
                 x.observed,
                 x.past_cov,
@@ -594,9 +424,9 @@ class CausalForecaster(nn.Module):
         finally:
             self.train(was_training)
         if not num_samples:
-            return denormalize(self._from_series(out, B), x.stats)
+            return denormalize(self._layout.from_series(out, B), x.stats)
         T = out.shape[1]
-        if self._ci:  # rows (b*C + ch)*S + sample
+        if self.config.channel_independent:  # rows (b*C + ch)*S + sample
             out = out.reshape(B, c.n_channels, num_samples, T).permute(0, 2, 3, 1)
         else:
             out = out.reshape(B, num_samples, T, c.n_channels)
@@ -625,7 +455,7 @@ class CausalForecaster(nn.Module):
             )
         args = (batch.get("observed"), batch.get("past_covariates"), batch.get("future_covariates"))
         if c.head == "direct":
-            out = self._direct(self._series(past, *args, c.horizon)).float()  # (B, H, C, 1+Q)
+            out = self._direct(prepare(c, past, *args, c.horizon)).float()  # (B, H, C, 1+Q)
             return direct_loss(out, y, c.quantiles)
         mean, scale = self.next_patches(
             past, y, observed=args[0], past_covariates=args[1], future_covariates=args[2]
