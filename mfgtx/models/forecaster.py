@@ -25,48 +25,45 @@ statistics of the context up to the end of its patch (:func:`~mfgtx.models.revin
 the last context token and every token after the context use those of the whole context,
 which is what generation sees. The direct head forecasts only the horizon, from the whole
 context: it keeps one set of statistics per window.
+
+This module holds the model and its public API; inputs become tokens in
+:mod:`~mfgtx.models.forecaster_tokens`, the heads and their losses are in
+:mod:`~mfgtx.models.forecaster_heads`, the linear skip and its ridge fit in
+:mod:`~mfgtx.models.forecaster_skip`, generation in :mod:`~mfgtx.models.forecaster_generate`.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Iterator
+from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mfgtx.models.forecaster_config import ForecasterConfig
-from mfgtx.models.forecaster_inputs import checked_covariates, observed_mask
-from mfgtx.models.revin import (
-    InstanceStats,
-    denormalize,
-    instance_stats,
-    normalize,
-    prefix_stats,
+from mfgtx.models.forecaster_generate import generate_patches
+from mfgtx.models.forecaster_heads import (
+    DirectHead,
+    NextPatchHead,
+    PlanHead,
+    direct_loss,
+    next_patch_loss,
+    non_crossing,
+    shift_point,
 )
-from mfgtx.nn import Decoder, Dropout, KVCache, init_weights
+from mfgtx.models.forecaster_skip import LinearSkip
+from mfgtx.models.forecaster_tokens import (
+    Layout,
+    PatchEmbedding,
+    Series,
+    normalised,
+    position_stats,
+    prepare,
+)
+from mfgtx.models.revin import denormalize, instance_stats, normalize, prefix_stats
+from mfgtx.nn import Decoder, Dropout, init_weights
 
 __all__ = ["CausalForecaster", "ForecasterConfig"]
-
-
-class _Context(NamedTuple):
-    """Causal RevIN of the context's ``N`` tokens (autoregressive head): token ``j`` in the
-    units of the context up to the end of its patch."""
-
-    patches: Tensor  # (B', N, P, k) patch values in each token's units, 0 where missing
-    mean: Tensor  # (B', N, 1, k) the statistics that undo them
-    std: Tensor  # (B', N, 1, k)
-
-
-class _Series(NamedTuple):
-    """Normalised inputs as token sequences, each ``(B', T, ·)``."""
-
-    values: Tensor  # (B', L, k) normalised, 0 where missing
-    observed: Tensor  # (B', L, k) float 0/1
-    past_cov: Tensor | None  # (B', L, Cp)
-    future_cov: Tensor | None  # (B', L + future, F)
-    stats: InstanceStats  # (B, 1, C)
-    context: _Context | None  # causal RevIN of the context tokens, autoregressive head only
 
 
 class CausalForecaster(nn.Module):
@@ -87,110 +84,26 @@ class CausalForecaster(nn.Module):
         super().__init__()
         self.config = c = config
         k = 1 if c.channel_independent else c.n_channels
-        P, s, H, Q = c.patch_len, c.patch_stride, c.horizon, len(c.quantiles)
-        per_step = 2 * k + (c.n_past_covariates + 1 if c.n_past_covariates else 0)
-        self.embed = nn.Linear(P * per_step + (P + s) * c.n_future_covariates, c.d_model)
+        s, H, Q = c.patch_stride, c.horizon, len(c.quantiles)
+        self.embed = PatchEmbedding(c)
         self.decoder = Decoder(c.transformer, cross_attention=False)  # initialises itself
         self.head_dropout = Dropout(c.head_dropout)
-        self.direct: nn.Linear | None = None
-        self.future_head: nn.Linear | None = None
-        self.next_patch: nn.Linear | None = None
-        self.skip: nn.Linear | None = None
-        if c.linear_skip:  # zero at the start: the model begins as the Transformer alone
-            self.skip = nn.Linear(c.context_length, H)
-            nn.init.zeros_(self.skip.weight)
-            nn.init.zeros_(self.skip.bias)
+        self.direct: DirectHead | None = None
+        self.future_head: PlanHead | None = None
+        self.next_patch: NextPatchHead | None = None
+        self.skip: LinearSkip | None = None  # starts at zero: the Transformer alone
+        if c.linear_skip:
+            self.skip = LinearSkip(c.context_length, H)
         if c.head == "direct":
-            self.direct = nn.Linear(c.n_patches * c.d_model, H * k * (1 + Q))
+            self.direct = DirectHead(c.n_patches, c.d_model, horizon=H, k=k, n_quantiles=Q)
             if c.n_future_covariates:
-                self.future_head = nn.Linear(H * c.n_future_covariates, H * k)
+                self.future_head = PlanHead(horizon=H, n_future=c.n_future_covariates, k=k)
         else:
-            self.next_patch = nn.Linear(c.d_model, s * k * (2 if Q else 1))
+            self.next_patch = NextPatchHead(c.d_model, stride=s, k=k, with_scale=bool(Q))
         for m in (self.embed, self.direct, self.future_head, self.next_patch):
             if m is not None:
                 init_weights(m, n_layers=c.n_layers)
-
-    # ------------------------------------------------------------------ inputs and tokens
-
-    def _series(
-        self,
-        past: Tensor,
-        observed: Tensor | None,
-        past_covariates: Tensor | None,
-        future_covariates: Tensor | None,
-        future: int,
-    ) -> _Series:
-        """Check and normalise the inputs; ``future`` steps of known-future inputs needed."""
-        c = self.config
-        L = c.context_length
-        values, seen, stats = self._normalised(past, observed)
-        B = past.shape[0]
-        pc = checked_covariates("past_covariates", past_covariates, c.n_past_covariates, B, L)
-        fc = checked_covariates(
-            "future_covariates", future_covariates, c.n_future_covariates, B, L + future
-        )
-        if self._ci:  # every channel's sequence gets the sample's covariates
-            pc, fc = (None if t is None else t.repeat_interleave(c.n_channels, 0) for t in (pc, fc))
-        context = self._causal_context(past, seen, stats)
-        observed = self._to_series(seen.to(past.dtype))
-        return _Series(self._to_series(values), observed, pc, fc, stats, context)
-
-    def _causal_context(self, past: Tensor, seen: Tensor, stats: InstanceStats) -> _Context | None:
-        """Causal RevIN of the context tokens (autoregressive head with ``revin``), else None.
-
-        Token ``j`` covers steps ``[e_j - P, e_j)``; its values are normalised with the
-        statistics of the observed context steps ``[0, e_j)``. The last token ends at ``L``
-        and takes the whole context's ``stats``, exactly as generation does.
-        """
-        c = self.config
-        if c.head != "autoregressive" or not c.revin:
-            return None
-        L, P, s, N = c.context_length, c.patch_len, c.patch_stride, c.n_patches
-        start = (L - P) % s
-        mean, std = stats  # (B, 1, C): the last token sees the whole context
-        if N > 1:  # the earlier tokens: statistics of the context up to their patch's end
-            ends = start + P + s * torch.arange(N - 1, device=past.device)  # (N-1,)
-            early = prefix_stats(past, seen, ends)  # (B, N-1, C) each
-            mean, std = torch.cat([early.mean, mean], dim=1), torch.cat([early.std, std], dim=1)
-        raw = torch.where(seen, past, past.new_zeros(()))[:, start:]  # (B, L', C)
-        patches = raw.unfold(1, P, s).transpose(-1, -2)  # (B, N, P, C)
-        ok = seen[:, start:].unfold(1, P, s).transpose(-1, -2)  # (B, N, P, C)
-        patches = torch.where(ok, (patches - mean[:, :, None]) / std[:, :, None], 0.0)
-        return _Context(
-            self._tokens_to_series(patches),
-            self._tokens_to_series(mean[:, :, None]),  # (B', N, 1, k)
-            self._tokens_to_series(std[:, :, None]),
-        )
-
-    def _tokens_to_series(self, x: Tensor) -> Tensor:
-        """``(B, N, P, C)`` -> ``(B', N, P, k)``."""
-        if not self._ci:
-            return x
-        B, N, P, C = x.shape
-        return x.permute(0, 3, 1, 2).reshape(B * C, N, P, 1)  # (B*C, N, P, 1)
-
-    def _normalised(
-        self, past: Tensor, observed: Tensor | None
-    ) -> tuple[Tensor, Tensor, InstanceStats]:
-        """``past (B, L, C)`` in the model's units (RevIN or as given; 0 where missing), the
-        observed mask and the statistics that undo it."""
-        L, C = self.config.context_length, self.config.n_channels
-        if past.dim() != 3 or tuple(past.shape[1:]) != (L, C):
-            raise ValueError(
-                f"past must have shape (B, context_length={L}, n_channels={C}), found "
-                f"{tuple(past.shape)}"
-            )
-        B = past.shape[0]
-        seen = observed_mask(past, observed)
-        stats = (
-            instance_stats(past, seen)
-            if self.config.revin
-            else InstanceStats(
-                torch.zeros(B, 1, C, dtype=past.dtype, device=past.device),
-                torch.ones(B, 1, C, dtype=past.dtype, device=past.device),
-            )
-        )
-        return torch.where(seen, normalize(past, stats), past.new_zeros(())), seen, stats
+        self._layout = Layout.of(c)
 
     @torch.no_grad()
     def fit_linear_skip(
@@ -241,116 +154,30 @@ class CausalForecaster(nn.Module):
         if future.shape[0] != past.shape[0]:
             raise ValueError(f"past has {past.shape[0]} windows but future {future.shape[0]}")
         L, H = c.context_length, c.horizon
-        f64 = {"dtype": torch.float64, "device": past.device}
-        n, sx, sy = torch.zeros((), **f64), torch.zeros(L, **f64), torch.zeros(H, **f64)
-        xx, xy = torch.zeros(L, L, **f64), torch.zeros(L, H, **f64)
-        for a in range(0, past.shape[0], chunk):  # sums of products: memory of one chunk
-            part = slice(a, a + chunk)
-            values, _, stats = self._normalised(
-                past[part], None if observed is None else observed[part]
-            )
-            X = self._to_series(values).transpose(1, 2).reshape(-1, L).double()  # (rows, L)
-            Y = self._to_series(normalize(future[part], stats)).transpose(1, 2).reshape(-1, H)
-            Y = Y.double()
-            w = (  # (rows, 1): a row's error in the input's units is its scale times its own
-                self._to_series(stats.std).transpose(1, 2).reshape(-1, 1).double() ** 2
-                if weighted
-                else torch.ones(X.shape[0], 1, **f64)
-            )
-            wX = w * X
-            n, sx, sy = n + w.sum(), sx + wX.sum(0), sy + (w * Y).sum(0)
-            xx, xy = xx + wX.T @ X, xy + wX.T @ Y
-        x_mean, y_mean = sx / n, sy / n  # centred normal equations; the bias is not penalised
-        gram = xx - n * torch.outer(x_mean, x_mean) + alpha * torch.eye(L, **f64)
-        W = torch.linalg.solve(gram, xy - n * torch.outer(x_mean, y_mean))  # (L, H)
-        self.skip.weight.copy_(W.T)
-        self.skip.bias.copy_(y_mean - x_mean @ W)
+
+        def rows() -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+            """``(X (R, L), Y (R, H), w (R, 1))`` per chunk of windows, normalised."""
+            for a in range(0, past.shape[0], chunk):
+                part = slice(a, a + chunk)
+                values, _, stats = normalised(
+                    c, past[part], None if observed is None else observed[part]
+                )
+                X = self._layout.to_series(values).transpose(1, 2).reshape(-1, L).double()  # (R, L)
+                Y = self._layout.to_series(normalize(future[part], stats)).transpose(1, 2)
+                Y = Y.reshape(-1, H).double()  # (R, H)
+                w = (  # (R, 1): a row's error in the input's units is its scale times its own
+                    self._layout.to_series(stats.std).transpose(1, 2).reshape(-1, 1).double() ** 2
+                    if weighted
+                    else torch.ones(X.shape[0], 1, dtype=torch.float64, device=past.device)
+                )
+                yield X, Y, w
+
+        self.skip.fit_ridge(rows(), alpha=alpha, device=past.device)
         self.skip.requires_grad_(not freeze)
-
-    @property
-    def _ci(self) -> bool:
-        return self.config.channel_independent
-
-    def _to_series(self, x: Tensor) -> Tensor:
-        """``(B, T, C)`` -> ``(B', T, k)``."""
-        B, T, C = x.shape
-        return x.permute(0, 2, 1).reshape(B * C, T, 1) if self._ci else x  # (B*C, T, 1)
-
-    def _from_series(self, y: Tensor, B: int) -> Tensor:
-        """``(B', T, k, ...)`` -> ``(B, T, C, ...)``."""
-        if not self._ci:
-            return y
-        C = self.config.n_channels
-        y = y.reshape(B, C, *y.shape[1:])  # (B, C, T, 1, ...)
-        return y.squeeze(3).movedim(1, 2)  # (B, T, C, ...)
-
-    def _embed(
-        self,
-        values: Tensor,
-        observed: Tensor,
-        past_cov: Tensor | None,
-        future_cov: Tensor | None,
-        context: _Context | None = None,
-    ) -> Tensor:
-        """Tokens ``(B', N, D)`` of the patches of a ``(B', T, k)`` sequence, aligned to its end.
-
-        ``past_cov (B', T_c, Cp)`` covers the first ``T_c <= T`` steps (the context); later
-        steps read as unavailable. ``future_cov`` covers at least ``T + s`` steps. With a
-        ``context`` (the sequence starts with the whole context), the context's tokens take
-        its causally normalised patch values instead of ``values``.
-        """
-        c = self.config
-        P, s = c.patch_len, c.patch_stride
-        Bp, T, k = values.shape
-        start = (T - P) % s
-        parts = [values, observed]
-        if past_cov is not None:
-            known = past_cov.shape[1]
-            avail = torch.zeros(Bp, T, 1, dtype=values.dtype, device=values.device)
-            avail[:, :known] = 1.0
-            cov = F.pad(past_cov[:, :T], (0, 0, 0, max(T - known, 0)))  # (B', T, Cp)
-            parts += [cov, avail]
-        steps = torch.cat(parts, dim=-1)[:, start:]  # (B', T', f)
-        patches = steps.unfold(1, P, s).transpose(-1, -2)  # (B', N, P, f)
-        if context is not None:
-            n = context.patches.shape[1]
-            vals = torch.cat([context.patches, patches[:, n:, :, :k]], dim=1)  # (B', N, P, k)
-            patches = torch.cat([vals, patches[..., k:]], dim=-1)
-        feats = [patches.flatten(2)]  # (B', N, P*f)
-        if future_cov is not None:
-            fut = future_cov[:, start : T + s].unfold(1, P + s, s)  # (B', N, F, P+s)
-            feats.append(fut.transpose(-1, -2).flatten(2))  # (B', N, (P+s)*F)
-        return self.embed(torch.cat(feats, dim=-1))  # (B', N, D)
-
-    def _position_stats(self, x: _Series, n: int) -> tuple[Tensor, Tensor]:
-        """Centre and spread ``(B', n, 1, k)`` that map position ``j``'s outputs back: the
-        context token's own (causal RevIN), the whole context's for every later position."""
-        mean = self._to_series(x.stats.mean)[:, :, None]  # (B', 1, 1, k)
-        std = self._to_series(x.stats.std)[:, :, None]
-        mean, std = mean.expand(-1, n, -1, -1), std.expand(-1, n, -1, -1)
-        if x.context is None:
-            return mean, std
-        m = min(n, x.context.mean.shape[1])
-        return (
-            torch.cat([x.context.mean[:, :m], mean[:, m:]], dim=1),
-            torch.cat([x.context.std[:, :m], std[:, m:]], dim=1),
-        )
-
-    def _next(self, h: Tensor) -> tuple[Tensor, Tensor | None]:
-        """Next-patch head: ``h (B', N, D)`` -> mean and scale ``(B', N, s, k)``."""
-        assert self.next_patch is not None  # only built for head="autoregressive"
-        c = self.config
-        k = 1 if self._ci else c.n_channels
-        out = self.next_patch(h)  # (B', N, s*k*(1|2))
-        shape = (*h.shape[:2], c.patch_stride, k)
-        mean = out[..., : c.patch_stride * k].reshape(shape)
-        if not c.quantiles:
-            return mean, None
-        return mean, F.softplus(out[..., c.patch_stride * k :]).reshape(shape) + 1e-3
 
     # ------------------------------------------------------------------ direct head
 
-    def _direct(self, x: _Series, weights: list[Tensor] | None = None) -> Tensor:
+    def _direct(self, x: Series, weights: list[Tensor] | None = None) -> Tensor:
         """``(B, H, C, 1 + Q)`` in the context's units: the point forecast, then quantiles.
 
         With a ``weights`` list, the explicit attention path runs and the per-layer
@@ -359,28 +186,21 @@ class CausalForecaster(nn.Module):
         assert self.direct is not None
         c = self.config
         B = x.stats.mean.shape[0]
-        tokens = self._embed(x.values, x.observed, x.past_cov, x.future_cov)
+        tokens = self.embed(x.values, x.observed, x.past_cov, x.future_cov)
         out_stack = self.decoder(tokens, need_weights=weights is not None)
         if weights is not None:
             weights.extend(out_stack.weights or ())
-        h = out_stack.output
-        out = self.direct(self.head_dropout(h.flatten(1)))  # (B', H*k*(1+Q))
-        out = out.view(h.shape[0], c.horizon, -1, 1 + len(c.quantiles))  # (B', H, k, 1+Q)
+        h = out_stack.output  # (B', N, D)
+        out = self.direct(self.head_dropout(h.flatten(1)))  # (B', H, k, 1+Q)
         delta = None  # shifts the point forecast and the first quantile (the others follow it)
         if self.skip is not None:
-            delta = self.skip(x.values.transpose(1, 2)).transpose(1, 2)[..., None]  # (B',H,k,1)
+            delta = self.skip(x.values)  # (B', H, k, 1)
         if self.future_head is not None and x.future_cov is not None:
-            plan = x.future_cov[:, c.context_length :].flatten(1)  # (B', H*F)
-            planned = self.future_head(plan).view(*out.shape[:3], 1)  # (B', H, k, 1)
+            planned = self.future_head(x.future_cov[:, c.context_length :])  # (B', H, k, 1)
             delta = planned if delta is None else delta + planned
         if delta is not None:
-            moves = torch.zeros(out.shape[-1], dtype=out.dtype, device=out.device)
-            moves[:2] = 1.0
-            out = out + delta * moves
-        # quantiles cannot cross: the first is free, each next one adds a positive step
-        q = torch.cat([out[..., 1:2], F.softplus(out[..., 2:])], dim=-1).cumsum(-1)
-        out = torch.cat([out[..., :1], q], dim=-1)
-        return denormalize(self._from_series(out, B), x.stats)
+            out = shift_point(out, delta)
+        return denormalize(self._layout.from_series(non_crossing(out), B), x.stats)
 
     # ------------------------------------------------------------------ public API
 
@@ -413,7 +233,7 @@ class CausalForecaster(nn.Module):
                 past_covariates=past_covariates,
                 future_covariates=future_covariates,
             )
-        x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+        x = prepare(c, past, observed, past_covariates, future_covariates, c.horizon)
         return self._direct(x)[..., 0]
 
     def forward_with_attention(
@@ -431,11 +251,11 @@ class CausalForecaster(nn.Module):
         :meth:`forward`'s generation and the weights come from the context pass that starts it.
         """
         c = self.config
-        x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+        x = prepare(c, past, observed, past_covariates, future_covariates, c.horizon)
         weights: list[Tensor] = []
         if c.head == "direct":
             return self._direct(x, weights)[..., 0], tuple(weights)
-        tokens = self._embed(x.values, x.observed, x.past_cov, x.future_cov, x.context)
+        tokens = self.embed(x.values, x.observed, x.past_cov, x.future_cov, x.context)
         context = self.decoder(tokens, need_weights=True).weights or ()
         return self(past, observed, past_covariates, future_covariates), tuple(context)
 
@@ -451,7 +271,7 @@ class CausalForecaster(nn.Module):
         pass of the direct head (the autoregressive head runs both)."""
         c = self.config
         if c.head == "direct":
-            x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+            x = prepare(c, past, observed, past_covariates, future_covariates, c.horizon)
             out = self._direct(x)
             return out[..., 0], (out[..., 1:] if c.quantiles else None)
         point = self(past, observed, past_covariates, future_covariates)
@@ -478,7 +298,7 @@ class CausalForecaster(nn.Module):
         if not c.quantiles:
             raise ValueError("this model was built without quantiles (ForecasterConfig.quantiles)")
         if c.head == "direct":
-            x = self._series(past, observed, past_covariates, future_covariates, c.horizon)
+            x = prepare(c, past, observed, past_covariates, future_covariates, c.horizon)
             return self._direct(x)[..., 1:]
         paths = self.generate(
             past,
@@ -523,22 +343,23 @@ class CausalForecaster(nn.Module):
                 f"future must have shape (B, H', {c.n_channels}) with H' a multiple of "
                 f"stride={s}, found {tuple(future.shape)}"
             )
-        x = self._series(past, observed, past_covariates, future_covariates, max(extra, s))
+        x = prepare(c, past, observed, past_covariates, future_covariates, max(extra, s))
         B = past.shape[0]
         values, seen = x.values, x.observed
         if future is not None and extra > s:
             fut = torch.nan_to_num(normalize(future[:, : extra - s], x.stats))
-            values = torch.cat([values, self._to_series(fut)], dim=1)
-            seen = torch.cat([seen, torch.ones_like(self._to_series(fut))], dim=1)
-        h = self.decoder(self._embed(values, seen, x.past_cov, x.future_cov, x.context)).output
-        mean, scale = self._next(h)  # (B', N', s, k) in each position's units
-        loc, spread = self._position_stats(x, h.shape[1])  # (B', N', 1, k)
+            values = torch.cat([values, self._layout.to_series(fut)], dim=1)
+            seen = torch.cat([seen, torch.ones_like(self._layout.to_series(fut))], dim=1)
+        h = self.decoder(self.embed(values, seen, x.past_cov, x.future_cov, x.context)).output
+        assert self.next_patch is not None  # checked above: head="autoregressive"
+        mean, scale = self.next_patch(h)  # (B', N', s, k) in each position's units
+        loc, spread = position_stats(c, x, h.shape[1])  # (B', N', 1, k)
         flat = (h.shape[0], -1, mean.shape[-1])  # (B', N'*s, k) to map back per step
-        out_mean = self._from_series((mean * spread + loc).reshape(flat), B)  # (B, N'*s, C)
+        out_mean = self._layout.from_series((mean * spread + loc).reshape(flat), B)  # (B, N'*s, C)
         out_mean = out_mean.reshape(B, -1, s, c.n_channels)
         if scale is None:
             return out_mean, None
-        out_scale = self._from_series((scale * spread).reshape(flat), B)
+        out_scale = self._layout.from_series((scale * spread).reshape(flat), B)
         return out_mean, out_scale.reshape(B, -1, s, c.n_channels)
 
     @torch.no_grad()
@@ -579,52 +400,33 @@ class CausalForecaster(nn.Module):
                 f"num_samples={num_samples}: sampling needs num_samples > 0 and a model built "
                 "with quantiles (it learns a scale per step)"
             )
-        P, s, B = c.patch_len, c.patch_stride, past.shape[0]
+        assert self.next_patch is not None  # checked above: head="autoregressive"
+        s, B = c.patch_stride, past.shape[0]
         was_training = self.training
         self.eval()
         try:
-            x = self._series(past, observed, past_covariates, future_covariates, steps * s)
-            values, seen, pc, fc, context = (
+            x = prepare(c, past, observed, past_covariates, future_covariates, steps * s)
+            out = generate_patches(
+                self.decoder,
+                self.next_patch,
+                self.embed,
                 x.values,
                 x.observed,
                 x.past_cov,
                 x.future_cov,
                 x.context,
-            )
-            if num_samples:
-                values, seen = (t.repeat_interleave(num_samples, 0) for t in (values, seen))
-                pc, fc = (None if t is None else t.repeat_interleave(num_samples, 0)
-                          for t in (pc, fc))  # fmt: skip
-                if context is not None:
-                    context = _Context(*(t.repeat_interleave(num_samples, 0) for t in context))
-            cache: KVCache | None = self.decoder.new_cache() if use_cache else None
-            emb = self._embed(values, seen, pc, fc, context)  # (B'', N, D)
-            for i in range(steps):
-                h = self.decoder(emb, cache=cache).output[:, -1:]  # (B'', 1, D)
-                mean, scale = self._next(h)  # (B'', 1, s, k)
-                step = mean[:, 0]
-                if num_samples:
-                    assert scale is not None
-                    noise = torch.randn(step.shape, generator=generator, dtype=step.dtype)
-                    step = step + scale[:, 0] * noise.to(step.device)
-                values = torch.cat([values, step], dim=1)
-                seen = torch.cat([seen, torch.ones_like(step)], dim=1)
-                if i == steps - 1:
-                    break
-                if use_cache:  # only the newest patch: [T - P, T), its covariates [T - P, T + s)
-                    T = values.shape[1]
-                    fut = None if fc is None else fc[:, T - P : T + s]
-                    cov = None if pc is None else pc[:, T - P :]
-                    emb = self._embed(values[:, -P:], seen[:, -P:], cov, fut)
-                else:
-                    emb = self._embed(values, seen, pc, fc, context)
+                steps=steps,
+                patch_len=c.patch_len,
+                num_samples=num_samples,
+                use_cache=use_cache,
+                generator=generator,
+            )  # (B'', steps*s, k)
         finally:
             self.train(was_training)
-        out = values[:, c.context_length :]  # (B'', steps*s, k)
         if not num_samples:
-            return denormalize(self._from_series(out, B), x.stats)
+            return denormalize(self._layout.from_series(out, B), x.stats)
         T = out.shape[1]
-        if self._ci:  # rows (b*C + ch)*S + sample
+        if self.config.channel_independent:  # rows (b*C + ch)*S + sample
             out = out.reshape(B, c.n_channels, num_samples, T).permute(0, 2, 3, 1)
         else:
             out = out.reshape(B, num_samples, T, c.n_channels)
@@ -653,17 +455,8 @@ class CausalForecaster(nn.Module):
             )
         args = (batch.get("observed"), batch.get("past_covariates"), batch.get("future_covariates"))
         if c.head == "direct":
-            out = self._direct(self._series(past, *args, c.horizon)).float()  # (B, H, C, 1+Q)
-            w = (~torch.isnan(y)).float()
-            target = torch.nan_to_num(y.float())
-            n = w.sum().clamp(min=1.0)
-            loss = (((out[..., 0] - target) ** 2) * w).sum() / n
-            if c.quantiles:
-                levels = torch.tensor(c.quantiles, device=out.device)  # (Q,)
-                err = target.unsqueeze(-1) - out[..., 1:]  # (B, H, C, Q)
-                pinball = torch.maximum(levels * err, (levels - 1) * err) * w.unsqueeze(-1)
-                loss = loss + pinball.sum() / (n * len(c.quantiles))
-            return loss
+            out = self._direct(prepare(c, past, *args, c.horizon)).float()  # (B, H, C, 1+Q)
+            return direct_loss(out, y, c.quantiles)
         mean, scale = self.next_patches(
             past, y, observed=args[0], past_covariates=args[1], future_covariates=args[2]
         )
@@ -678,14 +471,7 @@ class CausalForecaster(nn.Module):
             ends = start + c.patch_len + c.patch_stride * torch.arange(N, device=past.device)
             saw = (prefix_stats(past, seen, ends).count > 0).float()  # (B, N, C)
             w[:, :N] = w[:, :N] * saw[:, :, None]
-        target = torch.nan_to_num(target)
-        # scored in the context's units, so every sample weighs the same
-        z = (mean.float() - target.float()) / std.unsqueeze(1)  # (B, N', s, C)
-        if scale is None:
-            return ((z**2) * w).sum() / w.sum().clamp(min=1.0)
-        sz = scale.float() / std.unsqueeze(1)
-        nll = 0.5 * z**2 / sz**2 + torch.log(sz)
-        return (nll * w).sum() / w.sum().clamp(min=1.0)
+        return next_patch_loss(mean, scale, torch.nan_to_num(target), std, w)
 
     def _seen(self, batch: dict[str, Any]) -> Tensor:
         obs = batch.get("observed")

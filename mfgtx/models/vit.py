@@ -13,10 +13,10 @@ a fixed 2-D sine-cosine code (half of ``D`` for rows, half for columns, evaluate
 fractional positions so another image size spans the same range). A class token or the mean
 of the patch tokens feeds a linear head.
 
-Stochastic depth (Huang et al. 2016): :class:`mfgtx.nn.Encoder` has no drop-path hook, so the
-model runs the encoder's blocks itself and, in training, skips whole blocks per sample with
-probability rising linearly from 0 (first block) to ``drop_path`` (last block); the residual
-update of a kept block is scaled by ``1 / (1 - p)``.
+Stochastic depth (Huang et al. 2016) is the encoder's own (``TransformerConfig.drop_path``,
+:class:`mfgtx.nn.DropPath`): in training, whole blocks are skipped per sample with probability
+rising linearly from 0 (first block) to ``drop_path`` (last block); the residual update of a
+kept block is scaled by ``1 / (1 - p)``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mfgtx.nn import Encoder, TransformerConfig, init_weights
+from mfgtx.nn import Encoder, StackOutput, TransformerConfig, init_weights
 
 __all__ = ["DefectSizeWarning", "DefectViT", "ViTConfig", "resized_defect_px"]
 
@@ -212,6 +212,7 @@ class ViTConfig:
             norm_first=True,
             positional="none",  # the model adds 2-D positions itself
             layer_norm_eps=1e-6,
+            drop_path=self.drop_path,
         )
 
 
@@ -245,14 +246,6 @@ def sincos_2d(h: int, w: int, d_model: int, *, grid: int, base: float = 10000.0)
     r = torch.cat([r.sin(), r.cos()], 1)[:, None].expand(h, w, d_model // 2)  # (h, w, D/2)
     q = torch.cat([q.sin(), q.cos()], 1)[None].expand(h, w, d_model // 2)  # (h, w, D/2)
     return torch.cat([r, q], -1).reshape(h * w, d_model).float()  # (N, D)
-
-
-def _drop_path(update: Tensor, p: float, training: bool) -> Tensor:
-    """Zero the whole residual ``update (B, N, D)`` of a random ``p`` share of samples."""
-    if p == 0.0 or not training:
-        return update
-    keep = torch.rand(update.shape[0], 1, 1, device=update.device) >= p  # (B, 1, 1)
-    return update * keep.to(update.dtype) / (1.0 - p)
 
 
 class DefectViT(nn.Module):
@@ -299,11 +292,15 @@ class DefectViT(nn.Module):
             nn.init.normal_(self.pos, std=0.02)
         if self.cls is not None:
             nn.init.normal_(self.cls, std=0.02)
-        self.drop_rates = tuple(c.drop_path * i / max(c.n_layers - 1, 1) for i in range(c.n_layers))
         if c.class_weights is not None:
             self.register_buffer("class_weights", torch.tensor(c.class_weights))
         else:
             self.class_weights = None
+
+    @property
+    def drop_rates(self) -> tuple[float, ...]:
+        """Drop-path probability of each encoder block, from 0 to ``config.drop_path``."""
+        return tuple(block.drop_path.p for block in self.encoder.blocks)
 
     def positions(self, h: int, w: int) -> Tensor:
         """Position code ``(1, h*w, D)`` for an ``h x w`` patch grid."""
@@ -334,36 +331,28 @@ class DefectViT(nn.Module):
         x = x.flatten(2).transpose(1, 2)  # (B, N, D)
         return x + self.positions(h, w)
 
-    def features(self, images: Tensor) -> Tensor:
-        """Pooled image summaries ``(B, D)`` (input of the head)."""
+    def _encode(self, images: Tensor, *, need_weights: bool = False) -> StackOutput:
+        """Encoded tokens ``(B, N', D)``, the CLS token first when there is one."""
         x = self.tokens(images)  # (B, N, D)
         if self.cls is not None:
             x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1)  # (B, 1+N, D)
-        x = self.encoder.dropout(x)
-        for block, p in zip(self.encoder.blocks, self.drop_rates, strict=True):
-            if p > 0.0 and self.training:
-                x = x + _drop_path(block(x).output - x, p, training=True)
-            else:
-                x = block(x).output
-        x = self.encoder.norm(x)
+        return self.encoder(x, need_weights=need_weights)
+
+    def _pool(self, x: Tensor) -> Tensor:
+        """``(B, N', D) -> (B, D)``: the CLS token or the mean of the patch tokens."""
         return x[:, 0] if self.cls is not None else x.mean(1)
 
+    def features(self, images: Tensor) -> Tensor:
+        """Pooled image summaries ``(B, D)`` (input of the head)."""
+        return self._pool(self._encode(images).output)
+
     def forward_with_attention(self, images: Tensor) -> tuple[Tensor, tuple[Tensor, ...]]:
-        """Logits (as :meth:`forward`, in eval mode) and per-layer attention weights
-        ``(B, heads, N', N')`` from one pass on the explicit attention path (``N' = 1 + N``
-        with a CLS token, which comes first). Stochastic depth is off, as in eval mode."""
-        x = self.tokens(images)  # (B, N, D)
-        if self.cls is not None:
-            x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1)  # (B, 1+N, D)
-        x = self.encoder.dropout(x)
-        weights = []
-        for block in self.encoder.blocks:
-            out = block(x, need_weights=True)
-            x = out.output
-            weights.append(out.weights)
-        x = self.encoder.norm(x)
-        pooled = x[:, 0] if self.cls is not None else x.mean(1)
-        return self.head(pooled), tuple(weights)
+        """Logits (as :meth:`forward`) and per-layer attention weights ``(B, heads, N', N')``
+        from one pass on the explicit attention path (``N' = 1 + N`` with a CLS token, which
+        comes first). Meant for eval mode: in training mode dropout and stochastic depth
+        apply as in :meth:`forward`."""
+        out = self._encode(images, need_weights=True)
+        return self.head(self._pool(out.output)), out.weights or ()
 
     def forward(self, images: Tensor) -> Tensor:
         """Images ``(B, C, H, W)`` -> logits ``(B, K)``."""

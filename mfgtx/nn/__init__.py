@@ -10,6 +10,7 @@ from mfgtx.nn.blocks import BlockOutput, DecoderBlock, EncoderBlock
 from mfgtx.nn.cache import KVCache, LayerKV
 from mfgtx.nn.config import TransformerConfig
 from mfgtx.nn.dropout import Dropout
+from mfgtx.nn.droppath import DropPath, drop_path
 from mfgtx.nn.feedforward import FeedForward
 from mfgtx.nn.generate import CausalLM, generate
 from mfgtx.nn.init import init_weights
@@ -32,6 +33,7 @@ __all__ = [
     "CausalLM",
     "Decoder",
     "DecoderBlock",
+    "DropPath",
     "Dropout",
     "Encoder",
     "EncoderBlock",
@@ -50,6 +52,7 @@ __all__ = [
     "alibi_slopes",
     "attention",
     "causal_mask",
+    "drop_path",
     "generate",
     "init_weights",
     "sinusoidal_table",

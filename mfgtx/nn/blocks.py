@@ -7,6 +7,12 @@ Shape legend: ``B`` batch, ``T`` target length, ``S`` source (memory) length, ``
 ``norm_first=True`` is Pre-LN (Xiong et al., 2020): ``x = x + sublayer(norm(x))``; stacks of
 Pre-LN blocks end with a final norm (see :mod:`mfgtx.nn.stacks`). Masks: boolean,
 ``True`` = may attend.
+
+Stochastic depth (:class:`EncoderBlock`, Pre-LN): with ``drop_path = p`` a Pre-LN encoder
+block, in training, skips itself for a random share ``p`` of the samples: its whole residual
+update (attention and feed-forward together, ``block(x) - x``) is dropped per sample and a kept
+update is scaled by ``1 / (1 - p)`` (:class:`~mfgtx.nn.DropPath`). timm's ViT blocks drop the
+two branches independently instead; dropping the block as a whole is Huang et al.'s form.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from torch import Tensor, nn
 
 from mfgtx.nn.cache import LayerKV
 from mfgtx.nn.dropout import Dropout
+from mfgtx.nn.droppath import DropPath
 from mfgtx.nn.feedforward import Activation, FeedForward
 from mfgtx.nn.mha import MultiHeadAttention
 from mfgtx.nn.positional import RotaryEmbedding
@@ -95,9 +102,13 @@ class EncoderBlock(nn.Module):
         layer_norm_eps: LayerNorm epsilon.
         bias: biases in linear layers and LayerNorms.
         rotary: optional rotary embedding for the self-attention.
+        drop_path: stochastic depth: in training, the probability of skipping this block for
+            a sample (its whole residual update dropped, kept updates scaled by
+            ``1 / (1 - p)``); the identity in eval mode and at 0. Pre-LN only (a Post-LN
+            block has no residual path around it).
 
     Example:
-        >>> blk = EncoderBlock(16, 4, 32, norm_first=True)
+        >>> blk = EncoderBlock(16, 4, 32, norm_first=True, drop_path=0.1)
         >>> blk(torch.randn(2, 5, 16)).output.shape
         torch.Size([2, 5, 16])
     """
@@ -115,8 +126,14 @@ class EncoderBlock(nn.Module):
         layer_norm_eps: float = 1e-5,
         bias: bool = True,
         rotary: RotaryEmbedding | None = None,
+        drop_path: float = 0.0,
     ) -> None:
         super().__init__()
+        if drop_path and not norm_first:
+            raise ValueError(
+                f"drop_path={drop_path!r} needs a Pre-LN block (norm_first=True): a Post-LN "
+                "block normalises after its residual add, so there is no update to drop"
+            )
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(
             d_model, n_heads, dropout=attn_dropout, bias=bias, rotary=rotary
@@ -126,6 +143,7 @@ class EncoderBlock(nn.Module):
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
+        self.drop_path = DropPath(drop_path)  # no parameters: the state dict is unchanged
 
     def forward(
         self,
@@ -152,12 +170,14 @@ class EncoderBlock(nn.Module):
 
         if self.norm_first:
             h, w = sa(self.norm1(x))
-            x = _add(x, h)
-            x = _add(x, self.dropout2(self.ff(self.norm2(x))))
-        else:
-            h, w = sa(x)
-            x = self.norm1(_add(x, h))
-            x = self.norm2(_add(x, self.dropout2(self.ff(x))))
+            y = _add(x, h)
+            f = self.dropout2(self.ff(self.norm2(y)))
+            if self.drop_path.active:  # the block's whole update, dropped per sample
+                return BlockOutput(_add(x, self.drop_path(_add(h, f))), w)
+            return BlockOutput(_add(y, f), w)
+        h, w = sa(x)
+        x = self.norm1(_add(x, h))
+        x = self.norm2(_add(x, self.dropout2(self.ff(x))))
         return BlockOutput(x, w)
 
     @classmethod

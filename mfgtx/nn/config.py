@@ -34,6 +34,9 @@ class TransformerConfig:
         rotary_base: frequency base of rotary positions.
         relative_num_buckets: buckets of the relative position bias.
         relative_max_distance: offsets beyond this share a bucket.
+        drop_path: stochastic depth of an :class:`~mfgtx.nn.Encoder` (Pre-LN): the last
+            block's drop-path probability; block ``i`` of ``n`` gets ``drop_path * i / (n - 1)``
+            (0 for the first). Encoder stacks only.
 
     Example:
         >>> TransformerConfig(d_model=64, n_heads=4, n_layers=2, d_ff=128).head_dim
@@ -59,6 +62,7 @@ class TransformerConfig:
     rotary_base: float = 10000.0
     relative_num_buckets: int = 32
     relative_max_distance: int = 128
+    drop_path: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "n_layers", "d_ff", "max_len"):
@@ -71,6 +75,13 @@ class TransformerConfig:
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), found {value!r}")
+        if not 0.0 <= self.drop_path < 1.0:
+            raise ValueError(f"drop_path must be in [0, 1), found {self.drop_path!r}")
+        if self.drop_path and not self.norm_first:
+            raise ValueError(
+                f"drop_path={self.drop_path!r} needs Pre-LN blocks (norm_first=True): a Post-LN "
+                "block normalises after its residual add, so there is no update to drop"
+            )
         if self.activation not in ("relu", "gelu"):
             raise ValueError(f"activation must be 'relu' or 'gelu', found {self.activation!r}")
         if self.positional not in _POSITIONAL:
@@ -92,3 +103,13 @@ class TransformerConfig:
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def drop_rates(self) -> tuple[float, ...]:
+        """Drop-path probability of each block: rising linearly from 0 to ``drop_path``.
+
+        >>> TransformerConfig(n_layers=3, drop_path=0.2).drop_rates
+        (0.0, 0.1, 0.2)
+        """
+        n = self.n_layers
+        return tuple(self.drop_path * i / max(n - 1, 1) for i in range(n))

@@ -111,8 +111,9 @@ class Encoder(nn.Module):
                 layer_norm_eps=c.layer_norm_eps,
                 bias=c.bias,
                 rotary=self.positions.rotary,
+                drop_path=p,
             )
-            for _ in range(c.n_layers)
+            for p in c.drop_rates
         )
         self.norm = (
             nn.LayerNorm(c.d_model, eps=c.layer_norm_eps, bias=c.bias) if c.norm_first else None
@@ -172,6 +173,11 @@ class Decoder(nn.Module):
 
     def __init__(self, config: TransformerConfig, *, cross_attention: bool = True) -> None:
         super().__init__()
+        if config.drop_path:
+            raise ValueError(
+                f"drop_path={config.drop_path!r}: stochastic depth is for Encoder stacks; "
+                "decoder blocks have none"
+            )
         c = self.config = config
         self.cross_attention = cross_attention
         self.positions = _Positions(c, bidirectional=False)

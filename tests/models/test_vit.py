@@ -107,6 +107,72 @@ def test_stochastic_depth_is_random_in_training_and_off_in_eval() -> None:
     assert torch.allclose(plain.eval()(x), model(x), atol=1e-6)
 
 
+def _old_drop_path(update: torch.Tensor, p: float) -> torch.Tensor:
+    """What DefectViT did before the encoder had drop-path (main 78eb306)."""
+    keep = torch.rand(update.shape[0], 1, 1, device=update.device) >= p  # (B, 1, 1)
+    return update * keep.to(update.dtype) / (1.0 - p)
+
+
+def _old_forward(
+    model: DefectViT, rates: tuple[float, ...], images: torch.Tensor, need_weights: bool = False
+):
+    """DefectViT's forward before this change (main 78eb306): its own loop over the blocks of
+    an encoder without drop-path (``model``), drop-path ``rates`` applied to
+    ``block(x).output - x``."""
+    assert model.drop_rates == (0.0,) * len(rates)
+    x = model.tokens(images)
+    if model.cls is not None:
+        x = torch.cat([model.cls.expand(x.shape[0], -1, -1), x], dim=1)
+    x = model.encoder.dropout(x)
+    weights = []
+    for block, p in zip(model.encoder.blocks, rates, strict=True):
+        if need_weights:
+            out = block(x, need_weights=True)
+            x = out.output
+            weights.append(out.weights)
+        elif p > 0.0 and model.training:
+            x = x + _old_drop_path(block(x).output - x, p)
+        else:
+            x = block(x).output
+    x = model.encoder.norm(x)
+    logits = model.head(x[:, 0] if model.cls is not None else x.mean(1))
+    return (logits, tuple(weights)) if need_weights else logits
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"drop_path": 0.3, "n_layers": 3, "dropout": 0.1},
+        {"pooling": "mean", "stem": "conv", "drop_path": 0.2},
+        {"positional": "sinusoidal", "n_layers": 1, "drop_path": 0.1},
+    ],
+)
+def test_encoder_forward_equals_the_block_loop_it_replaced(changes) -> None:
+    """Parity: eval outputs and attention maps bit for bit; in training the same random
+    stream gives the same outputs (stochastic depth of whole blocks, as before)."""
+    torch.manual_seed(0)
+    model = DefectViT(tiny(**changes)).eval()
+    c = model.config
+    rates = tuple(c.drop_path * i / max(c.n_layers - 1, 1) for i in range(c.n_layers))  # as before
+    assert model.drop_rates == rates
+    old = DefectViT(tiny(**changes | {"drop_path": 0.0})).eval()
+    old.load_state_dict(model.state_dict())
+    images = torch.randn(5, 1, 32, 32)
+    assert torch.equal(model(images), _old_forward(old, rates, images))
+    logits, weights = model.forward_with_attention(images)
+    old_logits, old_weights = _old_forward(old, rates, images, need_weights=True)
+    assert torch.equal(logits, old_logits) and len(weights) == len(old_weights)
+    assert all(torch.equal(a, b) for a, b in zip(weights, old_weights, strict=True))
+    model.train(), old.train()
+    for seed in range(3):
+        torch.manual_seed(seed)
+        new = model(images)
+        torch.manual_seed(seed)
+        expected = _old_forward(old, rates, images)
+        torch.testing.assert_close(new, expected, atol=1e-6, rtol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("field", "value", "match"),
     [

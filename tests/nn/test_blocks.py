@@ -110,3 +110,45 @@ def test_residual_adds_equal_pytorchs_mixed_dtype_add_bit_for_bit(
     for a, b in ((torch.ones(3), torch.ones(3, dtype=torch.bfloat16) / 3),
                  (torch.ones(3, dtype=torch.bfloat16) / 3, torch.ones(3))):  # fmt: skip
         assert torch.equal(add(a, b), a + b) and add(a, b).dtype == torch.float32
+
+
+# --- stochastic depth (drop_path) ---------------------------------------------------------------
+
+
+def test_drop_path_is_the_identity_in_eval_and_at_zero() -> None:
+    torch.manual_seed(0)
+    plain = EncoderBlock(D, H, F, norm_first=True, dropout=0.1)
+    randomise(plain)
+    dropping = EncoderBlock(D, H, F, norm_first=True, dropout=0.1, drop_path=0.5)
+    assert list(dropping.state_dict()) == list(plain.state_dict())  # no new parameters
+    dropping.load_state_dict(plain.state_dict())
+    x = torch.randn(B, T, D)
+    assert torch.equal(dropping.eval()(x).output, plain.eval()(x).output)
+    at_zero = EncoderBlock(D, H, F, norm_first=True, dropout=0.1, drop_path=0.0)
+    at_zero.load_state_dict(plain.state_dict())
+    torch.manual_seed(3)
+    expected = plain.train()(x).output  # dropout only
+    torch.manual_seed(3)
+    assert torch.equal(at_zero.train()(x).output, expected)
+
+
+def test_drop_path_skips_the_whole_block_per_sample_and_scales_what_it_keeps() -> None:
+    p, n = 0.4, 256
+    torch.manual_seed(0)
+    block = EncoderBlock(D, H, F, norm_first=True, drop_path=p)  # no dropout: only drop-path
+    randomise(block)
+    x = torch.randn(n, T, D)
+    update = block.eval()(x).output - x  # (n, T, D) the block's whole residual update
+    out = block.train()(x).output
+    dropped = (out == x).flatten(1).all(1)  # (n,)
+    assert 0.25 * n < dropped.sum() < 0.55 * n  # about p of the samples
+    kept = ~dropped
+    torch.testing.assert_close(out[kept], x[kept] + update[kept] / (1 - p), atol=1e-5, rtol=1e-5)
+
+
+def test_drop_path_needs_pre_ln_and_a_probability_below_one() -> None:
+    with pytest.raises(ValueError, match=r"drop_path=0.1 needs a Pre-LN block"):
+        EncoderBlock(D, H, F, norm_first=False, drop_path=0.1)
+    for p in (1.0, -0.1):
+        with pytest.raises(ValueError, match=r"drop_path must be in \[0, 1\)"):
+            EncoderBlock(D, H, F, norm_first=True, drop_path=p)

@@ -194,3 +194,21 @@ def test_config_is_frozen() -> None:
 def test_stack_input_shape_error() -> None:
     with pytest.raises(ValueError, match=r"x must have shape \(B, T, d_model=16\), found \(2, 6\)"):
         Encoder(cfg())(torch.randn(2, 6))
+
+
+def test_encoder_drop_path_rises_linearly_over_its_blocks() -> None:
+    c = cfg(n_layers=4, drop_path=0.3, norm_first=True)
+    assert c.drop_rates == pytest.approx((0.0, 0.1, 0.2, 0.3))
+    enc = Encoder(c)
+    assert tuple(b.drop_path.p for b in enc.blocks) == c.drop_rates
+    assert list(enc.state_dict()) == list(Encoder(cfg(n_layers=4)).state_dict())
+    assert cfg(n_layers=1, drop_path=0.3).drop_rates == (0.0,)
+
+
+def test_drop_path_config_errors() -> None:
+    with pytest.raises(ValueError, match=r"drop_path must be in \[0, 1\)"):
+        cfg(drop_path=1.0)
+    with pytest.raises(ValueError, match="needs Pre-LN blocks"):
+        cfg(drop_path=0.1, norm_first=False)
+    with pytest.raises(ValueError, match="stochastic depth is for Encoder stacks"):
+        Decoder(cfg(drop_path=0.1), cross_attention=False)
