@@ -44,7 +44,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     quiet=(--quiet)
   else  # the first set-up downloads torch and the rest: show pip's progress
     echo "first set-up: installing mfgtx and its pinned dependencies into $VENV" >&2
-    echo "(about 70 packages with the CPU build of torch, about 2 GB installed: a few minutes)" >&2
+    echo "(about 85 packages with the CPU build of torch, about 2 GB installed: a few minutes)" >&2
     quiet=(--progress-bar on)
   fi
   "$VENV/bin/python" -m pip install "${quiet[@]}" --disable-pip-version-check \
