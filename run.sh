@@ -2,7 +2,7 @@
 # Set up (or update) the project's virtualenv in .venv, then run a task.
 #
 #   ./run.sh demo    set up, then run the demo (the main job)
-#   ./run.sh test    set up, then run ruff, the import-layer contracts and the test suite
+#   ./run.sh test    set up, then run ruff, the import-layer contracts, the docs build and the test suite
 #   ./run.sh bench   set up, then run the attention benchmark (extra args are passed on)
 #
 # Needs only Python >= 3.11 (python3 on PATH, or set PYTHON=/path/to/python).
@@ -44,11 +44,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     quiet=(--quiet)
   else  # the first set-up downloads torch and the rest: show pip's progress
     echo "first set-up: installing mfgtx and its pinned dependencies into $VENV" >&2
-    echo "(about 70 packages with the CPU build of torch, about 2 GB installed: a few minutes)" >&2
+    echo "(about 85 packages with the CPU build of torch, about 2 GB installed: a few minutes)" >&2
     quiet=(--progress-bar on)
   fi
   "$VENV/bin/python" -m pip install "${quiet[@]}" --disable-pip-version-check \
-    -c "$constraints" -e ".[dev]"
+    -c "$constraints" -e ".[dev,docs]"
   echo "$want" > "$stamp"
 fi
 
@@ -59,6 +59,10 @@ case "$task" in
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
     "$VENV/bin/lint-imports" --no-cache   # the import layers (pyproject.toml)
+    site="$(mktemp -d)"                   # the docs site: a broken link or anchor fails
+    NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --site-dir "$site" \
+      || { rm -rf "$site"; exit 1; }
+    rm -rf "$site"
     exec "$VENV/bin/python" -m pytest "$@" ;;
   bench)
     exec "$VENV/bin/python" benchmarks/attention.py "$@" ;;

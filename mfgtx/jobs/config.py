@@ -353,8 +353,8 @@ class ScoreSection:
             is not a usable image goes to the errors file; the others are scored.
         errors: CSV file listing bad rows, lots and the reason (default: next to the output,
             or next to the SQLite file).
-        stride: rows between scored windows (default: the training stride);
-            ``last_per_lot: true`` scores only each lot's last window.
+        stride: rows between scored windows (default: the training stride).
+        last_per_lot: score only each lot's last window.
         batch_size: windows (or images, or tiles) per forward pass.
         per_tile: tiled ViT bundles: one row per tile (keys image, top, left) instead of
             one per photo (its worst tile).
@@ -460,6 +460,22 @@ class JobConfig:
 
     ``source_file`` (the job file's name) and ``paths_as_written`` (``(expanded, as written)``
     of every path :func:`load_config` expanded) are for messages; they are not job keys.
+
+    Args:
+        data: the input table (:class:`DataSection`); ``train vit`` reads ``images`` instead.
+        windows: how windows are cut from every lot.
+        split: how lots are split into training, validation and test sets.
+        model: the sensor encoder's settings (``train sensor``).
+        forecast: the forecaster's settings (``train forecast``).
+        images: the labelled images of a ViT job and how they are read (``train vit``).
+        vit: the defect ViT's settings (``train vit``).
+        train: how the model trains.
+        calibration: classifiers: the cost of a missed defect in false alarms.
+        bundle: the bundle directory ``train`` writes and ``score``, ``evaluate`` and
+            ``bench`` read.
+        score: batch scoring (``score``).
+        evaluate: an external test set (``evaluate``).
+        name: a name for the job (free text, kept with the job in its bundle).
     """
 
     data: DataSection | None = None
