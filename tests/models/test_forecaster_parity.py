@@ -62,4 +62,8 @@ def test_forecaster_outputs_equal_those_before_the_split(name, reference) -> Non
         assert torch.equal(state[key], value), key
     assert sorted(out) == sorted(old_out)
     for key, value in old_out.items():
-        torch.testing.assert_close(out[key], value, rtol=1e-6, atol=1e-6, msg=f"{name}: {key}")
+        # float32 rounding of another CPU's kernels (AVX-512 against the AVX2 machine that wrote
+        # the reference: up to 4.8e-6 on outputs of scale 10.7) is a few ulps of the output's
+        # scale; any change in what is computed is orders of magnitude larger.
+        atol = 1e-6 * max(1.0, value.abs().max().item())
+        torch.testing.assert_close(out[key], value, rtol=1e-6, atol=atol, msg=f"{name}: {key}")
