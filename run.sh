@@ -2,7 +2,7 @@
 # Set up (or update) the project's virtualenv in .venv, then run a task.
 #
 #   ./run.sh demo    set up, then run the demo (the main job)
-#   ./run.sh test    set up, then run ruff, the import-layer contracts, the docs build and the test suite
+#   ./run.sh test    set up, then run ruff, the import-layer contracts, mypy, the docs build and the test suite
 #   ./run.sh bench   set up, then run the attention benchmark (extra args are passed on)
 #
 # Needs only Python >= 3.11 (python3 on PATH, or set PYTHON=/path/to/python).
@@ -59,6 +59,7 @@ case "$task" in
     "$VENV/bin/ruff" check .
     "$VENV/bin/ruff" format --check .
     "$VENV/bin/lint-imports" --no-cache   # the import layers (pyproject.toml)
+    "$VENV/bin/mypy"                      # the types of mfgtx/ ([tool.mypy] in pyproject.toml)
     site="$(mktemp -d)"                   # the docs site: a broken link or anchor fails
     NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --site-dir "$site" \
       || { rm -rf "$site"; exit 1; }

@@ -286,7 +286,7 @@ def _write_record(path: Path, contents: list[dict[str, Any]]) -> None:
         raise
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
+def atomic_write(path: str | os.PathLike[str], write: Callable[[str], object]) -> None:
     """Write ``path`` all or nothing, and only over a file mfgtx wrote: ``write(tmp)`` fills
     a temporary file in the same folder, which is flushed to disk and renamed over ``path``,
     and the write is recorded. On any failure the temporary file is removed and ``path`` is

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
@@ -28,7 +28,7 @@ from torch import nn
 from mfgtx.data import ForecastWindows, SensorScaler, Windows, evaluation_batches
 from mfgtx.metrics import forecast_metrics, interval_coverage
 from mfgtx.split import AuditReport, LotTimeSplit, audit
-from mfgtx.train import TrainConfig, fit
+from mfgtx.train import Trainable, TrainConfig, fit
 
 __all__ = ["FoldScore", "rolling_backtest"]
 
@@ -64,7 +64,7 @@ def rolling_backtest(
     train_config: TrainConfig,
     *,
     baselines: Sequence[Callable[[], Any]] = (),
-    scaler_method: str = "standard",
+    scaler_method: Literal["standard", "robust"] = "standard",
     batch_size: int = 256,
 ) -> list[FoldScore]:
     """Train and score a fresh forecaster on every fold of ``splitter``.
@@ -93,7 +93,7 @@ def rolling_backtest(
             raise ValueError(
                 f"fold {sets.fold} has no validation windows; build the splitter with val_size > 0"
             )
-        scaler = SensorScaler.fit(windows, sets.train, scaler_method)  # type: ignore[arg-type]
+        scaler = SensorScaler.fit(windows, sets.train, scaler_method)
         report = audit(windows, sets, scaler=scaler)  # raises LeakageError on any failed check
         model = make_model()
         covariates = bool(getattr(getattr(model, "config", None), "n_past_covariates", 0))
@@ -109,9 +109,9 @@ def rolling_backtest(
         with torch.no_grad():
             for idx in evaluation_batches(sets.test, batch_size):
                 b = test.batch(idx)
-                preds.append(model.predict(b).float().numpy())  # type: ignore[operator]
+                preds.append(cast(Trainable, model).predict(b).float().numpy())
                 if len(levels) >= 2:
-                    q = model.predict_quantiles(  # type: ignore[operator]
+                    q = model.predict_quantiles(  # type: ignore[operator]  # quantile models only
                         b["x"], b["observed"], b.get("past_covariates")
                     )
                     bands.append(q.float().numpy())

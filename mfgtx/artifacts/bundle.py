@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -94,14 +94,14 @@ def _model_name_and_config(model: nn.Module, name: str | None) -> tuple[str, Any
             "with @register_model (from mfgtx.artifacts) so that bundles can name it and "
             "load_bundle can rebuild it without importing code named in a file"
         )
-    config = getattr(model, "config", None)
-    expected = _config_class(cls)
+    config: Any = getattr(model, "config", None)
+    expected: type[Any] = _config_class(cls)
     if type(config) is not expected:
         raise TypeError(
             f"{name}: model.config must be a {expected.__qualname__} (the annotation of its "
             f"constructor), found {type(config).__qualname__}"
         )
-    data = to_json(config, "model.config")
+    data = cast(dict[str, Any], to_json(config, "model.config"))  # a dataclass: an object
     try:
         again = config_from_json(expected, json.loads(json.dumps(data)), "model.config")
     except ValueError as e:

@@ -128,7 +128,7 @@ def _config_class(cls: type[nn.Module]) -> type:
     required = [p for p in params if p.default is p.empty and p.kind not in _VARIADIC]
     hint = hints.get(params[0].name) if params and len(required) <= 1 else None
     frozen = isinstance(hint, type) and dataclasses.is_dataclass(hint)
-    if not frozen or not hint.__dataclass_params__.frozen:
+    if not frozen or hint is None or not hint.__dataclass_params__.frozen:
         raise TypeError(
             f"{_default_name(cls)} must be built as cls(config) with the argument annotated by "
             f"its frozen config dataclass, e.g. def __init__(self, config: MyConfig); found "

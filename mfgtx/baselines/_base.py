@@ -35,8 +35,10 @@ class Baseline(Protocol):
     """What :func:`~mfgtx.baselines.compare` needs from a baseline."""
 
     task: ClassVar[str]
-    name: str
     train_idx_: np.ndarray
+
+    @property
+    def name(self) -> str: ...
 
     def fit(
         self, windows: Windows, train_idx: Sequence[int] | np.ndarray, scaler: Any = None

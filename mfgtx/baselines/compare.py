@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from typing import Literal, Protocol, cast
 
 import numpy as np
 
@@ -43,6 +44,14 @@ PRIMARY_METRIC: dict[str, str] = {
     "forecast": "mse",
 }
 """Default metric of the verdict per task (log loss: a proper score of the probabilities)."""
+
+
+class _ClassBaseline(Baseline, Protocol):
+    """A classification baseline: the classes it saw and its probabilities."""
+
+    n_classes_: int
+
+    def predict_proba(self, windows: Windows, idx: Sequence[int] | np.ndarray) -> np.ndarray: ...
 
 
 def _check_baselines(
@@ -128,7 +137,7 @@ def _score(
                 scores = forecast_metrics(truth, pred)
         except ValueError as err:
             raise ValueError(f"cannot score {name!r}: {err}") from err
-        kind = "model" if name in models else "baseline"
+        kind: Literal["model", "baseline"] = "model" if name in models else "baseline"
         rows.append(ReportRow(name=name, kind=kind, metrics=scores))
         notes += [f"{name}: {r}" for r in reasons]
     return rows, notes
@@ -171,7 +180,7 @@ def _bootstrap_inputs(
         return np.abs(d).mean(axis=1) if metric == "mae" else (d**2).mean(axis=1)
 
     def of_row_errors(_: object, errors: object) -> float:
-        mean = float(np.mean(errors))
+        mean = float(np.mean(np.asarray(errors, np.float64)))
         return math.sqrt(mean) if metric == "rmse" else mean
 
     return np.zeros(len(truth)), row_errors(a), row_errors(b), of_row_errors
@@ -310,16 +319,17 @@ def compare(
             )
 
     if task == "classification":
+        classifiers = cast(list[_ClassBaseline], baselines)  # all of task "classification"
         widths = {p.shape[1] for p in shaped.values()}
-        n_classes = max([*widths, *(b.n_classes_ for b in baselines)])  # type: ignore[attr-defined]
+        n_classes = max([*widths, *(c.n_classes_ for c in classifiers)])
         if widths != {n_classes}:
             raise ValueError(
                 f"model probabilities have {sorted(widths)} columns, but there are {n_classes} "
                 "classes (the baselines saw them in training); give one column per class"
             )
-        for b in baselines:
-            proba = b.predict_proba(windows, test)  # type: ignore[attr-defined]
-            shaped[b.name] = np.pad(proba, ((0, 0), (0, n_classes - proba.shape[1])))
+        for c in classifiers:
+            proba = c.predict_proba(windows, test)
+            shaped[c.name] = np.pad(proba, ((0, 0), (0, n_classes - proba.shape[1])))
     else:
         for b in baselines:
             shaped[b.name] = b.predict(windows, test)

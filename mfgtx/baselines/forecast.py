@@ -303,7 +303,7 @@ class LinearRidge(_InWindow):
         for a in range(0, len(self.train_idx_), 1024):
             idx = self.train_idx_[a : a + 1024]
             x, last = self._inputs(windows, idx)  # (n, K, m), (n, K)
-            y = (windows.y[idx].astype(np.float64) - self.center_) / self.scale_  # (n, H, K)
+            y = (targets_of(windows, idx, "training") - self.center_) / self.scale_  # (n, H, K)
             y = (y - last[:, None, :]).transpose(0, 2, 1).reshape(-1, windows.horizon)
             x = x.reshape(-1, m)
             keep = ~np.isnan(y).any(axis=1)

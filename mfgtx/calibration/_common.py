@@ -69,7 +69,7 @@ def _check_labels(labels: object, n: int, k: int, where: str) -> np.ndarray:
 
 
 def _check_cost(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, Real) or not float(value) > 0:
         raise ValueError(f"{name} must be a positive number, found {value!r}")
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, found {value!r}")

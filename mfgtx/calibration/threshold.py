@@ -133,10 +133,9 @@ class ThresholdChoice:
         missing = [f for f in fields if f not in state]
         if missing:
             raise ValueError(f"threshold choice state lacks {missing}, found {sorted(state)}")
-        return cls(
-            **{f: float(state[f]) for f in fields[:3]},
-            **{f: state[f] for f in fields[3:]},
-        )
+        threshold, missed, false_alarm = (float(state[f]) for f in fields[:3])
+        tp, fp, tn, fn = (state[f] for f in fields[3:])
+        return cls(threshold, missed, false_alarm, tp, fp, tn, fn)
 
 
 def choose_threshold(

@@ -73,7 +73,7 @@ class WindowDataset(Dataset):
                 DataWarning,
                 stacklevel=2,
             )
-        if target == "class":
+        if target == "class" and windows.y is not None:  # not None: checked above
             labels = windows.y[self.indices].reshape(len(self.indices), -1)[:, 0]
             if np.isnan(labels).any() or (labels != np.round(labels)).any() or (labels < 0).any():
                 raise ValueError("class targets must be whole numbers >= 0 without missing values")
@@ -97,9 +97,10 @@ class WindowDataset(Dataset):
             "observed": torch.from_numpy(observed),
             "index": torch.from_numpy(j),
         }
-        if self.target == "float":
-            columns["y"] = torch.from_numpy(np.asarray(self.windows.y[j], dtype=np.float32))
-        elif self.target == "class":
-            first = self.windows.y[j].reshape(len(j), -1)[:, 0]
+        y = self.windows.y  # None only with target "none" (checked in __init__)
+        if self.target == "float" and y is not None:
+            columns["y"] = torch.from_numpy(np.asarray(y[j], dtype=np.float32))
+        elif self.target == "class" and y is not None:
+            first = y[j].reshape(len(j), -1)[:, 0]
             columns["y"] = torch.from_numpy(first.astype(np.int64))
         return [{k: v[n] for k, v in columns.items()} for n in range(len(j))]

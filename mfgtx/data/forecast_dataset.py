@@ -48,6 +48,7 @@ class ForecastWindows(Dataset):
                 " the forecaster reads the past of what it forecasts"
             )
         self.windows, self.scaler, self.covariates = windows, scaler, covariates
+        self.y = windows.y  # (N, H, K), not None (checked above)
         self.indices = np.asarray(indices, dtype=np.int64)
         self.cols = [windows.sensors.index(c) for c in windows.targets]
         self.others = [j for j in range(len(windows.sensors)) if j not in self.cols]
@@ -59,7 +60,7 @@ class ForecastWindows(Dataset):
 
     def scaled_targets(self, idx: np.ndarray) -> np.ndarray:
         """``(n, H, K)`` horizons of windows ``idx`` in the scaler's units."""
-        y = self.windows.y[idx].astype(np.float64)  # type: ignore[index]
+        y = self.y[idx].astype(np.float64)
         return ((y - self.center) / self.scale).astype(np.float32)
 
     def batch(self, idx: np.ndarray) -> dict[str, torch.Tensor]:

@@ -432,9 +432,9 @@ def _require(df: pd.DataFrame, columns: ColumnMap, where: Where) -> None:
             hint = f"; did you mean {close[0]!r}?" if close else ""
             return f"{name!r} ({_ROLE_WORDS[role]}{hint})"
 
-        listed = ", ".join(one(role, name) for role, name in missing)
+        said = ", ".join(one(role, name) for role, name in missing)
         raise DataError(
-            f"{where.source}: missing column(s) {listed}; found columns {found}",
+            f"{where.source}: missing column(s) {said}; found columns {found}",
             column=missing[0][1],
         )
 
@@ -839,7 +839,7 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
         if columns.sensors is not None:
             sensors = list(columns.sensors)
         else:
-            mapped = (*columns.non_sensor_columns, *named, "_row")
+            mapped = {*columns.non_sensor_columns, *named, "_row"}
             candidates = [c for c in df.columns if c not in mapped]
             sensors, left_out = _numeric_columns(df, candidates, where)
             sensors += list(columns.categories)

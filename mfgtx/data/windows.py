@@ -149,7 +149,7 @@ class Windows:
             same = (p.sensors, p.targets, p.window, p.stride, p.horizon) == (
                 first.sensors, first.targets, first.window, first.stride, first.horizon
             )  # fmt: skip
-            kinds = {first.time_kind, p.time_kind} - {None}
+            kinds = {k for k in (first.time_kind, p.time_kind) if k is not None}
             if len(kinds) > 1:
                 raise ValueError(
                     f"Windows.concat: parts differ in their time axis ({sorted(kinds)}): some "
@@ -182,7 +182,7 @@ class Windows:
             start=np.concatenate([p.start for p in parts]),
             end=np.concatenate([p.end for p in parts]),
             label_time=np.concatenate([p.label_time for p in parts]),
-            y=None if first.y is None else np.concatenate([p.y for p in parts]),  # type: ignore[misc]
+            y=None if first.y is None else np.concatenate([p.y for p in parts]),
             sensors=first.sensors,
             targets=first.targets,
             window=first.window,
@@ -214,8 +214,8 @@ class Windows:
     def time_value(self, t: object) -> np.datetime64 | float:
         """``t`` in the windows' own time units: UTC ``datetime64[ns]``, or a float (cycles)."""
         if not np.issubdtype(self.end.dtype, np.datetime64):
-            return float(t)  # type: ignore[arg-type]
-        ts = pd.Timestamp(t)  # type: ignore[arg-type]
+            return float(t)  # type: ignore[arg-type]  # a number here: float() says so if not
+        ts = pd.Timestamp(t)
         if ts.tzinfo is not None:
             ts = ts.tz_convert("UTC").tz_localize(None)
         return np.datetime64(ts.to_datetime64(), "ns")

@@ -57,7 +57,7 @@ class _AsMember:
     """The ensemble seen through its members' config: what the members' deletion rule reads
     (``config``) and calls (the ensemble's own forward)."""
 
-    ensemble: nn.Module
+    ensemble: SensorEncoderEnsemble | ForecasterEnsemble
 
     @property
     def config(self) -> Any:

@@ -83,7 +83,7 @@ class Balancing:
             return None
         w = torch.as_tensor(self.sample_weights(labels), dtype=torch.double)
         n = len(w) if num_samples is None else num_samples
-        return WeightedRandomSampler(w, n, replacement=True, generator=generator)
+        return WeightedRandomSampler(w.tolist(), n, replacement=True, generator=generator)
 
 
 def plan_balancing(

@@ -343,8 +343,8 @@ def rasterise(
         elif shape.shape_type == "circle":
             (cx, cy), (px, py) = shape.points
             r = math.hypot(px - cx, py - cy)
-            box = tuple(math.floor(v) for v in (cx - r, cy - r, cx + r, cy + r))
-            draw.ellipse(box, fill=value, outline=value)
+            bounds = tuple(math.floor(v) for v in (cx - r, cy - r, cx + r, cy + r))
+            draw.ellipse(bounds, fill=value, outline=value)
         else:
             raise MaskError(source, f"shape type {shape.shape_type!r} cannot be drawn")
     return np.array(canvas, dtype=np.uint8)

@@ -281,7 +281,7 @@ def _without_repeats(
     first: dict[str, int] = {}
     for i, path in enumerate(frame["path"]):
         first.setdefault(path, i)
-    for i in np.flatnonzero(again):
+    for i in np.flatnonzero(again).tolist():
         path, label = frame["path"].iloc[i], frame["label"].iloc[i]
         j = first[path]
         if frame["label"].iloc[j] != label:

@@ -84,7 +84,7 @@ def _union_find(keys: Sequence[Sequence[Any]]) -> np.ndarray:
 
 
 def duplicate_groups(
-    hashes: Sequence[str], labels: Sequence[int], names: Sequence[str]
+    hashes: Sequence[str] | np.ndarray, labels: Sequence[int] | np.ndarray, names: Sequence[str]
 ) -> np.ndarray:
     """Group id per image, byte-identical files sharing one.
 
@@ -96,13 +96,13 @@ def duplicate_groups(
         [0, 1, 0]
     """
     groups = _union_find([list(hashes)])
-    labels = np.asarray(labels)
+    label = np.asarray(labels)
     for g in np.unique(groups):
         members = np.flatnonzero(groups == g)
-        if len(set(labels[members].tolist())) > 1:
+        if len(set(label[members].tolist())) > 1:
             raise ValueError(
                 "byte-identical images carry different labels: "
-                + ", ".join(f"{names[i]} (label {labels[i]})" for i in members[:6])
+                + ", ".join(f"{names[i]} (label {label[i]})" for i in members[:6])
             )
     return groups
 
@@ -125,7 +125,8 @@ def _stratified(
                 assigned[groups == ids[start]] = code
                 taken += sizes[start]
                 start += 1
-    return tuple(np.flatnonzero(assigned == k) for k in (0, 1, 2))  # type: ignore[return-value]
+    train, val, test = (np.flatnonzero(assigned == k) for k in (0, 1, 2))
+    return train, val, test
 
 
 def split_images(
@@ -156,18 +157,18 @@ def split_images(
             f"test_size must be in (0, 1), val_size in [0, 1) and their sum below 1; found "
             f"test_size={test_size!r}, val_size={val_size!r}"
         )
-    hashes = records.content_hashes() if hashes is None else np.asarray(hashes, dtype=object)
-    if len(hashes) != len(records):
-        raise ValueError(f"hashes has {len(hashes)} entries for {len(records)} images")
+    known = records.content_hashes() if hashes is None else np.asarray(hashes, dtype=object)
+    if len(known) != len(records):
+        raise ValueError(f"hashes has {len(known)} entries for {len(records)} images")
     labels = records.labels
-    dup = duplicate_groups(hashes, labels, records.names)
+    dup = duplicate_groups(known, labels, records.names)
     if not records.has_lots:
         groups = dup
         train, val, test = _stratified(groups, labels, test_size, val_size, seed)
         empty = np.zeros(0, dtype=np.int64)
         return ImageSplit(train, val, test, empty, "stratified", groups)
     lots = records.frame["lot"].astype(str).to_numpy()
-    groups = _union_find([list(hashes), list(lots)])
+    groups = _union_find([list(known), list(lots)])
     merged = [sorted(set(lots[groups == g].tolist())) for g in np.unique(groups)]
     merged = [m for m in merged if len(m) > 1]
     if merged:

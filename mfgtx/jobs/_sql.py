@@ -379,7 +379,7 @@ def read_engine(url_text: str) -> Any:
 
     url = make_url(url_text)
     if _dialect(url) == "sqlite":
-        path = url.database
+        path = _sqlite_file(url)  # checked by _dialect: a file
 
         def connect() -> sqlite3.Connection:
             uri = f"file:{urllib.parse.quote(path)}?mode=ro"

@@ -120,7 +120,9 @@ def describe_job(kind: str, job: JobConfig) -> str:
     k = KINDS[kind]
     raw = job.to_dict()
     members = ((raw.get("train") or {}).get("ensemble") or {}).get("members")
-    model = (k.ensemble_name if members else k.model_name).removeprefix("mfgtx.")
+    model = (k.ensemble_name if members and k.ensemble_name else k.model_name).removeprefix(
+        "mfgtx."
+    )
     section = raw.get(k.section_key) or {}
     task = section.get("task") or {"forecast": "forecast", "vit": "defect images"}.get(kind)
     epochs = (raw.get("train") or {}).get("epochs")

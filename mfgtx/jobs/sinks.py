@@ -35,6 +35,7 @@ def describe_sink(sink: SinkSection) -> str:
         return sink.path
     from sqlalchemy.engine import make_url
 
+    assert sink.url is not None  # a SinkSection holds exactly one of path and url
     return f"{make_url(sink.url).render_as_string(hide_password=True)} table {sink.table}"
 
 

@@ -13,7 +13,9 @@ its place as well as its width).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -95,7 +97,8 @@ class SensorEncoderEnsemble(nn.Module):
 
     def forward_quantiles(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """Each quantile averaged over the members ``(B, K, Q)``."""
-        return torch.stack([m.forward_quantiles(x, mask) for m in self.members]).mean(0)
+        members = cast(Iterable[SensorEncoder], self.members)
+        return torch.stack([m.forward_quantiles(x, mask) for m in members]).mean(0)
 
 
 @dataclass(frozen=True)
@@ -150,8 +153,9 @@ class ForecasterEnsemble(nn.Module):
         self, past: Tensor, *args: Tensor | None
     ) -> tuple[Tensor, Tensor | None]:
         """The mean point forecast ``(B, H, C)`` and each quantile averaged ``(B, H, C, Q)``."""
-        out = [m.forecast_with_quantiles(past, *args) for m in self.members]
+        members = cast(Iterable[CausalForecaster], self.members)
+        out = [m.forecast_with_quantiles(past, *args) for m in members]
         point = torch.stack([p for p, _ in out]).mean(0)
         if out[0][1] is None:
             return point, None
-        return point, torch.stack([q for _, q in out]).mean(0)
+        return point, torch.stack([q for _, q in out if q is not None]).mean(0)  # one config: all

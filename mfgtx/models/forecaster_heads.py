@@ -124,7 +124,7 @@ class NextPatchHead(nn.Linear):
         self.stride, self.k, self.with_scale = stride, k, with_scale
 
     # a Linear that returns two tensors: mean and scale
-    def forward(self, h: Tensor) -> tuple[Tensor, Tensor | None]:  # type: ignore[override]
+    def forward(self, h: Tensor) -> tuple[Tensor, Tensor | None]:  # type: ignore[override]  # returns (mean, scale)
         out = super().forward(h)  # (B', N, s*k*(1|2))
         shape = (*h.shape[:2], self.stride, self.k)
         mean = out[..., : self.stride * self.k].reshape(shape)

@@ -60,15 +60,19 @@ class LinearSkip(nn.Linear):
             device: where the sums are kept.
         """
         L, H = self.in_features, self.out_features
-        f64 = {"dtype": torch.float64, "device": device}
-        n, sx, sy = torch.zeros((), **f64), torch.zeros(L, **f64), torch.zeros(H, **f64)
-        xx, xy = torch.zeros(L, L, **f64), torch.zeros(L, H, **f64)
+
+        def f64(*size: int) -> Tensor:  # zeros in float64 on device
+            return torch.zeros(size, dtype=torch.float64, device=device)
+
+        n, sx, sy = f64(), f64(L), f64(H)
+        xx, xy = f64(L, L), f64(L, H)
         for X, Y, w in rows:
             wX = w * X
             n, sx, sy = n + w.sum(), sx + wX.sum(0), sy + (w * Y).sum(0)
             xx, xy = xx + wX.T @ X, xy + wX.T @ Y
         x_mean, y_mean = sx / n, sy / n  # centred normal equations; the bias is not penalised
-        gram = xx - n * torch.outer(x_mean, x_mean) + alpha * torch.eye(L, **f64)
+        eye = torch.eye(L, dtype=torch.float64, device=device)
+        gram = xx - n * torch.outer(x_mean, x_mean) + alpha * eye
         W = torch.linalg.solve(gram, xy - n * torch.outer(x_mean, y_mean))  # (L, H)
         self.weight.copy_(W.T)
         self.bias.copy_(y_mean - x_mean @ W)

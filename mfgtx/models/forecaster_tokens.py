@@ -219,7 +219,7 @@ class PatchEmbedding(nn.Linear):
         self.patch_len, self.stride = P, s
 
     # a Linear that reads the whole token recipe, not one tensor
-    def forward(  # type: ignore[override]
+    def forward(  # type: ignore[override]  # takes the token recipe, not one tensor
         self,
         values: Tensor,
         observed: Tensor,

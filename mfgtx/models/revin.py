@@ -67,7 +67,7 @@ class PrefixStats(NamedTuple):
 
     mean: Tensor
     std: Tensor
-    count: Tensor
+    count: Tensor  # type: ignore[assignment]  # a field named count hides tuple.count, as meant
 
 
 def prefix_stats(

@@ -24,13 +24,13 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mfgtx.nn import Encoder, StackOutput, TransformerConfig, init_weights
+from mfgtx.nn import Encoder, EncoderBlock, StackOutput, TransformerConfig, init_weights
 
 __all__ = ["DefectSizeWarning", "DefectViT", "ViTConfig", "resized_defect_px"]
 
@@ -276,7 +276,7 @@ class DefectViT(nn.Module):
             # Channels-last kernels: oneDNN then runs the stem's convolutions, BatchNorm and
             # ReLU in NHWC, a quarter less time for the stem's forward and backward on the
             # 2-core CPU (issue 23). State-dict keys and values are unchanged.
-            self.stem.to(memory_format=torch.channels_last)
+            self.stem.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # stubs omit memory_format
         else:
             self.stem = nn.Conv2d(c.in_chans, c.d_model, c.patch_size, stride=c.patch_size)
         self.pos = (
@@ -300,7 +300,7 @@ class DefectViT(nn.Module):
     @property
     def drop_rates(self) -> tuple[float, ...]:
         """Drop-path probability of each encoder block, from 0 to ``config.drop_path``."""
-        return tuple(block.drop_path.p for block in self.encoder.blocks)
+        return tuple(cast(EncoderBlock, block).drop_path.p for block in self.encoder.blocks)
 
     def positions(self, h: int, w: int) -> Tensor:
         """Position code ``(1, h*w, D)`` for an ``h x w`` patch grid."""

@@ -198,7 +198,8 @@ def _materialised(
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)  # bf16 out, fp32 inside
-    if user_mask is not None:  # a user mask may leave a row with no key: zeros, not NaN
+    if user_mask is not None and mask is not None:  # mask holds the user mask, which
+        # may leave a row with no key: zeros, not NaN
         weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
     return torch.matmul(weights, v)  # (B, H, T, Dv)
 
@@ -237,7 +238,7 @@ def _warn_if_math_kernel(
         backend = int(choose(q, k, v, mask, dropout_p, is_causal, scale=scale))
     except (RuntimeError, TypeError):  # an older signature: the check cannot be made
         return
-    if backend != int(SDPBackend.MATH):
+    if backend != SDPBackend.MATH.value:
         return
     why = _math_reasons(q, v, mask, dropout_p) or [
         f"dtype {q.dtype}, head dim {q.shape[-1]} (run it under "
@@ -339,7 +340,8 @@ def attention(
         scores.masked_fill_(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
     del scores
-    if attn_mask is not None:  # a user mask may leave a row with no key: zeros, not NaN
+    if attn_mask is not None and mask is not None:  # mask holds the user mask, which
+        # may leave a row with no key: zeros, not NaN
         weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
     weights = weights.to(q.dtype)
     mixed = F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights

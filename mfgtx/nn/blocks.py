@@ -50,7 +50,11 @@ def _add(x: Tensor, h: Tensor) -> Tensor:
     return x.to(dtype) + h.to(dtype)
 
 
-def _activation_of(layer: nn.Module) -> Activation:
+# the PyTorch layers a block copies its weights from
+_TorchLayer = nn.TransformerEncoderLayer | nn.TransformerDecoderLayer
+
+
+def _activation_of(layer: _TorchLayer) -> Activation:
     act = layer.activation
     if act is torch.nn.functional.relu or isinstance(act, nn.ReLU):
         return "relu"
@@ -65,7 +69,7 @@ def _copy_norm(dst: nn.LayerNorm, src: nn.LayerNorm) -> None:
         dst.bias.copy_(src.bias)
 
 
-def _from_torch_layer(cls: type, layer: nn.Module) -> tuple[Any, MultiHeadAttention]:
+def _from_torch_layer(cls: type, layer: _TorchLayer) -> tuple[Any, MultiHeadAttention]:
     """A block of ``cls`` shaped like PyTorch's ``layer``, and a copy of its self-attention."""
     attn = MultiHeadAttention.from_torch(layer.self_attn)
     new = cls(
@@ -83,7 +87,7 @@ def _from_torch_layer(cls: type, layer: nn.Module) -> tuple[Any, MultiHeadAttent
     return new, attn
 
 
-def _copy_feedforward(ff: FeedForward, layer: nn.Module) -> None:
+def _copy_feedforward(ff: FeedForward, layer: _TorchLayer) -> None:
     ff.linear1.load_state_dict(layer.linear1.state_dict())
     ff.linear2.load_state_dict(layer.linear2.state_dict())
 

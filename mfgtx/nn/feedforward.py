@@ -5,6 +5,7 @@ Shape legend: ``B`` batch, ``T`` length, ``D`` ``d_model``, ``F`` ``d_ff``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import torch.nn.functional as F
@@ -15,7 +16,7 @@ from mfgtx.nn.dropout import Dropout
 __all__ = ["FeedForward"]
 
 Activation = Literal["relu", "gelu"]
-_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 
 
 class FeedForward(nn.Module):

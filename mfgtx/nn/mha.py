@@ -11,6 +11,8 @@ here ``True`` marks a real key. The name differs on purpose, so that code ported
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -50,7 +52,7 @@ class _SplitHeads(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, qkv: Tensor, n_heads: int) -> tuple[Tensor, Tensor, Tensor]:  # type: ignore[override]
+    def forward(ctx: Any, qkv: Tensor, n_heads: int) -> tuple[Tensor, Tensor, Tensor]:
         B, T, D3 = qkv.shape
         ctx.shape = (B, T, 3, n_heads, D3 // (3 * n_heads))
         heads = qkv.view(ctx.shape).permute(2, 0, 3, 1, 4)  # (3, B, H, T, Dh)
@@ -58,7 +60,7 @@ class _SplitHeads(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, *grads: Tensor | None) -> tuple[Tensor, None]:  # type: ignore[override]
+    def backward(ctx: Any, *grads: Tensor | None) -> tuple[Tensor, None]:
         B, T = ctx.shape[:2]
         like = next(g for g in grads if g is not None)
         grad = torch.empty(ctx.shape, dtype=like.dtype, device=like.device)  # (B, T, 3, H, Dh)

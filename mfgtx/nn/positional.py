@@ -78,6 +78,8 @@ class SinusoidalPositionalEncoding(nn.Module):
         torch.Size([2, 5, 8])
     """
 
+    table: Tensor  # (max_len, d_model) buffer, grown on demand
+
     def __init__(self, d_model: int, max_len: int = 2048) -> None:
         super().__init__()
         self.d_model = d_model
@@ -142,6 +144,8 @@ class RotaryEmbedding(nn.Module):
         >>> rope(torch.randn(1, 2, 5, 8), offset=3).shape
         torch.Size([1, 2, 5, 8])
     """
+
+    inv_freq: Tensor  # (Dh/2,) buffer
 
     def __init__(self, head_dim: int, base: float = 10000.0) -> None:
         super().__init__()
@@ -273,6 +277,8 @@ class ALiBiBias(nn.Module):
         >>> bias.shape, bias[0, 0, 2].tolist()  # head 0 (slope 1/16): last query vs each key
         (torch.Size([1, 2, 3, 3]), [-0.125, -0.0625, -0.0])
     """
+
+    slopes: Tensor  # (H,) buffer
 
     def __init__(self, n_heads: int) -> None:
         super().__init__()

@@ -68,7 +68,8 @@ def compare_throughput(
         for s in parts:
             model.run({name: inputs[name][s] for name in model.inputs})
 
-    eager(), ort()  # warm-up: allocations, oneDNN primitives, the session's first run
+    eager()  # warm-up: allocations, oneDNN primitives, the session's first run
+    ort()
     times: dict[str, list[float]] = {"torch": [], "onnx": []}
     for _ in range(repeats):
         for name, fn in (("torch", eager), ("onnx", ort)):

@@ -111,6 +111,8 @@ def _unfold(g: Any, x: Any, dim: int, size: int, step: int) -> Any:
     from torch.onnx import symbolic_helper
 
     rank = symbolic_helper._get_tensor_rank(x)
+    if rank is None:  # the traced windows always have a known rank
+        raise TypeError("cannot export unfold of a tensor of unknown rank to ONNX")
     dim = dim % rank
 
     def i64(v: Any) -> Any:
@@ -200,7 +202,7 @@ def onnx_bytes(predictor: Any) -> bytes:
         torch.onnx.export(
             wrapper,
             tuple(example[n] for n in sig.inputs),
-            buf,
+            buf,  # type: ignore[arg-type]  # the TorchScript exporter also writes to a file object
             dynamo=False,
             opset_version=OPSET,
             input_names=list(sig.inputs),

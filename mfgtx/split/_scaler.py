@@ -123,9 +123,10 @@ def held_statistics(scaler: Any, windows: Windows) -> ScalerStatistics:
         raise ValueError(f"the {name} is not fitted: fit it on the training rows first")
     else:
         raise ValueError(f"cannot audit a scaler of type {name}: expected {_SUPPORTED}")
-    if center is None and scale is None:
+    held = center if center is not None else scale
+    if held is None:
         raise ValueError(f"the {name} holds neither a centre nor a scale: nothing to check")
-    n = len(center) if center is not None else len(scale)  # type: ignore[arg-type]
+    n = len(held)
     quantiles = tuple(float(q) for q in getattr(scaler, "quantile_range", (25.0, 75.0)))
     divisor = 1.0
     if robust and getattr(scaler, "unit_variance", False):

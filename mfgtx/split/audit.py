@@ -172,7 +172,7 @@ def _audit_split(
     split = replace(_as_split(times, sets, gap), unit=unit)
     checks = [_index_disjoint(split), _lot_disjoint(split), _no_overlap(split)]
     checks.append(_time_order_gap(split))
-    not_checked = []
+    not_checked: list[NotChecked] = []
     scaled = split
     if regimes is not None:  # the scaler saw the windows as the regimes transform them
         if times.windows is None:
@@ -187,7 +187,10 @@ def _audit_split(
         if scaler is None
         else _scaler_train_only(scaled, scaler),
     ):
-        (checks if isinstance(result, Check) else not_checked).append(result)
+        if isinstance(result, Check):
+            checks.append(result)
+        else:
+            not_checked.append(result)
     if isinstance(sets, SplitSets):
         checks.append(_coverage(split))
     return AuditReport(tuple(checks), _summary(split, sets), not_checked=tuple(not_checked))
@@ -246,7 +249,7 @@ def _combined(reports: list[AuditReport]) -> AuditReport:
         )
         examples = tuple({"fold": k, **e} for k, c in bad for e in c.examples)
         checks.append(Check(name, False, detail, examples[:_MAX_EXAMPLES]))
-    not_checked = {}
+    not_checked: dict[str, NotChecked] = {}
     for r in reports:
         for c in r.not_checked:
             not_checked.setdefault(c.name, c)
@@ -330,7 +333,7 @@ def _positions(name: str, values: Any, n: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _preview(items: list[Any], k: int = _MAX_EXAMPLES) -> str:
+def _preview(items: Sequence[Any] | np.ndarray, k: int = _MAX_EXAMPLES) -> str:
     shown = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in items[:k])
     return shown + (f" and {len(items) - k} more" if len(items) > k else "")
 
@@ -349,7 +352,9 @@ def _index_disjoint(s: _Split) -> Check:
 
 
 def _lot_disjoint(s: _Split) -> Check:
-    t, clashes, examples = s.times, [], []
+    t = s.times
+    clashes: list[str] = []
+    examples: list[dict[str, Any]] = []
     lots = {name: pd.unique(t.lot[idx]) for name, idx in s.sets.items()}
     n_clashes = 0
     for a, b in s.pairs():
@@ -533,14 +538,14 @@ def _summary(s: _Split, sets: SplitSets | Mapping[str, Any]) -> dict[str, Any]:
             "first_start": iso(t.start[idx].min()) if idx.size else None,
             "last_end": iso(t.end[idx].max()) if idx.size else None,
         }
-    split_sets = isinstance(sets, SplitSets)
+    split_sets = sets if isinstance(sets, SplitSets) else None
     return {
         "n_windows": len(t),
         "sets": per_set,
         "gap": s.gap.isoformat(),
         "gap_seconds": s.gap.total_seconds(),
-        "fold": sets.fold if split_sets else None,
-        "n_purged": int(sets.purged.size) if split_sets else None,
-        "purge_reasons": dict(sets.purge_reasons) if split_sets else None,
+        "fold": split_sets.fold if split_sets is not None else None,
+        "n_purged": int(split_sets.purged.size) if split_sets is not None else None,
+        "purge_reasons": dict(split_sets.purge_reasons) if split_sets is not None else None,
         "label_time_given": bool(_label_time_given(t).all()),
     }

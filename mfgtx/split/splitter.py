@@ -311,9 +311,9 @@ def _check_size(name: str, size: Any, *, allow_zero: bool) -> None:
     if isinstance(size, bool):
         ok = False
     elif isinstance(size, Integral):
-        ok = size >= 1 or (allow_zero and size == 0)
+        ok = int(size) >= 1 or (allow_zero and int(size) == 0)
     elif isinstance(size, Real):
-        ok = 0.0 < size < 1.0 or (allow_zero and size == 0.0)
+        ok = 0.0 < float(size) < 1.0 or (allow_zero and float(size) == 0.0)
     if not ok:
         raise ValueError(
             f"{name} must be {zero}a fraction of lots in (0, 1) or a number of lots >= 1, "

@@ -15,10 +15,10 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import torch
 from torch import Tensor, nn
@@ -104,7 +104,7 @@ class _LossModule(nn.Module):
         self.model = model
 
     def forward(self, batch: Any) -> Tensor:
-        return self.model.loss(batch)  # type: ignore[operator]
+        return cast(Trainable, self.model).loss(batch)
 
 
 def _device(config: TrainConfig, env_local_rank: int = 0) -> torch.device:
@@ -176,7 +176,7 @@ def _loader(data: Dataset, batch_size: int, sampler: ShardSampler, workers: int)
 
 def _check_data(name: str, data: Dataset) -> int:
     try:
-        n = len(data)  # type: ignore[arg-type]
+        n = len(cast(Sized, data))  # a Dataset need not have one: TypeError
     except TypeError as err:
         raise ValueError(f"{name} must be a map-style Dataset with a length") from err
     if n == 0:
@@ -343,7 +343,7 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
                 "epoch": state.epoch,
                 "train_loss": train_loss,
                 "val_loss": val_loss,
-                "lr": run.scheduler.get_last_lr()[0],
+                "lr": float(run.scheduler.get_last_lr()[0]),
                 "seconds": time.perf_counter() - t0,
                 "samples_per_s": samples_per_s,
             }
@@ -423,9 +423,11 @@ def _build_run(
         net = DistributedDataParallel(net, device_ids=ids)
     optimizer = build_optimizer(model, config)
     average = WeightAverage(model, config.ema_decay) if config.ema_decay is not None else None
-    shard = {"rank": env.rank, "world_size": env.world_size}
-    train_sampler = ShardSampler(n_train, seed=config.seed, weights=sample_weights, **shard)
-    val_sampler = ShardSampler(n_val, shuffle=False, **shard)
+    rank, world_size = env.rank, env.world_size
+    train_sampler = ShardSampler(
+        n_train, rank=rank, world_size=world_size, seed=config.seed, weights=sample_weights
+    )
+    val_sampler = ShardSampler(n_val, rank=rank, world_size=world_size, shuffle=False)
     train_loader = _loader(train_data, config.batch_size, train_sampler, config.num_workers)
     total_steps = len(train_loader) * config.epochs
     warmup = int(config.warmup_fraction * total_steps)
@@ -485,12 +487,12 @@ def _time_precisions(run: _Run, train_data: Dataset) -> dict[str, float]:
     try:
         model = copy.deepcopy(run.model).train()
         optimizer = build_optimizer(model, run.config)
-        n = min(run.config.batch_size, len(train_data))  # type: ignore[arg-type]
+        n = min(run.config.batch_size, len(cast(Sized, train_data)))  # checked in fit
         batch = _to(run.train_loader.collate_fn([train_data[i] for i in range(n)]), run.device)
 
         def step(precision: str) -> None:
             with _autocast(precision, run.device):
-                loss = model.loss(batch)  # type: ignore[operator]
+                loss = cast(Trainable, model).loss(batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if run.config.grad_clip is not None:
@@ -531,6 +533,7 @@ def _forward_backward(run: _Run, batch: Any, full: bool) -> float:
     eagerly, which raises again if the error was the batch's own. The gradients are left
     unset for a loss that is not finite: the caller raises.
     """
+    assert run.switch is not None  # set before the first epoch
     step_fn = run.switch.step_fn(full)
     for attempt in (step_fn, run.net):
         try:
@@ -553,6 +556,7 @@ def _train_epoch(
     run: _Run, state: _RunState, progress: Progress, on_step: Callable[[int, float], None] | None
 ) -> tuple[float, float]:
     """One pass over this process's shard; returns (mean train loss, samples/s)."""
+    assert run.switch is not None  # set before the first epoch
     run.train_sampler.set_epoch(state.epoch)
     run.net.train()
     progress.start_epoch(state.epoch)
@@ -586,7 +590,7 @@ def _train_epoch(
             state.global_step += 1
             n = _batch_len(batch)
             total, count = total + value * n, count + n
-            progress.step(i, value, n, run.scheduler.get_last_lr()[0])
+            progress.step(i, value, n, float(run.scheduler.get_last_lr()[0]))
             if on_step is not None:
                 on_step(state.global_step, value)
     samples_per_s = progress.samples_per_s() * run.env.world_size
@@ -746,7 +750,7 @@ def predict(model: nn.Module, data: Dataset, *, batch_size: int = 256) -> Tensor
     try:
         with torch.no_grad():
             for batch in _batches(data, batch_size, device):
-                outs.append(model.predict(batch).float().cpu())  # type: ignore[operator]
+                outs.append(cast(Trainable, model).predict(batch).float().cpu())
     finally:
         model.train(was_training)
     return torch.cat(outs)

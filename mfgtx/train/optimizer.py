@@ -18,7 +18,8 @@ _FUSED_DEVICES = {"cpu", "cuda"}
 
 
 def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for p in model.parameters():
         if p.requires_grad:
             (decay if p.dim() >= 2 else no_decay).append(p)

@@ -49,3 +49,24 @@ def test_first_set_up_shows_pips_progress_and_an_update_is_quiet(tmp_path) -> No
     pip = [line for line in calls.read_text().splitlines() if line.startswith("-m pip install")]
     assert len(pip) == 2 and "--quiet" in pip[1], pip
     assert "updating" in again.stderr
+
+
+def test_the_test_task_runs_mypy_after_the_import_contracts_and_before_pytest(tmp_path) -> None:
+    project, calls = _project(tmp_path)
+    for tool in ("ruff", "lint-imports", "mypy"):
+        stub = project / ".venv" / "bin" / tool
+        stub.write_text(f'#!/bin/sh\necho "{tool} $@" >> {calls}\n')
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+    env = {**os.environ, "PYTHON": sys.executable}
+    subprocess.run(
+        ["bash", "run.sh", "test", "-q"], cwd=project, env=env, capture_output=True, text=True,
+        timeout=60, check=True,
+    )  # fmt: skip
+    steps = [ln for ln in calls.read_text().splitlines() if "pip install" not in ln]
+    assert steps == [
+        "ruff check .",
+        "ruff format --check .",
+        "lint-imports --no-cache",
+        "mypy ",
+        "-m pytest -q",
+    ], steps
