@@ -51,9 +51,9 @@ def test_first_set_up_shows_pips_progress_and_an_update_is_quiet(tmp_path) -> No
     assert "updating" in again.stderr
 
 
-def test_the_test_task_runs_mypy_after_the_import_contracts_and_before_pytest(tmp_path) -> None:
+def test_the_test_task_runs_mypy_and_docs_between_import_contracts_and_pytest(tmp_path) -> None:
     project, calls = _project(tmp_path)
-    for tool in ("ruff", "lint-imports", "mypy"):
+    for tool in ("ruff", "lint-imports", "mypy", "mkdocs"):
         stub = project / ".venv" / "bin" / tool
         stub.write_text(f'#!/bin/sh\necho "{tool} $@" >> {calls}\n')
         stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
@@ -63,10 +63,12 @@ def test_the_test_task_runs_mypy_after_the_import_contracts_and_before_pytest(tm
         timeout=60, check=True,
     )  # fmt: skip
     steps = [ln for ln in calls.read_text().splitlines() if "pip install" not in ln]
+    steps = [ln.rsplit(" ", 1)[0] if ln.startswith("mkdocs") else ln for ln in steps]  # tmp dir
     assert steps == [
         "ruff check .",
         "ruff format --check .",
         "lint-imports --no-cache",
         "mypy ",
+        "mkdocs build --strict --site-dir",
         "-m pytest -q",
     ], steps
