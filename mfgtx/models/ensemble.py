@@ -14,6 +14,7 @@ its place as well as its width).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -72,6 +73,9 @@ class SensorEncoderEnsemble(nn.Module):
         True
     """
 
+    #: how :mod:`mfgtx.explain` draws its attention maps (the ``ensemble`` module there)
+    explained_as: ClassVar[str] = "ensemble"
+
     def __init__(self, config: SensorEncoderEnsembleConfig) -> None:
         super().__init__()
         self.config = config
@@ -127,6 +131,9 @@ class ForecasterEnsembleConfig:
 
 class ForecasterEnsemble(nn.Module):
     """The mean of ``n_members`` :class:`CausalForecaster` forecasts, quantiles averaged."""
+
+    #: how :mod:`mfgtx.explain` draws its attention maps (the ``ensemble`` module there)
+    explained_as: ClassVar[str] = "ensemble"
 
     def __init__(self, config: ForecasterEnsembleConfig) -> None:
         super().__init__()

@@ -35,7 +35,7 @@ This module holds the model and its public API; inputs become tokens in
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -79,6 +79,9 @@ class CausalForecaster(nn.Module):
         >>> model(torch.randn(3, 32, 2)).shape
         torch.Size([3, 8, 2])
     """
+
+    #: how :mod:`mfgtx.explain` draws its attention maps (the ``forecast`` module there)
+    explained_as: ClassVar[str] = "forecast"
 
     def __init__(self, config: ForecasterConfig) -> None:
         super().__init__()

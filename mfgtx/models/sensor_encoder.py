@@ -20,7 +20,7 @@ one token, attention mixes sensors, and positions index sensors. A window shorte
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -190,6 +190,9 @@ class SensorEncoder(nn.Module):
         >>> model(x).shape
         torch.Size([2, 1])
     """
+
+    #: how :mod:`mfgtx.explain` draws its attention maps (the ``sensor`` module there)
+    explained_as: ClassVar[str] = "sensor"
 
     def __init__(self, config: SensorEncoderConfig) -> None:
         super().__init__()

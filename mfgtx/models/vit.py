@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -267,6 +267,9 @@ class DefectViT(nn.Module):
         >>> model(torch.randn(2, 1, 48, 64)).shape     # another size: positions interpolated
         torch.Size([2, 3])
     """
+
+    #: how :mod:`mfgtx.explain` draws its attention maps (the ``vit`` module there)
+    explained_as: ClassVar[str] = "vit"
 
     def __init__(self, config: ViTConfig) -> None:
         super().__init__()
