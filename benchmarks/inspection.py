@@ -51,7 +51,7 @@ import torch
 
 from mfgtx.jobs import load_config
 from mfgtx.jobs.config import train_config
-from mfgtx.kinds._base import Trained
+from mfgtx.kinds import Trained
 from mfgtx.kinds.vit import VIT, VitPredictor
 from mfgtx.kinds.vit.tile_scores import baseline_scorers, image_threshold, photo_scores
 from mfgtx.kinds.vit.tiles import prepare_tiles
