@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from mfgtx._config import ConfigError, config_from
+from mfgtx._config import ConfigError
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.calibration import Calibration, choose_threshold, fit_calibration
 from mfgtx.kinds._base import (
@@ -35,7 +35,7 @@ from mfgtx.kinds.vit.report import compare_images
 from mfgtx.kinds.vit.section import VitSection
 from mfgtx.kinds.vit.spec import MEAN, STD, VitSpec
 from mfgtx.kinds.vit.tiles import TILE_CLASSES, PreparedTiles
-from mfgtx.models import DefectViT, ViTConfig
+from mfgtx.models import DefectViT
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig, fit, predict
 
@@ -61,7 +61,7 @@ def _over_views(calibration: Calibration, p_defect: np.ndarray, defect: np.ndarr
     return Calibration(calibration.temperature, choice, good_class=calibration.good_class)
 
 
-class VitKind(Kind[Any, VitSpec, "PreparedImages | PreparedTiles"]):
+class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
     """The ``vit`` kind (see the module docstring)."""
 
     name = "vit"
@@ -237,7 +237,7 @@ class VitKind(Kind[Any, VitSpec, "PreparedImages | PreparedTiles"]):
         prep: PreparedImages,
         *,
         images: ImagesSection,
-        section: Any,
+        section: VitSection,
         plan: SplitPlan,
         train: TrainConfig,
         cost_ratio: float | None = None,
@@ -265,9 +265,7 @@ class VitKind(Kind[Any, VitSpec, "PreparedImages | PreparedTiles"]):
             )  # fmt: skip
         names, labels = prep.names, prep.labels
         try:
-            config = config_from(
-                ViTConfig,
-                section,
+            config = section.model_config(
                 image_size=images.image_size,
                 in_chans=1 if images.mode == "L" else 3,
                 num_classes=len(names),
@@ -334,7 +332,7 @@ class VitKind(Kind[Any, VitSpec, "PreparedImages | PreparedTiles"]):
         audit_report: Any,
         *,
         images: ImagesSection,
-        section: Any,
+        section: VitSection,
         plan: SplitPlan,
         train: TrainConfig,
         cost_ratio: float | None,
@@ -369,11 +367,12 @@ class VitKind(Kind[Any, VitSpec, "PreparedImages | PreparedTiles"]):
             )
         draw = balancing.sample_weights(train_labels) if balancing.method == "sampler" else None
         try:
-            config = config_from(
-                ViTConfig, section, image_size=images.image_size,
-                in_chans=1 if images.mode == "L" else 3, num_classes=2,
+            config = section.model_config(
+                image_size=images.image_size,
+                in_chans=1 if images.mode == "L" else 3,
+                num_classes=2,
                 class_weights=balancing.class_weights,
-            )  # fmt: skip
+            )
         except ValueError as e:
             raise ValueError(f"{self.section_key}: {e}") from e
         # no random crop: a pit at a tile's edge would be cut off and keep its label
