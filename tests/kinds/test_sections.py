@@ -91,3 +91,14 @@ def test_the_train_section_is_its_train_config_with_the_run_s_flags() -> None:
 def test_a_forecast_section_refuses_ridge_without_a_direct_head() -> None:
     with pytest.raises(ValueError, match="linear_skip: ridge needs head: direct"):
         ForecastSection(linear_skip="ridge", head="autoregressive")
+
+
+def test_a_setting_the_model_cannot_take_is_named_when_training(plant, tmp_path, capsys) -> None:
+    from mfgtx.cli import main
+    from tests.cli.conftest import quality_job, summary, write_job
+
+    job = quality_job(plant, tmp_path)
+    job["model"]["n_heads"] = 3  # d_model 8 does not split into 3 heads
+    assert main(["train", "sensor", str(write_job(tmp_path / "job.yaml", job))]) == 2
+    out = summary(capsys.readouterr().out)
+    assert out["error"] == "job.yaml: model: d_model=8 is not divisible by n_heads=3"
