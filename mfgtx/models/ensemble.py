@@ -14,7 +14,6 @@ its place as well as its width).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -74,7 +73,7 @@ class SensorEncoderEnsemble(nn.Module):
     """
 
     #: how :mod:`mfgtx.explain` draws its attention maps (the ``ensemble`` module there)
-    explained_as: ClassVar[str] = "ensemble"
+    explained_as = "ensemble"
 
     def __init__(self, config: SensorEncoderEnsembleConfig) -> None:
         super().__init__()
@@ -133,7 +132,7 @@ class ForecasterEnsemble(nn.Module):
     """The mean of ``n_members`` :class:`CausalForecaster` forecasts, quantiles averaged."""
 
     #: how :mod:`mfgtx.explain` draws its attention maps (the ``ensemble`` module there)
-    explained_as: ClassVar[str] = "ensemble"
+    explained_as = "ensemble"
 
     def __init__(self, config: ForecasterEnsembleConfig) -> None:
         super().__init__()

@@ -35,7 +35,7 @@ This module holds the model and its public API; inputs become tokens in
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -81,7 +81,7 @@ class CausalForecaster(nn.Module):
     """
 
     #: how :mod:`mfgtx.explain` draws its attention maps (the ``forecast`` module there)
-    explained_as: ClassVar[str] = "forecast"
+    explained_as = "forecast"
 
     def __init__(self, config: ForecasterConfig) -> None:
         super().__init__()

@@ -20,7 +20,7 @@ one token, attention mixes sensors, and positions index sensors. A window shorte
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -192,7 +192,7 @@ class SensorEncoder(nn.Module):
     """
 
     #: how :mod:`mfgtx.explain` draws its attention maps (the ``sensor`` module there)
-    explained_as: ClassVar[str] = "sensor"
+    explained_as = "sensor"
 
     def __init__(self, config: SensorEncoderConfig) -> None:
         super().__init__()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -269,7 +269,7 @@ class DefectViT(nn.Module):
     """
 
     #: how :mod:`mfgtx.explain` draws its attention maps (the ``vit`` module there)
-    explained_as: ClassVar[str] = "vit"
+    explained_as = "vit"
 
     def __init__(self, config: ViTConfig) -> None:
         super().__init__()
