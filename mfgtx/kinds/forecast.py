@@ -76,6 +76,15 @@ class ForecastSection:
     model config (:meth:`model_config`, the one place the model's values are validated,
     beside the window length they must fit).
 
+    Attributes:
+        targets: the sensors to forecast (default: all); the others become past covariates.
+        linear_skip: ``off``; ``learned`` (a linear map of each series' context added to the
+            direct forecast, trained with it); ``ridge`` (that map fitted by ridge on the
+            training windows, then frozen; needs ``head: direct``).
+        pick: with ``linear_skip: ridge``: ``validation`` ships the ridge map alone when it
+            forecasts the validation windows better than the trained Transformer (the report
+            says so); ``transformer`` always ships the Transformer.
+
     Example:
         >>> config = ForecastSection(horizon=4).model_config(n_channels=2, context_length=64)
         >>> config.horizon, config.patch_len, config.quantiles

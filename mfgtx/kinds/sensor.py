@@ -68,6 +68,10 @@ class SensorSection:
     (:meth:`model_config`, the one place the values are validated, beside the window length
     and sensors they must fit).
 
+    Attributes:
+        clip: keep a regressor's predictions (and quantiles) within the range of its training
+            targets (saved in the bundle); the other keys are the encoder config's.
+
     Example:
         >>> config = SensorSection(patch_len=4).model_config(n_channels=3, max_len=20)
         >>> config.d_model, config.n_outputs, config.task
