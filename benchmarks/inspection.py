@@ -11,7 +11,7 @@ photos only. Both predictors see the same folds: the ViT through ``VitKind.fit``
 job file says: training tiles ``train_stride`` apart, balanced draws for the rare class,
 threshold chosen on the validation photos' worst tiles), HOG + logistic regression fitted on
 the same training tiles with its threshold chosen on the same validation photos by the same
-cost rule (``mfgtx.kinds._tile_scores.baseline_scorers``), both scoring the photo's tiles
+cost rule (``mfgtx.kinds.vit.tile_scores.baseline_scorers``), both scoring the photo's tiles
 ``stride`` apart and a photo by its worst tile; the ViT scores each tile as the mean over
 the job's ``images.views``, HOG + LR (fitted without flips) as cut, as ``mfgtx train
 vit`` reports them. With more than one view, the same trained models are also scored the
@@ -51,10 +51,10 @@ import torch
 
 from mfgtx.jobs import load_config
 from mfgtx.jobs.config import train_config
-from mfgtx.kinds._base import Trained
-from mfgtx.kinds._tile_scores import baseline_scorers, image_threshold, photo_scores
-from mfgtx.kinds._tiles import prepare_tiles
+from mfgtx.kinds import Trained
 from mfgtx.kinds.vit import VIT, VitPredictor
+from mfgtx.kinds.vit.tile_scores import baseline_scorers, image_threshold, photo_scores
+from mfgtx.kinds.vit.tiles import prepare_tiles
 from mfgtx.metrics import detection_metrics
 
 JOB = Path(__file__).resolve().parents[1] / "pipelines" / "configs" / "sample_inspection.yaml"

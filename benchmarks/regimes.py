@@ -32,8 +32,7 @@ from mfgtx.baselines import fit_baselines
 from mfgtx.jobs.config import load_config
 from mfgtx.jobs.prepare import read_windows, split
 from mfgtx.jobs.train import train
-from mfgtx.kinds import SENSOR
-from mfgtx.kinds._base import cross_fit
+from mfgtx.kinds import SENSOR, cross_fit
 
 CONFIG = Path(__file__).resolve().parents[1] / "pipelines" / "configs" / "sample_regimes.yaml"
 SETTINGS = ["setting_1", "setting_2", "setting_3"]

@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,25 @@ __all__ = ["main"]
 
 log = logging.getLogger(__name__)
 
-_KINDS = ("sensor", "forecast", "vit")
+
+class _KindNames:
+    """The names of the registered kinds (:data:`mfgtx.kinds.KINDS`, with the plugins
+    ``MFGTX_KINDS`` and the ``mfgtx.kinds`` entry points name), read when argparse first asks,
+    so that ``mfgtx --version`` imports no model."""
+
+    def _names(self) -> list[str]:
+        from mfgtx.kinds import KINDS
+
+        return list(KINDS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+
+_KINDS = _KindNames()
 
 
 def _emit(line: str = "") -> None:
@@ -419,7 +437,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "kind",
         choices=_KINDS,
-        help="sensor: SensorEncoder (quality, RUL); forecast: CausalForecaster; vit: DefectViT",
+        help="sensor: SensorEncoder (quality, RUL); forecast: CausalForecaster; vit: DefectViT; "
+        "or a kind a plugin registers (MFGTX_KINDS, entry points mfgtx.kinds)",
     )
     _job_args(p)
     p.add_argument(

@@ -1,14 +1,19 @@
-"""Which explainer serves which model: mfgtx's own models built in, others registered.
+"""Which explainer serves which model: the model class says, or a program registers one.
 
-:func:`attention_maps` and :func:`deletion_test` find the function for ``type(model)`` (or a
-base class): mfgtx's SensorEncoder, CausalForecaster, DefectViT and their ensembles are listed
-here; a program adds its own model classes with :func:`register_explainer` and
-:func:`register_deleter`. Nothing registers itself when a module is imported.
+:func:`attention_maps` and :func:`deletion_test` find the function for a model in two
+places: a function registered for ``type(model)`` (or a base class) with
+:func:`register_explainer` / :func:`register_deleter`, else the model class's own
+``explained_as`` attribute, which names the module of :mod:`mfgtx.explain` that knows its
+architecture (``"sensor"``, ``"forecast"``, ``"vit"``, ``"ensemble"``). No list of model
+classes is kept here: the models (and so the kinds that register them,
+:mod:`mfgtx.kinds`) declare how they are explained. Nothing registers itself when a module
+is imported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -17,23 +22,24 @@ from torch import Tensor, nn
 from mfgtx.explain import ensemble, forecast, sensor, vit
 from mfgtx.explain.deletion import DeletionResult
 from mfgtx.explain.maps import AttentionMaps
-from mfgtx.models import (
-    CausalForecaster,
-    DefectViT,
-    ForecasterEnsemble,
-    SensorEncoder,
-    SensorEncoderEnsemble,
-)
 
 __all__ = ["attention_maps", "deletion_test", "register_deleter", "register_explainer"]
+
+#: The modules a model class may name in ``explained_as``: each has ``maps`` and
+#: ``deletion`` for the architecture it is named after.
+FAMILIES: dict[str, ModuleType] = {
+    m.__name__.rsplit(".", 1)[-1]: m for m in (sensor, forecast, vit, ensemble)
+}
 
 
 class Registry:
     """Functions keyed by model class; :meth:`call` runs the one for ``type(model)`` (or a
-    base class) with the model in eval mode, and restores its mode afterwards."""
+    base class), else the function ``attr`` of the module the class names in
+    ``explained_as``, with the model in eval mode, and restores its mode afterwards."""
 
-    def __init__(self, what: str, builtin: dict[type, Callable]) -> None:
-        self.what, self._fns = what, dict(builtin)
+    def __init__(self, what: str, attr: str) -> None:
+        self.what, self.attr = what, attr
+        self._fns: dict[type, Callable] = {}
 
     def register(self, model_class: type) -> Callable[[Callable], Callable]:
         def wrap(fn: Callable) -> Callable:
@@ -42,39 +48,37 @@ class Registry:
 
         return wrap
 
-    def call(self, model: nn.Module, *args: Any, **kwargs: Any) -> Any:
-        for cls in type(model).__mro__:
+    def find(self, model_class: type) -> Callable:
+        """The function for ``model_class``.
+
+        Raises:
+            TypeError: none is registered and the class names no module of mfgtx.explain.
+        """
+        for cls in model_class.__mro__:
             if cls in self._fns:
-                was_training = model.training
-                model.eval()
-                try:
-                    return self._fns[cls](model, *args, **kwargs)
-                finally:
-                    model.train(was_training)
+                return self._fns[cls]
+        family = getattr(model_class, "explained_as", None)
+        if family in FAMILIES:
+            return getattr(FAMILIES[family], self.attr)
         known = sorted(c.__name__ for c in self._fns)
-        raise TypeError(f"no {self.what} for {type(model).__name__}; supported: {known}")
+        raise TypeError(
+            f"no {self.what} for {model_class.__name__}: its class names none of "
+            f"{sorted(FAMILIES)} in `explained_as` (found {family!r}) and none is "
+            f"registered for it (registered: {known})"
+        )
+
+    def call(self, model: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        fn = self.find(type(model))
+        was_training = model.training
+        model.eval()
+        try:
+            return fn(model, *args, **kwargs)
+        finally:
+            model.train(was_training)
 
 
-_EXPLAINERS = Registry(
-    "attention maps",
-    {
-        SensorEncoder: sensor.maps,
-        CausalForecaster: forecast.maps,
-        DefectViT: vit.maps,
-        SensorEncoderEnsemble: ensemble.maps,
-        ForecasterEnsemble: ensemble.maps,
-    },
-)
-_DELETERS = Registry(
-    "deletion test",
-    {
-        SensorEncoder: sensor.deletion,
-        CausalForecaster: forecast.deletion,
-        DefectViT: vit.deletion,
-        SensorEncoderEnsemble: ensemble.deletion,
-        ForecasterEnsemble: ensemble.deletion,
-    },
-)
+_EXPLAINERS = Registry("attention maps", "maps")
+_DELETERS = Registry("deletion test", "deletion")
 
 #: Register ``fn(model, inputs, **kwargs) -> AttentionMaps`` for a model class.
 register_explainer = _EXPLAINERS.register

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mfgtx._config import config_from, section_of
 from mfgtx._files import expand_path
 from mfgtx.data import ColumnMap, RegimePlan, Windowing
 from mfgtx.jobs._schema import (
@@ -287,24 +286,81 @@ class EnsembleSection:
             )
 
 
-TrainSection = section_of(
-    TrainConfig,
-    "TrainSection",
-    derived=("resume",),
-    stand_in=lambda s: {"resume": False},
-    defaults={"batch_size": 32},
-    extra=(("ensemble", EnsembleSection | None, None),),
-    module=__name__,
-    doc="""The ``train`` section: every field of :class:`~mfgtx.train.TrainConfig` but
-    ``resume`` (the ``--resume`` flag), and ``ensemble`` (:class:`EnsembleSection`);
-    ``checkpoint_dir`` defaults to ``<bundle>.ckpt`` next to the bundle, ``precision`` to
-    ``auto`` as in the library.""",
-)
+@dataclass(frozen=True)
+class TrainSection:
+    """The ``train`` section: the settings of :class:`~mfgtx.train.TrainConfig` (same names,
+    same meaning) but ``resume`` (the ``--resume`` flag), and ``ensemble``
+    (:class:`EnsembleSection`). ``checkpoint_dir`` defaults to ``<bundle>.ckpt`` next to the
+    bundle; ``batch_size`` to 32 (plant data sets are small); every other default is the
+    library's.
+
+    Every value is known when the job file is read, so the section builds its
+    :class:`~mfgtx.train.TrainConfig` then (validating it, once; :attr:`config`) and
+    :func:`train_config` gives it with the checkpoint folder and ``--resume`` flag of a run.
+    """
+
+    epochs: int = 20
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup_fraction: float = 0.05
+    min_lr_ratio: float = 0.0
+    grad_clip: float | None = 1.0
+    ema_decay: float | None = None
+    patience: int | None = 5
+    max_minutes: float | None = None
+    min_delta: float = 0.0
+    seed: int = 0
+    deterministic: bool = False
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    compile: Literal["off", "auto", "on"] = "off"
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    checkpoint_dir: str | None = None
+    num_workers: int = 0
+    progress: Literal["auto", "bar", "log", "off"] = "auto"
+    log_every: int = 50
+    ensemble: EnsembleSection | None = None
+
+    def __post_init__(self) -> None:
+        config = TrainConfig(
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            betas=self.betas,
+            warmup_fraction=self.warmup_fraction,
+            min_lr_ratio=self.min_lr_ratio,
+            grad_clip=self.grad_clip,
+            ema_decay=self.ema_decay,
+            patience=self.patience,
+            max_minutes=self.max_minutes,
+            min_delta=self.min_delta,
+            seed=self.seed,
+            deterministic=self.deterministic,
+            precision=self.precision,
+            compile=self.compile,
+            device=self.device,
+            checkpoint_dir=self.checkpoint_dir,
+            num_workers=self.num_workers,
+            progress=self.progress,
+            log_every=self.log_every,
+        )
+        object.__setattr__(self, "_config", config)  # not a field: the job file has no such key
+
+    @property
+    def config(self) -> TrainConfig:
+        """The :class:`~mfgtx.train.TrainConfig` of this section (no ``--resume``)."""
+        config: TrainConfig = self.__dict__["_config"]
+        return config
 
 
-def train_config(section: Any, checkpoint_dir: str | None, *, resume: bool = False) -> Any:
-    """The :class:`~mfgtx.train.TrainConfig` of a ``train`` section."""
-    return config_from(TrainConfig, section, checkpoint_dir=checkpoint_dir, resume=resume)
+def train_config(
+    section: TrainSection, checkpoint_dir: str | None, *, resume: bool = False
+) -> TrainConfig:
+    """The :class:`~mfgtx.train.TrainConfig` of a ``train`` section for a run that keeps its
+    checkpoints in ``checkpoint_dir`` (``resume``: the ``--resume`` flag)."""
+    return dataclasses.replace(section.config, checkpoint_dir=checkpoint_dir, resume=resume)
 
 
 @dataclass(frozen=True)

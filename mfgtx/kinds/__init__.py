@@ -33,6 +33,7 @@ from mfgtx.kinds._base import (
     Predictor,
     Scored,
     SplitWindows,
+    Trained,
     cross_fit,
     split_windows,
 )
@@ -41,10 +42,12 @@ from mfgtx.kinds._registry import (
     job_kind,
     kind_named,
     kind_of_class,
+    load_plugins,
     model_classes,
     register_kind,
 )
 from mfgtx.kinds._window_kind import WindowData, WindowKind
+from mfgtx.kinds._windows import WindowPredictor, WindowSpec
 from mfgtx.kinds.forecast import FORECAST, ForecastPredictor, ForecastSection, ForecastSpec
 from mfgtx.kinds.sensor import SENSOR, SensorPredictor, SensorSection, SensorSpec
 from mfgtx.kinds.vit import VIT, ImagesSection, VitPredictor, VitSection, VitSpec
@@ -71,23 +74,29 @@ __all__ = [
     "SensorSection",
     "SensorSpec",
     "SplitWindows",
+    "Trained",
     "VitPredictor",
     "VitSection",
     "VitSpec",
     "WindowData",
     "WindowKind",
+    "WindowPredictor",
+    "WindowSpec",
     "cross_fit",
     "job_kind",
     "kind_named",
     "kind_of",
     "kind_of_class",
     "load",
+    "load_plugins",
     "model_classes",
     "register_kind",
     "split_windows",
 ]
 
-#: mfgtx's model classes by the name bundle manifests give them (of the kinds registered at
+load_plugins()  # the kinds of other packages (MFGTX_KINDS, entry points ``mfgtx.kinds``)
+
+#: The model classes by the name bundle manifests give them (of the kinds registered at
 #: import; :func:`model_classes` also sees kinds registered later).
 MODEL_CLASSES = model_classes()
 

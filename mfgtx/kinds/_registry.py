@@ -15,12 +15,25 @@ Example:
 
 from __future__ import annotations
 
+import importlib
+import os
+from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from mfgtx._config import ConfigError
 from mfgtx.kinds._base import JobSettings, Kind
 
-__all__ = ["KINDS", "job_kind", "kind_named", "kind_of_class", "model_classes", "register_kind"]
+__all__ = [
+    "ENTRY_POINTS",
+    "KINDS",
+    "PLUGINS_VARIABLE",
+    "job_kind",
+    "kind_named",
+    "kind_of_class",
+    "load_plugins",
+    "model_classes",
+    "register_kind",
+]
 
 #: The registered kinds, by the name ``mfgtx train NAME`` takes (in registration order).
 KINDS: dict[str, Kind[Any, Any, Any]] = {}
@@ -89,3 +102,35 @@ def job_kind(job: JobSettings) -> Kind[Any, Any, Any]:
         if not kind.default and kind.describes(job):
             return kind
     return next(k for k in KINDS.values() if k.default)
+
+
+#: The environment variable naming modules of more kinds (comma-separated).
+PLUGINS_VARIABLE = "MFGTX_KINDS"
+#: The entry-point group of installed packages' kinds.
+ENTRY_POINTS = "mfgtx.kinds"
+
+
+def load_plugins() -> list[str]:
+    """Import the plugin kinds (see the module docstring); each registers itself. Returns
+    the names of the modules imported (a module imported before is not imported again).
+
+    Raises:
+        ConfigError: a named module cannot be imported (naming it and where it was named).
+    """
+    named = [
+        (ep.value, f"entry point {ep.name!r} ({ENTRY_POINTS})")
+        for ep in entry_points(group=ENTRY_POINTS)
+    ]
+    text = os.environ.get(PLUGINS_VARIABLE, "")
+    named += [(m.strip(), PLUGINS_VARIABLE) for m in text.split(",") if m.strip()]
+    done = []
+    for target, where in named:
+        module = target.split(":", 1)[0]
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ConfigError(
+                f"{where} names the kind module {module!r}, which cannot be imported: {e}"
+            ) from e
+        done.append(module)
+    return done

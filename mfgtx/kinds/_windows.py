@@ -26,7 +26,7 @@ import warnings
 from abc import abstractmethod
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,7 @@ from mfgtx.data import (
     ColumnMap,
     DataError,
     DataWarning,
+    SensorScaler,
     SensorTable,
     Windowing,
     Windows,
@@ -44,11 +45,32 @@ from mfgtx.data import (
 from mfgtx.data.table import FILE, LINE, Where, check_names
 from mfgtx.kinds._base import Predictor, Scored, error_row
 
-__all__ = ["WindowPredictor"]
+__all__ = ["WindowPredictor", "WindowSpec"]
+
+
+class WindowSpec(Protocol):
+    """What a :class:`WindowPredictor` reads of its kind's input specification (the spec a
+    bundle over sensor rows saves): a kind's own spec adds what its model needs.
+
+    Attributes:
+        columns: the columns of the training data (with its targets and label time).
+        windowing: window length, stride and ``min_rows``.
+        time_kind: the time axis it trained on (``utc``, ``naive`` or ``number``); lots
+            written another way are refused. ``None``: not recorded (not checked).
+        scaler: the per-sensor scaler fitted on the training rows.
+    """
+
+    columns: ColumnMap
+    windowing: Windowing
+    time_kind: str | None
+    scaler: SensorScaler
 
 
 class WindowPredictor(Predictor):
-    """A :class:`~mfgtx.kinds.Predictor` over sensor rows; the kinds add :meth:`rows`."""
+    """A :class:`~mfgtx.kinds.Predictor` over sensor rows; the kinds add :meth:`cut`,
+    :meth:`rows` and :meth:`explain`. Its ``input_spec`` meets :class:`WindowSpec`."""
+
+    input_spec: WindowSpec
 
     @property
     def columns(self) -> ColumnMap:

@@ -3,7 +3,7 @@
 Shape legend: ``N`` windows, ``T`` context, ``H`` horizon, ``K`` forecast sensors, ``Q``
 quantiles.
 
-Job file: the ``forecast`` section (:data:`ForecastSection`: the forecaster's config minus
+Job file: the ``forecast`` section (:class:`ForecastSection`: the forecaster's config minus
 the series count, context length and covariate count, which come from the data; plus
 ``targets``, the sensors to forecast, and ``linear_skip``: ``off``, ``learned`` or
 ``ridge``, the linear map fitted on the training windows and then frozen). The context is
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from mfgtx._config import ConfigError, config_from, section_of
+from mfgtx._config import ConfigError
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines, forecast_baseline
 from mfgtx.data import (
@@ -60,55 +60,97 @@ __all__ = ["FORECAST", "ForecastKind", "ForecastPredictor", "ForecastSection", "
 log = logging.getLogger(__name__)
 
 
-def _check(section: Any) -> None:
-    if section.linear_skip == "ridge" and section.head != "direct":
-        raise ValueError("linear_skip: ridge needs head: direct (it adds to the direct forecast)")
+@dataclass(frozen=True)
+class ForecastSection:
+    """The ``forecast`` section of a forecast job: the settings of
+    :class:`~mfgtx.models.ForecasterConfig` (same names, same meaning) but ``n_channels``,
+    ``context_length`` and the covariate counts, which come from the data (the ``targets``
+    sensors, ``windows.window``, the other sensors); plus ``targets`` (sensors to forecast;
+    default: all, the others become past covariates), ``linear_skip`` (``off``; ``learned``;
+    ``ridge``: fitted by ridge on the training windows, then frozen) and ``pick`` (with
+    ``linear_skip: ridge``: ``validation``, the default, ships the ridge map alone when it
+    forecasts the validation windows better than the trained Transformer, and the report says
+    so; ``transformer`` always ships the Transformer).
 
+    The defaults are the job file's, sized for plant data; every one of them is passed to the
+    model config (:meth:`model_config`, the one place the model's values are validated,
+    beside the window length they must fit).
 
-ForecastSection = section_of(
-    ForecasterConfig,
-    "ForecastSection",
-    derived=(
-        "n_channels",
-        "context_length",
-        "n_past_covariates",
-        "n_future_covariates",
-        "linear_skip",
-    ),
-    stand_in=lambda s: {
-        "n_channels": 1,
-        "context_length": s.patch_len + 64 * (s.stride or s.patch_len),
-        "n_past_covariates": 0,
-        "n_future_covariates": 0,
-        "linear_skip": s.linear_skip != "off",
-    },
-    defaults={
-        "horizon": 24,
-        "patch_len": 8,
-        "d_model": 32,
-        "n_heads": 4,
-        "n_layers": 2,
-        "d_ff": 64,
-        "dropout": 0.1,
-        "quantiles": (0.1, 0.5, 0.9),
-    },
-    extra=(
-        ("targets", tuple[str, ...], ()),
-        ("linear_skip", Literal["off", "learned", "ridge"], "off"),
-        ("pick", Literal["validation", "transformer"], "validation"),
-    ),
-    check=_check,
-    module=__name__,
-    doc="""The ``forecast`` section of a forecast job: every field of
-    :class:`~mfgtx.models.ForecasterConfig` but ``n_channels``, ``context_length`` and the
-    covariate counts, which come from the data (the ``targets`` sensors, ``windows.window``,
-    the other sensors); plus ``targets`` (sensors to forecast; default: all, the others
-    become past covariates), ``linear_skip`` (``off``; ``learned``; ``ridge``: fitted by
-    ridge on the training windows, then frozen) and ``pick`` (with ``linear_skip: ridge``:
-    ``validation``, the default, ships the ridge map alone when it forecasts the validation
-    windows better than the trained Transformer, and the report says so; ``transformer``
-    always ships the Transformer). Defaults are sized for plant data.""",
-)
+    Attributes:
+        targets: the sensors to forecast (default: all); the others become past covariates.
+        linear_skip: ``off``; ``learned`` (a linear map of each series' context added to the
+            direct forecast, trained with it); ``ridge`` (that map fitted by ridge on the
+            training windows, then frozen; needs ``head: direct``).
+        pick: with ``linear_skip: ridge``: ``validation`` ships the ridge map alone when it
+            forecasts the validation windows better than the trained Transformer (the report
+            says so); ``transformer`` always ships the Transformer.
+
+    Example:
+        >>> config = ForecastSection(horizon=4).model_config(n_channels=2, context_length=64)
+        >>> config.horizon, config.patch_len, config.quantiles
+        (4, 8, (0.1, 0.5, 0.9))
+    """
+
+    horizon: int = 24
+    patch_len: int = 8
+    stride: int | None = None
+    d_model: int = 32
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 64
+    dropout: float = 0.1
+    head: Literal["direct", "autoregressive"] = "direct"
+    channel_independent: bool = True
+    quantiles: tuple[float, ...] = (0.1, 0.5, 0.9)
+    revin: bool = True
+    positional: Literal["sinusoidal", "learned", "rotary"] = "sinusoidal"
+    norm_first: bool = True
+    head_dropout: float = 0.0
+    targets: tuple[str, ...] = ()
+    linear_skip: Literal["off", "learned", "ridge"] = "off"
+    pick: Literal["validation", "transformer"] = "validation"
+
+    def __post_init__(self) -> None:
+        if self.linear_skip == "ridge" and self.head != "direct":
+            raise ValueError(
+                "linear_skip: ridge needs head: direct (it adds to the direct forecast)"
+            )
+
+    def model_config(
+        self,
+        *,
+        n_channels: int,
+        context_length: int,
+        n_past_covariates: int = 0,
+        n_future_covariates: int = 0,
+    ) -> ForecasterConfig:
+        """The :class:`~mfgtx.models.ForecasterConfig` of this section and the data's values.
+
+        Raises:
+            ValueError: a setting the forecaster cannot take, or that does not fit the data.
+        """
+        return ForecasterConfig(
+            n_channels=n_channels,
+            context_length=context_length,
+            horizon=self.horizon,
+            patch_len=self.patch_len,
+            stride=self.stride,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_layers=self.n_layers,
+            d_ff=self.d_ff,
+            dropout=self.dropout,
+            head=self.head,
+            channel_independent=self.channel_independent,
+            quantiles=self.quantiles,
+            n_past_covariates=n_past_covariates,
+            n_future_covariates=n_future_covariates,
+            revin=self.revin,
+            positional=self.positional,
+            norm_first=self.norm_first,
+            head_dropout=self.head_dropout,
+            linear_skip=self.linear_skip != "off",
+        )
 
 
 @dataclass(frozen=True)
@@ -339,7 +381,7 @@ def _name(picks: list[dict[str, Any]]) -> str:
     return f"CausalForecaster ({n} of {len(picks)} members their ridge map, picked on validation)"
 
 
-class ForecastKind(WindowKind[Any, ForecastSpec]):
+class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
     """The ``forecast`` kind (see the module docstring)."""
 
     name = "forecast"
@@ -353,11 +395,11 @@ class ForecastKind(WindowKind[Any, ForecastSpec]):
     #: training forecasts sensors: the data needs no targets
     labelled = False
 
-    def need(self, windowing: Windowing, section: Any) -> int:
+    def need(self, windowing: Windowing, section: ForecastSection) -> int:
         """Rows a lot needs for one training window (context + horizon)."""
         return windowing.window + section.horizon
 
-    def cut(self, windowing: Windowing, section: Any) -> Any:
+    def cut(self, windowing: Windowing, section: ForecastSection) -> Any:
         """How training cuts a table into forecast windows (context + horizon).
 
         Raises:
@@ -388,7 +430,7 @@ class ForecastKind(WindowKind[Any, ForecastSpec]):
         windows: Windows,
         columns: ColumnMap,
         *,
-        section: Any,
+        section: ForecastSection,
         windowing: Windowing,
         plan: SplitPlan,
         train: TrainConfig,
@@ -418,14 +460,11 @@ class ForecastKind(WindowKind[Any, ForecastSpec]):
         targets = tuple(windows.targets)
         covariates = tuple(s for s in windows.sensors if s not in targets)
         try:
-            config = config_from(
-                ForecasterConfig,
-                section,
+            config = section.model_config(
                 n_channels=len(targets),
                 context_length=windows.window,
                 n_past_covariates=len(covariates),
                 n_future_covariates=0,
-                linear_skip=section.linear_skip != "off",
             )
         except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
             raise ValueError(f"{self.section_key}: {e}") from e

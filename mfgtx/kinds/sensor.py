@@ -3,7 +3,7 @@
 Shape legend: ``N`` windows, ``T`` window length, ``C`` sensors, ``K`` outputs, ``Q``
 quantiles.
 
-Job file: the ``model`` section (:data:`SensorSection`: the encoder's config minus the
+Job file: the ``model`` section (:class:`SensorSection`: the encoder's config minus the
 sensor count, window length, outputs and class weights, which come from the data). Bundle:
 the encoder, its :class:`SensorSpec` (columns, windowing, task, targets, time axis, scaler)
 and, for a classifier, its calibration. Output rows: ``lot``, ``window_end`` (the key),
@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from mfgtx._config import config_from, section_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines
 from mfgtx.calibration import class_probabilities, fit_calibration
@@ -55,25 +54,84 @@ from mfgtx.train import TrainConfig, fit, predict
 
 __all__ = ["SENSOR", "SensorKind", "SensorPredictor", "SensorSection", "SensorSpec"]
 
-SensorSection = section_of(
-    SensorEncoderConfig,
-    "SensorSection",
-    derived=("n_channels", "max_len", "n_outputs", "class_weights"),
-    stand_in=lambda s: {
-        "n_channels": 1,
-        "max_len": 1 << 16,
-        "n_outputs": 2 if s.task == "classification" else 1,
-        "class_weights": None,
-    },
-    defaults={"task": "classification", "d_model": 32, "n_layers": 2, "d_ff": 64},
-    extra=(("clip", bool, False),),
-    module=__name__,
-    doc="""The ``model`` section of a sensor job: every field of
-    :class:`~mfgtx.models.SensorEncoderConfig` but ``n_channels``, ``max_len``, ``n_outputs``
-    and ``class_weights``, which come from the data (sensors, ``windows.window``, targets or
-    classes, the training lots' class balance). Defaults are sized for plant data sets of a
-    few dozen lots (``d_model`` 32, 2 layers, ``d_ff`` 64).""",
-)
+
+@dataclass(frozen=True)
+class SensorSection:
+    """The ``model`` section of a sensor job: the settings of
+    :class:`~mfgtx.models.SensorEncoderConfig` (same names, same meaning) but ``n_channels``,
+    ``max_len``, ``n_outputs`` and ``class_weights``, which come from the data (sensors,
+    ``windows.window``, targets or classes, the training lots' class balance), and ``clip``
+    (keep a regressor's predictions within its training targets' range).
+
+    The defaults are the job file's, sized for plant data sets of a few dozen lots
+    (``d_model`` 32, 2 layers, ``d_ff`` 64); every one of them is passed to the model config
+    (:meth:`model_config`, the one place the values are validated, beside the window length
+    and sensors they must fit).
+
+    Attributes:
+        clip: keep a regressor's predictions (and quantiles) within the range of its training
+            targets (saved in the bundle); the other keys are the encoder config's.
+
+    Example:
+        >>> config = SensorSection(patch_len=4).model_config(n_channels=3, max_len=20)
+        >>> config.d_model, config.n_outputs, config.task
+        (32, 2, 'classification')
+    """
+
+    task: Literal["regression", "classification"] = "classification"
+    quantiles: tuple[float, ...] = ()
+    tokens: Literal["time", "sensor"] = "time"
+    patch_len: int = 1
+    stride: int | None = None
+    channel_independent: bool = False
+    d_model: int = 32
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 64
+    dropout: float = 0.1
+    positional: Literal["sinusoidal", "learned", "rotary"] = "sinusoidal"
+    norm_first: bool = True
+    pooling: Literal["mean", "cls"] = "mean"
+    target_scale: float = 1.0
+    clip: bool = False
+
+    def model_config(
+        self,
+        *,
+        n_channels: int,
+        max_len: int,
+        n_outputs: int | None = None,
+        class_weights: tuple[float, ...] | None = None,
+    ) -> SensorEncoderConfig:
+        """The :class:`~mfgtx.models.SensorEncoderConfig` of this section and the data's
+        values (``n_outputs``: classes or targets; default 2 for a classifier, else 1).
+
+        Raises:
+            ValueError: a setting the encoder cannot take, or that does not fit the data.
+        """
+        if n_outputs is None:
+            n_outputs = 2 if self.task == "classification" else 1
+        return SensorEncoderConfig(
+            n_channels=n_channels,
+            max_len=max_len,
+            task=self.task,
+            n_outputs=n_outputs,
+            quantiles=self.quantiles,
+            tokens=self.tokens,
+            patch_len=self.patch_len,
+            stride=self.stride,
+            channel_independent=self.channel_independent,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_layers=self.n_layers,
+            d_ff=self.d_ff,
+            dropout=self.dropout,
+            positional=self.positional,
+            norm_first=self.norm_first,
+            pooling=self.pooling,
+            class_weights=class_weights,
+            target_scale=self.target_scale,
+        )
 
 
 def _columns_dict(c: ColumnMap) -> dict[str, Any]:
@@ -309,7 +367,7 @@ class SensorPredictor(WindowPredictor):
         return Explanation(maps, check, xt, ot, time_text(windows.end[i])[0])
 
 
-class SensorKind(WindowKind[Any, SensorSpec]):
+class SensorKind(WindowKind[SensorSection, SensorSpec]):
     """The ``sensor`` kind (see the module docstring)."""
 
     name = "sensor"
@@ -323,11 +381,11 @@ class SensorKind(WindowKind[Any, SensorSpec]):
     takes_regimes = True
     labelled = True
 
-    def cut(self, windowing: Windowing, section: Any) -> Any:
+    def cut(self, windowing: Windowing, section: SensorSection) -> Any:
         """How training cuts a table into windows."""
         return lambda table: windowing.cut(table)
 
-    def need(self, windowing: Windowing, section: Any) -> int:
+    def need(self, windowing: Windowing, section: SensorSection) -> int:
         """Rows a lot needs for one training window."""
         return windowing.need
 
@@ -336,7 +394,7 @@ class SensorKind(WindowKind[Any, SensorSpec]):
         windows: Windows,
         columns: ColumnMap,
         *,
-        section: Any,
+        section: SensorSection,
         windowing: Windowing,
         plan: SplitPlan,
         train: TrainConfig,
@@ -379,9 +437,7 @@ class SensorKind(WindowKind[Any, SensorSpec]):
                 for c in counts_y.astype(float)
             )
         try:
-            config = config_from(
-                SensorEncoderConfig,
-                section,
+            config = section.model_config(
                 n_channels=len(windows.sensors),
                 max_len=windows.window,
                 n_outputs=n_outputs,
@@ -415,7 +471,7 @@ class SensorKind(WindowKind[Any, SensorSpec]):
             targets=tuple(windows.targets),
             time_kind=windows.time_kind,
             scaler=scaler,
-            clip=_target_range(windows, learn) if getattr(section, "clip", False) else None,
+            clip=_target_range(windows, learn) if section.clip else None,
             regimes=fitted_regimes,
         )
         result = Fitted(

@@ -74,6 +74,9 @@ class SensorEncoderEnsemble(nn.Module):
         True
     """
 
+    #: how :mod:`mfgtx.explain` draws its attention maps (the ``ensemble`` module there)
+    explained_as = "ensemble"
+
     def __init__(self, config: SensorEncoderEnsembleConfig) -> None:
         super().__init__()
         self.config = config
@@ -130,6 +133,9 @@ class ForecasterEnsembleConfig:
 
 class ForecasterEnsemble(nn.Module):
     """The mean of ``n_members`` :class:`CausalForecaster` forecasts, quantiles averaged."""
+
+    #: how :mod:`mfgtx.explain` draws its attention maps (the ``ensemble`` module there)
+    explained_as = "ensemble"
 
     def __init__(self, config: ForecasterEnsembleConfig) -> None:
         super().__init__()

@@ -80,6 +80,9 @@ class CausalForecaster(nn.Module):
         torch.Size([3, 8, 2])
     """
 
+    #: how :mod:`mfgtx.explain` draws its attention maps (the ``forecast`` module there)
+    explained_as = "forecast"
+
     def __init__(self, config: ForecasterConfig) -> None:
         super().__init__()
         self.config = c = config

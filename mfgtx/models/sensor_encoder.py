@@ -191,6 +191,9 @@ class SensorEncoder(nn.Module):
         torch.Size([2, 1])
     """
 
+    #: how :mod:`mfgtx.explain` draws its attention maps (the ``sensor`` module there)
+    explained_as = "sensor"
+
     def __init__(self, config: SensorEncoderConfig) -> None:
         super().__init__()
         self.config = c = config

@@ -268,6 +268,9 @@ class DefectViT(nn.Module):
         torch.Size([2, 3])
     """
 
+    #: how :mod:`mfgtx.explain` draws its attention maps (the ``vit`` module there)
+    explained_as = "vit"
+
     def __init__(self, config: ViTConfig) -> None:
         super().__init__()
         self.config = c = config

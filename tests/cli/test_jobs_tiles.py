@@ -17,8 +17,8 @@ import mfgtx
 from mfgtx.cli import main
 from mfgtx.jobs import ConfigError, load_config
 from mfgtx.kinds import VitSpec
-from mfgtx.kinds._tiles import TilesSection, prepare_tiles
 from mfgtx.kinds.vit import ImagesSection
+from mfgtx.kinds.vit.tiles import TilesSection, prepare_tiles
 from mfgtx.split import SplitPlan
 from tests.cli.conftest import SAMPLE, write_job
 
@@ -432,7 +432,7 @@ def test_with_views_a_flipped_photo_scores_as_the_photo(trained) -> None:
 def test_the_baselines_score_tiles_as_cut_unless_told(trained, photos) -> None:
     """Fitted without flips, HOG + LR scores a tile as cut in the bundle's report (its
     figures are the one-view scorer's); asked for views, it scores mirrored tiles alike."""
-    from mfgtx.kinds._tile_scores import baseline_scorers
+    from mfgtx.kinds.vit.tile_scores import baseline_scorers
     from mfgtx.metrics import detection_metrics
 
     prep = prepare_tiles(load_config(trained["job"]).images, PLAN)
@@ -456,7 +456,7 @@ def test_the_fallback_threshold_on_validation_tiles_is_chosen_over_the_views(
 ) -> None:
     """When the validation photos cannot carry the threshold (one class only), it is chosen
     on the validation tiles, and with views on their P(defect) over the views, as scored."""
-    import mfgtx.kinds._tile_scores as tile_scores
+    import mfgtx.kinds.vit.tile_scores as tile_scores
     from mfgtx.calibration import choose_threshold
 
     monkeypatch.setattr(tile_scores, "image_threshold", lambda *a: (None, "one class (test)"))

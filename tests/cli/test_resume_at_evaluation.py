@@ -47,7 +47,7 @@ def test_a_tiled_job_killed_while_judging_resumes_without_training_with_other_vi
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     job = write_job(tmp_path / "job.yaml", tiles_job(photos, tmp_path))
-    ckpt = _killed_while_judging(monkeypatch, "mfgtx.kinds._tile_scores.judge_tiles", "vit", job)
+    ckpt = _killed_while_judging(monkeypatch, "mfgtx.kinds.vit.tile_scores.judge_tiles", "vit", job)
     assert ckpt["phase"] == "trained" and ckpt["epoch"] == 2
     # the scoring views and the cost ratio change: the weights do not depend on them
     outcome, steps = _steps("vit", job, "images.views=4", "calibration.cost_ratio=3",

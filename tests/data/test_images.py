@@ -155,7 +155,7 @@ def test_manifests_are_read_bounded_and_name_the_files_own_lines(tmp_path: Path)
     import gzip
 
     from mfgtx.images import read_manifest
-    from mfgtx.kinds._tiles import _list_photos
+    from mfgtx.kinds.vit.tiles import _list_photos
 
     _write_folder(tmp_path, {"img/1.png": png(value=1), "img/2.png": png(value=2)})
     m = tmp_path / "m.csv"

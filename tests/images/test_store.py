@@ -96,7 +96,7 @@ def test_a_whole_image_job_holds_one_photo_not_every_photo(tmp_path, monkeypatch
     from PIL import Image
 
     from mfgtx.images import ImageRecords, StoredImages, load_images
-    from mfgtx.kinds._images import ImagesSection, prepare_images
+    from mfgtx.kinds.vit.images import ImagesSection, prepare_images
     from mfgtx.split import SplitPlan
 
     rng = np.random.default_rng(0)

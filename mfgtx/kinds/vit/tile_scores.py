@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 
 from mfgtx.images import AMBIGUOUS, TileSpec
-from mfgtx.kinds._tiles import PreparedTiles, tile_tensor
+from mfgtx.kinds.vit.tiles import PreparedTiles, tile_tensor
 
 __all__ = [
     "MAX_BASELINE_TILES",

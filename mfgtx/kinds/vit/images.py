@@ -1,6 +1,6 @@
 """The ``images`` section of a ViT job and the image set it prepares: every labelled image
 read, split by lot and time (or stratified) with byte-identical files kept in one set, and
-audited (:class:`PreparedImages`); full-size photos go to :mod:`mfgtx.kinds._tiles`.
+audited (:class:`PreparedImages`); full-size photos go to :mod:`mfgtx.kinds.vit.tiles`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from mfgtx.images import VIEWS, StoredImages
-from mfgtx.kinds._tiles import (
+from mfgtx.kinds.vit.tiles import (
     TILE_CLASSES,
     MasksSection,
     PreparedTiles,
@@ -185,7 +185,7 @@ def prepare_images(
 ) -> PreparedImages | PreparedTiles:
     """Read ``images`` and split them as ``train vit`` does (the same seed gives the same
     split, so ``evaluate`` judges a bundle on its own test images). With ``images.tiles``:
-    the photos, their tiles and tile labels (:func:`mfgtx.kinds._tiles.prepare_tiles`).
+    the photos, their tiles and tile labels (:func:`mfgtx.kinds.vit.tiles.prepare_tiles`).
 
     Raises:
         ValueError: shares that are not in (0, 1), an unknown good class, a set left empty.
@@ -194,7 +194,7 @@ def prepare_images(
     from mfgtx.data import DataError
 
     if images.tiles is not None:
-        from mfgtx.kinds._tiles import prepare_tiles
+        from mfgtx.kinds.vit.tiles import prepare_tiles
 
         return prepare_tiles(images, plan, seed=seed)
     from mfgtx.images import split_images

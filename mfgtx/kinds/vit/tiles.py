@@ -30,7 +30,7 @@ largest photo, not on how many photos there are.
   tiles: each defect is learned at several places in the tile); validation, judging and
   scoring keep ``tiles.stride``.
 * **Judging and scoring** (a photo as bad as its worst tile, each tile over its views,
-  beside HOG + logistic regression): :mod:`mfgtx.kinds._tile_scores`.
+  beside HOG + logistic regression): :mod:`mfgtx.kinds.vit.tile_scores`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,94 @@
+"""The ``vit`` section of a job file: the ViT's settings, each with its one job-file default.
+
+A key of the section reaches the model in two typed hops: :func:`mfgtx.jobs.load_config`
+builds :class:`VitSection` from the job file, and :meth:`VitSection.model_config` builds the
+:class:`~mfgtx.models.ViTConfig` from it and what the data decides (image size, channels,
+classes, class weights); :class:`~mfgtx.models.DefectViT` is built from that config.
+
+Example:
+    >>> section = VitSection(d_model=32, n_layers=2, d_ff=64)
+    >>> config = section.model_config(image_size=64, in_chans=1, num_classes=3)
+    >>> config.patch_size, config.d_model, config.grid
+    (8, 32, 8)
+    >>> VitSection(patch_size=12).model_config(image_size=96, in_chans=1, num_classes=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: stem='conv' halves the image per layer: patch_size must be a power of two, found 12
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from mfgtx.models import ViTConfig
+
+__all__ = ["VitSection"]
+
+
+@dataclass(frozen=True)
+class VitSection:
+    """The ``vit`` section of a ViT job: the settings of :class:`~mfgtx.models.ViTConfig`
+    (same names, same meaning) but ``image_size``, ``in_chans``, ``num_classes`` and
+    ``class_weights``, which come from the ``images`` section and the data.
+
+    The defaults are sized for plant image sets of a few hundred images (a conv stem, 8-pixel
+    patches, 4 layers of width 64); they are the job file's, and every one of them is passed
+    to the model config, whose library defaults (a ViT-Tiny at 224 pixels) never apply to a
+    job. ``min_defect_px``/``source_size`` switch on the small-defect guard;
+    ``strict_defect_size`` turns its warning into an error. The values are checked when the
+    model config is built (:meth:`model_config`, the one place they are validated), beside
+    the image size they must fit.
+    """
+
+    patch_size: int = 8
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 4
+    d_ff: int = 128
+    dropout: float = 0.1
+    drop_path: float = 0.0
+    stem: Literal["linear", "conv"] = "conv"
+    stem_channels: int = 24
+    pooling: Literal["cls", "mean"] = "cls"
+    positional: Literal["learned", "sinusoidal"] = "learned"
+    label_smoothing: float = 0.0
+    min_defect_px: float | None = None
+    source_size: int | None = None
+    strict_defect_size: bool = False
+
+    def model_config(
+        self,
+        *,
+        image_size: int,
+        in_chans: int,
+        num_classes: int,
+        class_weights: tuple[float, ...] | None = None,
+    ) -> ViTConfig:
+        """The :class:`~mfgtx.models.ViTConfig` of this section and the data's values.
+
+        Raises:
+            ValueError: a setting the model cannot take, or that does not fit the data
+                (naming the field and the value).
+        """
+        return ViTConfig(
+            image_size=image_size,
+            patch_size=self.patch_size,
+            in_chans=in_chans,
+            num_classes=num_classes,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_layers=self.n_layers,
+            d_ff=self.d_ff,
+            dropout=self.dropout,
+            drop_path=self.drop_path,
+            stem=self.stem,
+            stem_channels=self.stem_channels,
+            pooling=self.pooling,
+            positional=self.positional,
+            class_weights=class_weights,
+            label_smoothing=self.label_smoothing,
+            min_defect_px=self.min_defect_px,
+            source_size=self.source_size,
+            strict_defect_size=self.strict_defect_size,
+        )
