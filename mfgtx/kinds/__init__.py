@@ -33,6 +33,7 @@ from mfgtx.kinds._base import (
     Predictor,
     Scored,
     SplitWindows,
+    Trained,
     cross_fit,
     split_windows,
 )
@@ -44,6 +45,8 @@ from mfgtx.kinds._registry import (
     model_classes,
     register_kind,
 )
+from mfgtx.kinds._tile_scores import baseline_scorers, image_threshold, photo_scores
+from mfgtx.kinds._tiles import prepare_tiles
 from mfgtx.kinds._window_kind import WindowData, WindowKind
 from mfgtx.kinds.forecast import FORECAST, ForecastPredictor, ForecastSection, ForecastSpec
 from mfgtx.kinds.sensor import SENSOR, SensorPredictor, SensorSection, SensorSpec
@@ -71,18 +74,23 @@ __all__ = [
     "SensorSection",
     "SensorSpec",
     "SplitWindows",
+    "Trained",
     "VitPredictor",
     "VitSection",
     "VitSpec",
     "WindowData",
     "WindowKind",
+    "baseline_scorers",
     "cross_fit",
+    "image_threshold",
     "job_kind",
     "kind_named",
     "kind_of",
     "kind_of_class",
     "load",
     "model_classes",
+    "photo_scores",
+    "prepare_tiles",
     "register_kind",
     "split_windows",
 ]
