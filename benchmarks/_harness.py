@@ -43,6 +43,15 @@ RESULTS = ROOT / "benchmarks" / "results"
 FORMAT = 1  # the result file's layout; tables.py refuses others
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that keeps the words it parsed, for the result file."""
+
+    def parse_args(self, args=None, namespace=None):
+        parsed = super().parse_args(args, namespace)
+        parsed._argv = list(sys.argv[1:] if args is None else args)
+        return parsed
+
+
 def parser(
     bench: str,
     doc: str | None,
@@ -61,7 +70,7 @@ def parser(
     description = (doc or bench).strip()
     if formatter_class is argparse.HelpFormatter:
         description = description.split("\n\n")[0]
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog=f"benchmarks/{bench}.py", description=description, formatter_class=formatter_class
     )
     shared = p.add_argument_group("shared by every benchmark (benchmarks/_harness.py)")
@@ -125,6 +134,7 @@ def environment() -> dict[str, Any]:
         "platform": platform.platform(),
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],  # a shared machine shows here
         "commit": _git_commit(),
     }
     env["torch"] = torch.__version__
@@ -162,9 +172,9 @@ class Run:
 
     def __init__(self, bench: str, args: argparse.Namespace | Mapping[str, Any]) -> None:
         self.bench = bench
-        self.argv = sys.argv[1:]
         self.args = dict(vars(args) if isinstance(args, argparse.Namespace) else args)
         self.results = Path(self.args.pop("results", RESULTS))
+        self.argv: list[str] = self.args.pop("_argv", [])
         self.started = dt.datetime.now(dt.UTC)
         self._t0 = time.perf_counter()
         self.environment = environment()

@@ -95,7 +95,10 @@ def section(run: Mapping[str, Any]) -> list[str]:
         f"{env.get('cpu', '?')} ({env.get('cpu_count', '?')} cores)",
         f"torch {env['torch']}, {env.get('torch_threads', '?')} threads" if "torch" in env else "",
         f"accelerator {env['accelerator']}" if env.get("accelerator") else "",
-        f"commit {str(env['commit'])[:12]}" if env.get("commit") else "",
+        f"commit {env['commit'][:12]}{' (dirty)' * env['commit'].endswith('-dirty')}"
+        if env.get("commit")
+        else "",
+        f"load average {env['load_average'][0]:g} at start" if env.get("load_average") else "",
     ]
     lines = [
         f"## {run['bench']}",
