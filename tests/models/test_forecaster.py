@@ -429,6 +429,8 @@ def _ett_module():
     """The benchmark script, imported by path (benchmarks/ is not a package)."""
     name = "mfgtx_benchmark_ett_forecast"
     if name not in sys.modules:
+        if str(ROOT / "benchmarks") not in sys.path:  # as run: _harness beside it
+            sys.path.insert(0, str(ROOT / "benchmarks"))
         spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks/ett_forecast.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up while being built
