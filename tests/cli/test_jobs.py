@@ -68,6 +68,7 @@ def _scoring_input(plant: Path, folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["parquet", "csv"])
 def test_score_file_bad_lots_reported_and_rerun_idempotent(
     trained, plant, tmp_path, capsys, suffix
@@ -105,6 +106,7 @@ def test_score_file_bad_lots_reported_and_rerun_idempotent(
     pd.testing.assert_frame_equal(once, twice)
 
 
+@pytest.mark.slow
 def test_score_sqlite_source_and_table_idempotent(trained, plant, tmp_path, capsys) -> None:
     job, _ = trained
     db = tmp_path / "plant.db"
@@ -165,6 +167,7 @@ def test_missing_bundle_is_bad_input(trained, tmp_path, capsys) -> None:
     assert code == 2 and result["exit_code"] == 2 and "none" in err
 
 
+@pytest.mark.slow
 def test_score_in_a_fresh_process(trained, tmp_path) -> None:
     """A scheduler runs score in a new process: the bundle's model class must be registered."""
     import subprocess
