@@ -117,7 +117,7 @@ def test_tables_renders_the_latest_run_of_each(tmp_path, monkeypatch) -> None:
     stale["tables"]["step"]["rows"][0]["median step"] = 99.0
     older.write_text(json.dumps(stale))
     _fake_run(harness, tmp_path)
-    import tables
+    tables = _module("tables", monkeypatch)
 
     page = tmp_path / "results.md"
     assert tables.main(["--results", str(tmp_path), "--out", str(page)]) == 0
@@ -134,7 +134,5 @@ def test_tables_renders_the_latest_run_of_each(tmp_path, monkeypatch) -> None:
 
 def test_docs_page_is_generated_from_the_result_files(monkeypatch) -> None:
     """docs/benchmarks/results.md is what tables.py makes of benchmarks/results/."""
-    monkeypatch.syspath_prepend(str(BENCH))
-    import tables
-
+    tables = _module("tables", monkeypatch)
     assert tables.main(["--check"]) == 0, "run: python benchmarks/tables.py"
