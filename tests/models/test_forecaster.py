@@ -219,6 +219,7 @@ class _Items(torch.utils.data.Dataset):
         return {k: v[i] for k, v in self.batch.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("head", ["direct", "autoregressive"])
 def test_learns_a_noisy_sine_in_seconds_with_honest_intervals(head: str) -> None:
     gen = torch.Generator().manual_seed(0)
