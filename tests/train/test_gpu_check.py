@@ -46,6 +46,7 @@ def test_the_kernel_proof_passes_on_the_cpu_kernels(gpu_check, cpu_check, tmp_pa
     assert "kernel proof: PASS" in out
 
 
+@pytest.mark.slow
 def test_the_kernel_proof_fails_when_sdpa_runs_the_math_kernel(
     gpu_check, cpu_check, monkeypatch, capsys
 ):
@@ -61,6 +62,7 @@ def test_the_kernel_proof_fails_when_sdpa_runs_the_math_kernel(
     assert "kernel proof: FAIL" in out and out.count("| FAIL |") == len(gpu_check.CASES) - 1
 
 
+@pytest.mark.slow
 def test_the_kernel_proof_fails_on_a_nan_loss(gpu_check, cpu_check, monkeypatch, capsys) -> None:
     """A kernel that returns NaN for fully masked rows must not pass for serving the call."""
     from mfgtx.models import SensorEncoder
