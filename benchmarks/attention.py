@@ -31,7 +31,6 @@ import gc
 import json
 import math
 import os
-import platform
 import re
 import resource
 import statistics
@@ -40,6 +39,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+import _harness
 import torch
 from torch import Tensor
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -94,8 +94,8 @@ def _int_list(text: str) -> list[int]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = _harness.parser(
+        "attention", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
         "--lengths",
@@ -117,9 +117,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--repeats", type=int, default=3, help="timed calls; the median is reported"
     )
     parser.add_argument("--warmup", type=int, default=1, help="untimed calls before timing")
-    parser.add_argument(
-        "--threads", type=int, default=None, help="torch.set_num_threads (default: unchanged)"
-    )
     parser.add_argument(
         "--explicit-max",
         type=int,
@@ -291,17 +288,6 @@ def spawn_case(args: argparse.Namespace, case: Case) -> Result:
 # --------------------------------------------------------------------------- report
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def explicit_estimate_bytes(args: argparse.Namespace, n: int, mode: str) -> float:
     """Rough peak memory of the explicit path: a few fp32 ``(B, H, n, n)`` score buffers."""
     return args.batch * args.heads * n * n * 4 * EXPLICIT_SCORE_COPIES[mode]
@@ -328,6 +314,10 @@ def _mb(r: Result) -> str:
         return "—"
     star = "*" if r.note else ""
     return f"{r.extra_bytes / MIB:.1f}{star}"
+
+
+def _mib(r: Result) -> float | None:
+    return None if r.extra_bytes is None else r.extra_bytes / MIB
 
 
 def _speedup(fused: Result, explicit: Result) -> float | None:
@@ -371,11 +361,13 @@ def main(argv: list[str] | None = None) -> int:
         print(RESULT_TAG + json.dumps(data), flush=True)
         return 0
 
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    run = _harness.start("attention", args)  # --threads applied here
     flash_error = confirm_flash(args)
     print("# Attention benchmark: fused (FlashAttention) vs explicit, CPU\n")
-    print(f"- torch {torch.__version__}, threads {torch.get_num_threads()}, CPU: {cpu_model()}")
+    print(
+        f"- torch {torch.__version__}, threads {torch.get_num_threads()}, "
+        f"CPU: {_harness.cpu_model()}"
+    )
     print(
         f"- B={args.batch}, H={args.heads}, Dh={args.head_dim}, dtype {args.dtype}, "
         f"causal {args.causal}, median of {args.repeats} after {args.warmup} warm-up"
@@ -441,6 +433,21 @@ def main(argv: list[str] | None = None) -> int:
                 _mb(explicit),
             )
             print("| " + " | ".join(cells) + " |")
+            run.row(
+                "time and extra peak memory",
+                {
+                    "n": n,
+                    "mode": mode,
+                    "fused time": fused.ms,
+                    "explicit time": explicit.ms,
+                    "speedup (explicit/fused)": speedup,
+                    "fused extra peak": _mib(fused),
+                    "explicit extra peak": _mib(explicit),
+                    "note": "; ".join(r.note for r in (fused, explicit) if r.note),
+                },
+                units={"fused time": "ms", "explicit time": "ms"}
+                | {"fused extra peak": "MiB", "explicit extra peak": "MiB"},
+            )
     if any(r.note.startswith("peak not") for r in results.values()):
         print("\n\\* peak RSS could not be reset before the call; the value is an upper bound.")
 
@@ -455,11 +462,13 @@ def main(argv: list[str] | None = None) -> int:
             if speedup is not None
             else "not measured"
         )
-        print(
-            f"- speedup at n={SPEEDUP_TARGET_LEN} {mode}: {verdict} "
+        summary = (
+            f"speedup at n={SPEEDUP_TARGET_LEN} {mode}: {verdict} "
             f"(target: fused >= {SPEEDUP_TARGET:g}x faster than explicit at "
             f"n={SPEEDUP_TARGET_LEN})"
         )
+        print(f"- {summary}")
+        run.note(summary)
     for mode in MODES:
         line, exponent = growth_line("fused", results, "fused", mode)
         verdict = (
@@ -469,9 +478,12 @@ def main(argv: list[str] | None = None) -> int:
             else ""
         )
         print(f"- {line}{verdict}")
+        run.note(line + verdict)
     for mode in MODES:
         line, _ = growth_line("explicit", results, "explicit", mode)
         print(f"- {line}")
+        run.note(line)
+    run.write()
     return 0
 
 

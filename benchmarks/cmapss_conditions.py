@@ -25,10 +25,11 @@ never into the data folder; the data set is read in place.
 
 from __future__ import annotations
 
-import argparse
 import gzip
+import sys
 from pathlib import Path
 
+import _harness
 import numpy as np
 import pandas as pd
 import yaml
@@ -99,13 +100,13 @@ def job_file(out: Path, name: str) -> dict:
     return job
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    ap = _harness.parser("cmapss_conditions", __doc__, out_flag="--results")
     ap.add_argument("folder", type=Path, help="the C-MAPSS FD001 folder (read in place)")
     ap.add_argument("--out", type=Path, required=True, help="a new folder for the fleet")
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--young", type=int, default=6, help="test engines cut to 15-25 cycles")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    run = _harness.start("cmapss_conditions", args)
     if args.out.exists() and any(args.out.iterdir()):
         raise SystemExit(f"{args.out} is not empty: give a new folder")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -122,7 +123,15 @@ def main() -> None:
     print(f"wrote {args.out}: {train['unit'].nunique()} training engines ({len(train)} cycles), "
           f"{len(lengths)} test engines, the shortest {lengths.min()} cycles; job: "
           f"{args.out / 'job.yaml'}")  # fmt: skip
+    run.row(
+        "the conditioned fleet",
+        {"training engines": train["unit"].nunique(), "training cycles": len(train),
+         "test engines": len(lengths), "shortest test engine": int(lengths.min())},
+        units={"training cycles": "cycles", "shortest test engine": "cycles"},
+    )  # fmt: skip
+    run.write()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -55,6 +55,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import _harness
 import numpy as np
 import pandas as pd
 import torch
@@ -214,15 +215,12 @@ def test_inputs(test_df: pd.DataFrame, length: int) -> tuple[Windows, np.ndarray
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = _harness.parser("cmapss_rul", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("folder", type=Path)
     p.add_argument("--folds", type=int, default=10, help="cross-fitting folds = members")
     p.add_argument("--history", type=int, default=HISTORY, help="cycles the encoder reads")
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--patience", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pretrain-check", action="store_true")
     p.add_argument("--few-draws", type=int, default=3, help="draws of labelled engines")
     p.add_argument("--json", type=Path, help="also write the results here")
@@ -234,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.history < WINDOW:
         p.error(f"--history must be at least {WINDOW} cycles, found {args.history}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    run = _harness.start("cmapss_rul", args)
 
     raw = read(args.folder, "train_FD001.txt.gz")
     units = sorted(int(u) for u in raw["unit"].unique())
@@ -317,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {row} | {r['rmse']:.2f} | {r['score']:.0f} | {r['rmse_capped']:.2f} "
             f"| {r['score_capped']:.0f} |"
         )
+        run.row("RUL on the 100 test engines", {"model": row, **r})
     enc_r = results[name]
     for gb_name in (
         f"GradientBoosting, last 30 cycles ({args.folds}-fold mean)",
@@ -339,8 +339,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"{d.level:.0%} paired bootstrap interval over the test engines "
                 f"[{d.low:+.2f}, {d.high:+.2f}]"
             )
+            cells = {"RMSE": label, "difference": d.difference, "low": d.low, "high": d.high}
+            run.row(
+                "SensorEncoder minus boosting (paired bootstrap)", {"boosting": gb_name, **cells}
+            )
     met = "met" if enc_r["rmse_capped"] <= 11.0 else "NOT met"
     print(f"- target RMSE <= 11.0 against capped truth: {met} ({enc_r['rmse_capped']:.2f})")
+    run.note(f"target RMSE <= 11.0 against capped truth: {met} ({enc_r['rmse_capped']:.2f})")
+    run.note(f"training {minutes:.1f} min in all on {torch.get_num_threads()} threads")
     if enc_r["rmse_capped"] < 9.0:
         print("- below 9: suspiciously good, check for leakage before believing it")
 
@@ -387,6 +393,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {units_d} | {n_windows} | {a['rmse']:.2f} / {a['rmse_capped']:.2f} "
                 f"(lr {a['lr']:g}) | {b['rmse']:.2f} / {b['rmse_capped']:.2f} (lr {b['lr']:g}) |"
             )
+            run.row(
+                "few labels: RMSE / RMSE against capped truth",
+                {
+                    "draw (engines)": " ".join(map(str, units_d)),
+                    "windows": n_windows,
+                    "from scratch": f"{a['rmse']:.2f} / {a['rmse_capped']:.2f}",
+                    "pretrained + fine-tuned": f"{b['rmse']:.2f} / {b['rmse_capped']:.2f}",
+                },
+            )
         for j, label in enumerate(("from scratch", "masked pretraining + fine-tune")):
             results[f"few:{label}"] = {
                 k: float(np.mean([r[2][j][k] for r in rows])) for k in rows[0][2][j] if k != "lr"
@@ -403,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+    run.write()
     return 0
 
 

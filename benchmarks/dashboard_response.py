@@ -16,12 +16,14 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
+import sys
 import time
 import warnings
 from pathlib import Path
+
+import _harness
 
 ROOT = Path(__file__).resolve().parent.parent
 MAIN = ROOT / "app" / "dashboard.py"
@@ -73,8 +75,8 @@ def cases():
     ]  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = _harness.parser("dashboard_response", __doc__)
     parser.add_argument("models", type=Path)
     parser.add_argument("--data", type=Path, default=ROOT / "sample_data")
     parser.add_argument("--repeats", type=int, default=5)
@@ -82,7 +84,8 @@ def main() -> None:
         "--app", type=Path, default=MAIN, help="the dashboard script (e.g. an older checkout's)"
     )
     parser.add_argument("--only", default="", help="comma-separated case names to run")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    run = _harness.start("dashboard_response", args)
     app = args.app.resolve()
     only = {c.strip() for c in args.only.split(",") if c.strip()}
     os.environ.update(
@@ -119,7 +122,15 @@ def main() -> None:
     for name, _, _, first in opened:
         runs = times[name]
         print(f"{name:32} {first:8.2f} {statistics.median(runs):9.3f} {max(runs):7.3f}")
+        cells = {"open": first, "median": statistics.median(runs), "max": max(runs)}
+        run.row(
+            "page rerun after one control changes",
+            {"control": name, **cells},
+            units=dict.fromkeys(cells, "s"),
+        )
+    run.write()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,10 +14,10 @@ activation of the forecaster's comparison configuration (32 x 7 series, 64 patch
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
+import _harness
 import torch
 
 from mfgtx.nn import Dropout
@@ -28,14 +28,13 @@ def fp32_uniform_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = _harness.parser("dropout_mask", __doc__, threads=2)
     ap.add_argument("--shape", type=int, nargs="+", default=[224, 64, 128])
     ap.add_argument("--p", type=float, default=0.2)
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    run = _harness.start("dropout_mask", args)
     x = torch.randn(args.shape, requires_grad=True)
     ours = Dropout(args.p).train()
     variants = {
@@ -56,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         f"(mean of {args.repeats}), {args.threads} threads, torch {torch.__version__}"
     )
     for r in range(args.rounds):
-        print(f"round {r + 1}: " + ", ".join(f"{k} {timed(f):.1f}" for k, f in variants.items()))
+        ms = {k: timed(f) for k, f in variants.items()}
+        print(f"round {r + 1}: " + ", ".join(f"{k} {t:.1f}" for k, t in ms.items()))
+        run.row("forward + backward, mean", {"round": r + 1, **ms}, units=dict.fromkeys(ms, "ms"))
+    run.write()
     return 0
 
 

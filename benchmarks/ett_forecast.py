@@ -32,6 +32,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import _harness
 import numpy as np
 import pandas as pd
 import torch
@@ -245,7 +246,13 @@ def _members_rows(members: list[dict[str, dict]], data: EttData) -> dict[str, di
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = _harness.parser(
+        "ett_forecast",
+        __doc__,
+        out_flag="--results",  # its own --out is the JSON file it wrote before the harness
+        threads=2,
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
     p.add_argument("--horizons", type=int, nargs="+", default=[96, 192, 336, 720])
     p.add_argument("--models", nargs="+", default=["baselines", "transformer"])
@@ -271,7 +278,6 @@ def main(argv: list[str] | None = None) -> int:
         "ridge fit on the training windows, frozen (the Transformer learns the rest)",
     )
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "auto"])
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--members",
         type=int,
@@ -279,7 +285,6 @@ def main(argv: list[str] | None = None) -> int:
         help="train members with seeds --seed, --seed+1, ... on the same split and report "
         "each and the mean of their forecasts (the protocol's one split: no cross-fitting)",
     )
-    p.add_argument("--threads", type=int, default=2)
     p.add_argument(
         "--train-stride",
         type=int,
@@ -294,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.epochs, args.horizons = 1, [96]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    torch.set_num_threads(args.threads)
+    run = _harness.start("ett_forecast", args)
     if not args.data.exists():
         print(f"ETTh1 not found at {args.data}; pass --data", file=sys.stderr)
         return 2
@@ -321,10 +326,13 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 note = r.get("note") or f"{r['seconds']:.1f} s"
             print(f"| {h} | {name} | {r['mse']:.3f} | {r['mae']:.3f} | {r['n']} | {note} |")
+            cells = {"MSE": r["mse"], "MAE": r["mae"], "test windows": r["n"], "notes": note}
+            run.row("ETTh1 M (7->7)", {"horizon": h, "model": name, **cells})
             sys.stdout.flush()
         results[str(h)] = rows
     if args.out is not None:
         args.out.write_text(json.dumps(results, indent=2, sort_keys=True))
+    run.write()
     return 0
 
 

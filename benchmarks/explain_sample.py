@@ -27,6 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import _harness
 import numpy as np
 import pandas as pd
 import torch
@@ -40,12 +41,13 @@ from mfgtx.jobs.train import train
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    p = _harness.parser(
+        "explain_sample", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("folder", type=Path, nargs="?", default=Path("sample_data"))
     p.add_argument("--bundle", type=Path, help="a trained defect bundle (default: train one)")
     args = p.parse_args(argv)
+    run = _harness.start("explain_sample", args)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,10 +91,16 @@ def main(argv: list[str] | None = None) -> int:
     for name, m in (("rollout", rollout), ("last layer, heads averaged", last)):
         s = overlap_score(m[defect], masks[defect])
         print(f"| {name} | {s.pointing_game:.2f} | {s.auroc:.2f} | {s.images} |")
+        cells = {"pointing game": s.pointing_game, "AUROC vs mask": s.auroc, "images": s.images}
+        run.row("attention maps against the defect masks", {"map": name, **cells})
     rng = np.random.default_rng(0)
     s = overlap_score(rng.random(rollout[defect].shape), masks[defect])
     print(f"| random map (reference) | {s.pointing_game:.2f} | {s.auroc:.2f} | {s.images} |")
+    cells = {"pointing game": s.pointing_game, "AUROC vs mask": s.auroc, "images": s.images}
+    run.row("attention maps against the defect masks", {"map": "random map (reference)", **cells})
     print(f"\n- deletion test: {check.sentence()}")
+    run.note(f"deletion test: {check.sentence()}")
+    run.write()
     return 0
 
 

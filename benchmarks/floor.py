@@ -99,6 +99,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import _harness
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -558,7 +559,7 @@ def _med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
-def run_case(case: Case, cpu: dict[str, Any], args: argparse.Namespace) -> None:
+def run_case(case: Case, cpu: dict[str, Any], args: argparse.Namespace, run: _harness.Run) -> None:
     step_prec = _step_precisions(args.precision, cpu)
     products = step_products(case.ours, lambda: case.ours_loss(case.ours))
     floor_prec = ("fp32", "bf16") if args.precision != "fp32" else ("fp32",)
@@ -597,7 +598,7 @@ def run_case(case: Case, cpu: dict[str, Any], args: argparse.Namespace) -> None:
         print("  timing the bf16 floor once (slow on this CPU)", file=sys.stderr, flush=True)
         floor_t["bf16"].append(floors["bf16"].run(skip=(ATTENTION,), warm=True))
 
-    _report(case, cpu, products, floor_t, steps, step_prec, args, calls)
+    _report(case, cpu, products, floor_t, steps, step_prec, args, calls, run)
 
 
 def _step_precisions(choice: str, cpu: dict[str, Any]) -> tuple[str, ...]:
@@ -615,6 +616,7 @@ def _report(
     step_prec: tuple[str, ...],
     args: argparse.Namespace,
     calls: list[SdpaCall],
+    run: _harness.Run,
 ) -> None:
     print(f"\n## {case.title}\n")
     groups = [g for g in dict.fromkeys(p.group for p in products) if g != ATTENTION]
@@ -638,6 +640,13 @@ def _report(
         print(f"| {b}{label}{b} | {sum(n_prod[g] for g in which)} | "
               f"{sum(gflop[g] for g in which):.2f} | {b}{cell(ms('fp32', which))}{b} | "
               f"{b}{cell(ms('bf16', which))}{b} |")  # fmt: skip
+        run.row(
+            f"{case.title}: GEMM floor",
+            {"part": label, "products": sum(n_prod[g] for g in which),
+             "GFLOP": sum(gflop[g] for g in which), "fp32": ms("fp32", which) * 1e3,
+             "bf16": ms("bf16", which) * 1e3},
+            units={"fp32": "ms", "bf16": "ms"},
+        )  # fmt: skip
 
     linear, every = tuple(groups), (*groups, ATTENTION)
     print("| GEMM floor part | products | GFLOP | fp32 ms | bf16 ms |")
@@ -690,6 +699,13 @@ def _report(
         cells = [f"{med[(who, p)]:.3f}" for p in step_prec]
         cells += [f"{med[(who, p)] / f[p]:.2f}" for p in step_prec for f in (floor_s, every_s)]
         print(f"| {name} | " + " | ".join(cells) + " |")
+        run.row(
+            f"{case.title}: step, median of {args.repeats}",
+            {"model": name}
+            | {p: med[(who, p)] for p in step_prec}
+            | {f"{p} step / {p} floor": med[(who, p)] / floor_s[p] for p in step_prec},
+            units=dict.fromkeys(step_prec, "s"),
+        )
 
     def fastest(side: str) -> tuple[str, float]:
         """The fastest (mode and precision, seconds) of one side's measured steps."""
@@ -732,30 +748,31 @@ def _report(
             if att != att:  # NaN: this precision's attention was not timed
                 continue
             bound = (floor_s[fp] + att) / floor_s[fp]
-            print(f"BOUND {case.ours_name}: with {label} on this CPU the step cannot go below "
-                  f"(floor + attention) / floor = ({floor_s[fp]:.3f} + {att:.3f}) / "
-                  f"{floor_s[fp]:.3f} = {bound:.2f}x the {fp} floor"
-                  + (f", above the {TARGET:.1f}x target" if bound > TARGET else ""))  # fmt: skip
-        print(
+            line = (f"BOUND {case.ours_name}: with {label} on this CPU the step cannot go below "
+                    f"(floor + attention) / floor = ({floor_s[fp]:.3f} + {att:.3f}) / "
+                    f"{floor_s[fp]:.3f} = {bound:.2f}x the {fp} floor"
+                    + (f", above the {TARGET:.1f}x target" if bound > TARGET else ""))  # fmt: skip
+            print(line)
+            run.note(line)
+        line = (
             f"SUMMARY {case.ours_name}: target step <= {TARGET:.1f}x the {why}: "
             f"{best:.3f} s ({best_prec}) / {floor_s[fp]:.3f} s = {ratio:.2f}x -> "
             f"{'PASS' if ratio <= TARGET else 'FAIL'} (against every matrix product, "
             f"attention's as bmm, {every})"
         )
+        print(line)
+        run.note(line)
 
 
 # ---------------------------------------------------------------- main
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = _harness.parser("floor", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", choices=("vit", "forecast", "both"), default="both")
     p.add_argument("--repeats", type=int, default=5, help="timed rounds (medians are reported)")
     p.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
     p.add_argument("--precision", choices=("auto", "fp32", "bf16", "both"), default="auto")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--batch", type=int, default=BATCH)
     p.add_argument(
         "--compile",
@@ -771,8 +788,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.repeats < 1 or args.warmup < 0:
         p.error("--repeats must be >= 1 and --warmup >= 0")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    run = _harness.start("floor", args)  # --threads: torch's own unless given
     cpu = cpu_facts()
     versions = [f"torch {torch.__version__}"]
     for pkg in ("timm", "transformers"):
@@ -790,8 +806,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- heap: {'freed memory kept, as in fit' if args.heap == 'kept' else 'system'}")
     with keep_freed_memory(enabled=args.heap == "kept"):
         for name in names:
-            run_case(cases[name](args.batch), cpu, args)
+            run_case(cases[name](args.batch), cpu, args, run)
     print(f"\n- load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    run.note(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    run.write()
     return 0
 
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
+import _harness
 import torch
 
 from mfgtx.models import CausalForecaster, ForecasterConfig
@@ -60,7 +62,7 @@ def _timed(step, repeats: int) -> list[float]:
     return out
 
 
-def train_steps(args: argparse.Namespace, precision: str) -> None:
+def train_steps(args: argparse.Namespace, precision: str, run: _harness.Run) -> None:
     C, B = 7, args.batch_size
     x = torch.randn(B, SIZES["context_length"], C)
     y = torch.randn(B, SIZES["horizon"], C)
@@ -101,9 +103,22 @@ def train_steps(args: argparse.Namespace, precision: str) -> None:
     print(f"  CausalForecaster (direct)   {mo * 1e3:8.1f} ms   {n_ours:,} parameters")
     print(f"  PatchTSTForPrediction (HF)  {mt * 1e3:8.1f} ms   {n_theirs:,} parameters")
     print(f"  ratio ours / PatchTST       {mo / mt:8.2f}   (target <= 0.50)")
+    run.row(
+        "training step (median)",
+        {
+            "precision": precision,
+            "batch": B,
+            "CausalForecaster": mo * 1e3,
+            "PatchTST (HF)": mt * 1e3,
+            "ratio ours / PatchTST": mo / mt,
+            "parameters ours": n_ours,
+            "parameters PatchTST": n_theirs,
+        },
+        units={"CausalForecaster": "ms", "PatchTST (HF)": "ms"},
+    )
 
 
-def generation(args: argparse.Namespace) -> None:
+def generation(args: argparse.Namespace, run: _harness.Run) -> None:
     C, B, steps = 7, args.gen_batch, 64
     model = CausalForecaster(ForecasterConfig(n_channels=C, head="autoregressive", **SIZES))
     model.eval()
@@ -121,28 +136,42 @@ def generation(args: argparse.Namespace) -> None:
     print(f"  recompute all      {t_full:8.2f} s")
     print(f"  speed-up           {t_full / t_cached:8.1f}x   (target >= 5x)")
     print(f"  max |cached - full| {diff:.2e}")
+    run.row(
+        "generation",
+        {
+            "patches": steps,
+            "batch": B,
+            "with KV cache": t_cached,
+            "recompute all": t_full,
+            "speed-up": t_full / t_cached,
+            "max abs difference": diff,
+        },
+        units={"with KV cache": "s", "recompute all": "s"},
+    )
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    p = _harness.parser(
+        "forecast_speed", __doc__, threads=2, formatter_class=argparse.RawTextHelpFormatter
+    )
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--gen-batch", type=int, default=8)
-    p.add_argument("--threads", type=int, default=2)
     p.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     p.add_argument("--skip-patchtst", action="store_true")
     p.add_argument("--skip-generation", action="store_true")
-    args = p.parse_args()
-    torch.manual_seed(0)
-    torch.set_num_threads(args.threads)
+    args = p.parse_args(argv)
+    run = _harness.start("forecast_speed", args)  # seeds torch with --seed (0, as before)
     print(f"torch {torch.__version__}")
     if not args.skip_patchtst:
         for precision in args.precision:
-            train_steps(args, precision)
+            train_steps(args, precision, run)
     if not args.skip_generation:
-        generation(args)
+        generation(args, run)
+    run.write()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

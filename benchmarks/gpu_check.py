@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import _harness
 import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
@@ -149,7 +150,7 @@ def _autocast(device: torch.device, bf16: bool) -> contextlib.AbstractContextMan
     return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
-def kernel_proof(device: torch.device) -> bool:
+def kernel_proof(device: torch.device, run: _harness.Run) -> bool:
     print(f"## Kernel proof on {device} ({LAYERS} attention layers per model)\n")
     print("| case | precision | expected | flash fwd/bwd | efficient | cudnn | cpu flash | math "
           "| loss | verdict |")  # fmt: skip
@@ -195,6 +196,13 @@ def kernel_proof(device: torch.device) -> bool:
         precision = "bf16" if bf16 else "fp32"
         print(f"| {case.name} | {precision} | {' or '.join(expected)} | {' | '.join(cells)} | "
               f"{losses[-1]:.4g} | {'PASS' if passed else 'FAIL'} |")  # fmt: skip
+        names = ("flash fwd/bwd", "efficient", "cudnn", "cpu flash", "math")
+        kernels = dict(zip(names, cells, strict=True))
+        run.row(
+            f"kernel proof ({LAYERS} attention layers per model)",
+            {"case": case.name, "precision": precision, "expected": " or ".join(expected),
+             **kernels, "loss": losses[-1], "verdict": "PASS" if passed else "FAIL"},
+        )  # fmt: skip
     print(f"\nkernel proof: {'PASS' if ok else 'FAIL'}\n")
     return ok
 
@@ -237,7 +245,7 @@ def _train_step(model: torch.nn.Module, loss: Callable[[], torch.Tensor], bf16: 
     return step
 
 
-def time_vit(device: torch.device, args: argparse.Namespace) -> None:
+def time_vit(device: torch.device, args: argparse.Namespace, run: _harness.Run) -> None:
     try:
         import timm
     except ImportError as err:  # absent, or a dependency of it (torchvision) is
@@ -261,10 +269,10 @@ def time_vit(device: torch.device, args: argparse.Namespace) -> None:
                                               bf16, device),
         "timm": lambda bf16: _train_step(theirs, lambda: F.cross_entropy(theirs(x).float(), y),
                                          bf16, device),
-    })  # fmt: skip
+    }, run, f"training step: DefectViT vs timm vit_tiny, batch {args.batch}")  # fmt: skip
 
 
-def time_forecaster(device: torch.device, args: argparse.Namespace) -> None:
+def time_forecaster(device: torch.device, args: argparse.Namespace, run: _harness.Run) -> None:
     try:
         import transformers
         from transformers import PatchTSTForPrediction  # noqa: F401  (its imports too)
@@ -288,11 +296,15 @@ def time_forecaster(device: torch.device, args: argparse.Namespace) -> None:
                                                      device),
         "PatchTST": lambda bf16: _train_step(
             theirs, lambda: theirs(past_values=x, future_values=y).loss, bf16, device),
-    })  # fmt: skip
+    }, run, f"training step: CausalForecaster vs PatchTST, batch {args.batch}")  # fmt: skip
 
 
 def _print_times(
-    device: torch.device, args: argparse.Namespace, builders: dict[str, Callable[[bool], Any]]
+    device: torch.device,
+    args: argparse.Namespace,
+    builders: dict[str, Callable[[bool], Any]],
+    run: _harness.Run,
+    table: str,
 ) -> None:
     (ours, theirs) = builders
     print(f"| precision | {ours} ms | {theirs} ms | {ours} / {theirs} |")
@@ -303,11 +315,17 @@ def _print_times(
         med = _timed_pairs(steps, device, args.steps, args.warmup)
         print(f"| {precision} | {med[ours] * 1e3:.2f} | {med[theirs] * 1e3:.2f} | "
               f"{med[ours] / med[theirs]:.2f} |")  # fmt: skip
+        run.row(
+            table,
+            {"precision": precision, ours: med[ours] * 1e3, theirs: med[theirs] * 1e3,
+             f"{ours} / {theirs}": med[ours] / med[theirs]},
+            units={ours: "ms", theirs: "ms"},
+        )  # fmt: skip
     print(f"\nmedian of {args.steps} alternating steps after {args.warmup} warm-up steps each\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = _harness.parser("gpu_check", __doc__)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     p.add_argument("--steps", type=int, default=20, help="timed steps per model and precision")
     p.add_argument("--warmup", type=int, default=5)
@@ -318,15 +336,18 @@ def main(argv: list[str] | None = None) -> int:
         print("no GPU: torch.cuda.is_available() is False, nothing to check here")
         return 0
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # vit_speed, forecast_speed
+    run = _harness.start("gpu_check", args)
     device = torch.device(args.device)
     print(f"# mfgtx GPU check: torch {torch.__version__}, device {device}", end="")
     if device.type == "cuda":
         print(f" ({torch.cuda.get_device_name(device)}, CUDA {torch.version.cuda})", end="")
     print("\n")
-    ok = kernel_proof(device)
+    ok = kernel_proof(device, run)
+    run.note(f"kernel proof: {'PASS' if ok else 'FAIL'}")
     if not args.skip_timing:
-        time_vit(device, args)
-        time_forecaster(device, args)
+        time_vit(device, args, run)
+        time_forecaster(device, args, run)
+    run.write()
     return 0 if ok else 1
 
 

@@ -38,7 +38,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import logging
 import statistics
 import sys
@@ -46,15 +45,21 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import _harness
 import numpy as np
 import torch
 
 from mfgtx.jobs import load_config
 from mfgtx.jobs.config import train_config
-from mfgtx.kinds import Trained
-from mfgtx.kinds.vit import VIT, VitPredictor
-from mfgtx.kinds.vit.tile_scores import baseline_scorers, image_threshold, photo_scores
-from mfgtx.kinds.vit.tiles import prepare_tiles
+from mfgtx.kinds import (
+    VIT,
+    Trained,
+    VitPredictor,
+    baseline_scorers,
+    image_threshold,
+    photo_scores,
+    prepare_tiles,
+)
 from mfgtx.metrics import detection_metrics
 
 JOB = Path(__file__).resolve().parents[1] / "pipelines" / "configs" / "sample_inspection.yaml"
@@ -75,7 +80,7 @@ def folds(lots: list[str]) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _harness.parser("inspection", __doc__)
     ap.add_argument("folder", type=Path, help="e.g. sample_data/inspection")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--set", action="append", default=[], help="job-file override KEY=VALUE")
@@ -89,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    run = _harness.start("inspection", args)  # --threads: torch's own unless given
     config = load_config(JOB, [f"images.path={args.folder / 'manifest.csv'}", *args.set])
     images, cost = config.images, config.calibration.cost_ratio
     t0 = time.perf_counter()
@@ -198,6 +203,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{recall:7.3f} {fa:7.3f} ({int(flag[y == 0].sum())}/{int((y == 0).sum())})"
             f"   {tile['average_precision']:7.3f}"
         )
+        run.row(
+            "pooled over the held-out photos" if external is None else "external photos",
+            {"predictor": name, "seed": int(seed), "AP": m["average_precision"],
+             "ROC AUC": m["roc_auc"], "recall": recall, "false alarms": fa,
+             "tile AP": tile["average_precision"]},
+        )  # fmt: skip
     if len(args.seeds) > 1:
         print("\nMedian AP over seeds: " + ", ".join(
             f"{n} {statistics.median(v):.3f}" for n, v in summary.items()))  # fmt: skip
@@ -213,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  seed {row['seed']} coil {row['test coil']}: " + "  ".join(cells))
     print(f"\ntotal {time.perf_counter() - t0:.0f} s; torch threads {torch.get_num_threads()}, "
           f"CPU capability {torch.backends.cpu.get_cpu_capability()}")  # fmt: skip
+    run.write()
     return 0
 
 

@@ -18,12 +18,13 @@ Encoder figures: median over ``--seeds`` training seeds, with the range.
 
 from __future__ import annotations
 
-import argparse
 import logging
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+import _harness
 import numpy as np
 import pandas as pd
 
@@ -67,7 +68,9 @@ def _external(folder: Path, window: int) -> tuple[pd.DataFrame, pd.Series]:
     return test[test["machine"].isin(keep)].reset_index(drop=True), truth.loc[keep]
 
 
-def run(folder: Path, epochs: int, seeds: int, extra: list[str], variants: tuple[str, ...]) -> None:
+def run(
+    folder: Path, epochs: int, seeds: int, extra: list[str], variants: tuple[str, ...]
+) -> list[dict[str, str]]:
     logging.disable(logging.INFO)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -151,10 +154,11 @@ def run(folder: Path, epochs: int, seeds: int, extra: list[str], variants: tuple
             )
         summary.append(entry)
     print(pd.DataFrame(summary).to_string(index=False))
+    return summary
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = _harness.parser("regimes", __doc__)
     parser.add_argument("folder", type=Path)
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--seeds", type=int, default=3)
@@ -162,9 +166,14 @@ def main() -> None:
         "--set", action="append", default=[], help="job-file override for both variants"
     )
     parser.add_argument("--variants", default="regimes,raw", help="regimes, raw or both")
-    args = parser.parse_args()
-    run(args.folder, args.epochs, args.seeds, args.set, tuple(args.variants.split(",")))
+    args = parser.parse_args(argv)
+    record = _harness.start("regimes", args)
+    summary = run(args.folder, args.epochs, args.seeds, args.set, tuple(args.variants.split(",")))
+    for entry in summary:  # encoder: median [min, max] over the seeds
+        record.row("RMSE (cycles)", entry)
+    record.write()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

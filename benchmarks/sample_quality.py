@@ -28,6 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import _harness
 import numpy as np
 import pandas as pd
 import torch
@@ -50,17 +51,17 @@ def last_window_per_lot(windows, idx: np.ndarray) -> np.ndarray:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    p = _harness.parser(
+        "sample_quality", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("folder", type=Path, nargs="?", default=Path("sample_data"))
     p.add_argument("--window", type=int, default=120)
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--cost-ratio", type=float, default=5.0)
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bundle", type=Path, help="save the model bundle here (default: a temp dir)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    run = _harness.start("sample_quality", args)
 
     sensors = pd.read_csv(args.folder / "sensors.csv")
     quality = pd.read_csv(args.folder / "quality.csv")
@@ -192,6 +193,15 @@ def main(argv: list[str] | None = None) -> int:
         f"\n(model AUROC {raw.get('roc_auc', float('nan')):.3f}, "
         f"ECE {raw['ece']:.3f} on {len(test)} test lots)"
     )
+    for r in evaluation.rows:
+        run.row(f"last window of the {len(test)} test lots", {"model": r.name, **r.metrics})
+    run.row(
+        "SensorEncoder at the chosen threshold",
+        {"temperature": temperature.temperature, "threshold": choice.threshold,
+         "F1": f1, "flagged": int(flagged.sum()), "test lots": len(test),
+         "AUROC": raw.get("roc_auc"), "ECE": raw["ece"], "reloaded bundle same": same},
+    )  # fmt: skip
+    run.write()
     return 0
 
 

@@ -27,17 +27,17 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
-import platform
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import _harness
 import numpy as np
 import pandas as pd
+import torch
 from PIL import Image, ImageDraw
 
 
@@ -134,8 +134,10 @@ def timed(cmd: list[str], log: Path) -> tuple[float, float, int]:
     return (int(found.group(1)) / 1024 if found else float("nan")), wall, rc
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    # --out is this benchmark's working folder (photos, jobs, bundles), as the docs give it;
+    # the result file goes to --results
+    p = _harness.parser("tile_memory", __doc__, out_flag="--results")
     p.add_argument("--photos", type=int, nargs="+", default=[16, 64, 200])
     p.add_argument("--out", type=Path, default=Path("/tmp/mfgtx-tile-memory"))
     p.add_argument("--width", type=int, default=2900)
@@ -154,21 +156,14 @@ def main() -> int:
         "memory follows it: with --whole, take one smaller than the smallest set's training "
         "images so that every size runs full batches",
     )  # fmt: skip
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    record = _harness.start("tile_memory", args)
     mfgtx = [sys.executable, "-m", "mfgtx"]  # this interpreter, this mfgtx
     args.out.mkdir(parents=True, exist_ok=True)
     manifest = generate(
-        args.out / "photos", max(args.photos), args.height, args.width, args.per_lot
+        args.out / "photos", max(args.photos), args.height, args.width, args.per_lot, args.seed
     )
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        cpu = next(
-            ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if "model name" in ln
-        )
-    except (OSError, StopIteration):
-        pass
-    import torch
-
+    cpu = _harness.cpu_model()
     cpu += f", {torch.backends.cpu.get_cpu_capability()}, torch {torch.__version__}"
     how = (
         "whole photos"
@@ -211,10 +206,19 @@ def main() -> int:
         print(f"{n:4d} photos: train {train[0]:7.0f} MiB {train[1]:6.0f} s (exit {train[2]}), "
               f"score {score[0]:7.0f} MiB {score[1]:6.0f} s (exit {score[2]})",
               flush=True)  # fmt: skip
+        record.row(
+            f"{'whole-image' if args.whole else 'tiled'} job, peak resident memory and wall time",
+            {"photos": n, "train peak": train[0], "train wall": train[1], "train exit": train[2],
+             "score peak": score[0], "score wall": score[1], "score exit": score[2]},
+            units={"train peak": "MiB", "train wall": "s", "score peak": "MiB", "score wall": "s"},
+        )  # fmt: skip
     base = results[0]
     for n, train, score in results[1:]:
         print(f"peak ratio {n} / {base[0]} photos: train {train[0] / base[1][0]:.2f}x, "
               f"score {score[0] / base[2][0]:.2f}x")  # fmt: skip
+        record.note(f"peak ratio {n} / {base[0]} photos: train {train[0] / base[1][0]:.2f}x, "
+                    f"score {score[0] / base[2][0]:.2f}x")  # fmt: skip
+    record.write()
     return 0 if all(t[2] == 0 and s[2] == 0 for _, t, s in results) else 1
 
 

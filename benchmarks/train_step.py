@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _harness
 import torch
 from torch import Tensor, nn
 from torch.utils.data import Dataset
@@ -139,9 +140,7 @@ def torchrun_throughput(nproc: int, args: argparse.Namespace) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = _harness.parser("train_step", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=20, help="timed steps per precision")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--seq", type=int, default=256)
@@ -153,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker is not None:
         ddp_worker(args.worker, args.samples, args.seq, args.batch, args.epochs)
         return 0
+    run = _harness.start("train_step", args)
 
     print("# Training-step benchmark (CPU)\n")
     print(
@@ -171,11 +171,15 @@ def main(argv: list[str] | None = None) -> int:
         t = statistics.median(step_times(precision, args.steps, args.batch, args.seq))
         medians[precision] = t
         print(f"| {precision} | {t * 1e3:.1f} | {args.batch / t:.0f} |")
+        cells = {"precision": precision, "median step": t * 1e3, "samples/s": args.batch / t}
+        run.row("training step", cells, units={"median step": "ms"})
     print(
         f"\nbf16 speed-up over fp32: {medians['fp32'] / medians['bf16']:.2f}x "
         "(>1 means bf16 is faster here)"
     )
+    run.note(f"bf16 speed-up over fp32: {medians['fp32'] / medians['bf16']:.2f}x")
     if args.skip_ddp:
+        run.write()
         return 0
     print(f"\n## fit() under torchrun: {args.samples} samples x {args.epochs} epochs, fp32\n")
     print("| processes | threads each | samples/s |")
@@ -183,8 +187,13 @@ def main(argv: list[str] | None = None) -> int:
     rates = {}
     for nproc in (1, 2):
         rates[nproc] = torchrun_throughput(nproc, args)
-        print(f"| {nproc} | {max(1, (os.cpu_count() or 1) // nproc)} | {rates[nproc]:.0f} |")
+        threads = max(1, (os.cpu_count() or 1) // nproc)
+        print(f"| {nproc} | {threads} | {rates[nproc]:.0f} |")
+        cells = {"processes": nproc, "threads each": threads, "samples/s": rates[nproc]}
+        run.row("fit() under torchrun, fp32", cells)
     print(f"\n2 processes vs 1: {rates[2] / rates[1]:.2f}x throughput")
+    run.note(f"2 torchrun processes vs 1: {rates[2] / rates[1]:.2f}x throughput")
+    run.write()
     return 0
 
 

@@ -17,12 +17,12 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import statistics
 import sys
 import time
 
+import _harness
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -66,7 +66,7 @@ def step(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = _harness.parser("vit_speed", __doc__)
     p.add_argument("--steps", type=int, default=3, help="timed steps per (model, precision)")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps per pair")
     p.add_argument("--batch", type=int, default=32)
@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         "whether bf16 could be the faster precision here",
     )
     args = p.parse_args(argv)
+    run = _harness.start("vit_speed", args)
 
     g = torch.Generator().manual_seed(0)
     x = torch.randn(args.batch, 1, 224, 224, generator=g)
@@ -119,10 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("| model | precision | median step s | min step s |")
     print("|---|---|---:|---:|")
+    units = {"median step": "s", "min step": "s"}
     for (m, prec), ts in times.items():
         print(f"| {m} | {prec} | {statistics.median(ts):.3f} | {min(ts):.3f} |")
+        cells = {"model": m, "precision": prec, "median step": statistics.median(ts)}
+        run.row("training step", {**cells, "min step": min(ts)}, units=units)
     for m, t in probe.items():
         print(f"| {m} | bf16 (one step, no warm-up) | {t:.3f} | {t:.3f} |")
+        cells = {"model": m, "precision": "bf16 (one step, no warm-up)", "median step": t}
+        run.row("training step", {**cells, "min step": t}, units=units)
     best = {
         m: min((statistics.median(times[(m, pr)]), pr) for mm, pr in pairs if mm == m)
         for m in models
@@ -133,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{best['timm'][0]:.3f} s ({best['timm'][1]}); mfgtx / timm = {ratio:.2f} "
         "(target <= 0.50)"
     )
+    run.note(f"fastest precision of each: mfgtx / timm = {ratio:.2f} (target <= 0.50)")
+    run.write()
     return 0
 
 

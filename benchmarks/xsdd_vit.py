@@ -48,6 +48,7 @@ import sys
 import time
 from pathlib import Path
 
+import _harness
 import numpy as np
 import torch
 from sklearn.ensemble import HistGradientBoostingClassifier
@@ -257,7 +258,8 @@ def probe_steps(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # --threads (shared): 1 avoids OpenMP barrier stalls when other jobs share the cores
+    p = _harness.parser("xsdd_vit", __doc__)
     p.add_argument("--zip", type=Path, default=DEFAULT_ZIP)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--split-seed", type=int, default=0)
@@ -286,13 +288,6 @@ def main(argv: list[str] | None = None) -> int:
         help="auto: compiled where that is faster over the run, compile time counted",
     )
     p.add_argument("--quick", action="store_true", help="small ViT at 64 px (a smoke run)")
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="torch threads (default: torch's choice); 1 avoids OpenMP barrier stalls when "
-        "other jobs share the cores",
-    )
     p.add_argument("--baseline-only", action="store_true")
     p.add_argument("--no-baseline", action="store_true")
     p.add_argument(
@@ -304,8 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--no-defectvit", action="store_true", help="train only the --peers")
     args = p.parse_args(argv)
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    run = _harness.start("xsdd_vit", args)
     if not args.zip.is_file():
         print(f"X-SDD not found at {args.zip}; pass --zip", file=sys.stderr)
         return 2
@@ -379,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| model | test accuracy | macro-F1 |\n|---|---:|---:|")
     for name, (acc, mf1) in results.items():
         print(f"| {name} | {acc:.4f} | {'' if math.isnan(mf1) else f'{mf1:.4f}'} |")
+        run.row("X-SDD test set", {"model": name, "test accuracy": acc, "macro-F1": mf1})
+    run.write()
     return 0
 
 

@@ -446,10 +446,6 @@ def _first(mask: np.ndarray | pd.Series) -> int:
     return int(np.flatnonzero(np.asarray(mask))[0])
 
 
-def _lot_of(df: pd.DataFrame, columns: ColumnMap, i: int) -> str:
-    return str(df[columns.lot].iloc[i])
-
-
 def _parse_lots(s: pd.Series, column: str, where: Where) -> pd.Series:
     missing = s.isna().to_numpy() | (s.astype(str).str.strip() == "").to_numpy()
     if missing.any():

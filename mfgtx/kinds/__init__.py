@@ -51,6 +51,8 @@ from mfgtx.kinds._windows import WindowPredictor, WindowSpec
 from mfgtx.kinds.forecast import FORECAST, ForecastPredictor, ForecastSection, ForecastSpec
 from mfgtx.kinds.sensor import SENSOR, SensorPredictor, SensorSection, SensorSpec
 from mfgtx.kinds.vit import VIT, ImagesSection, VitPredictor, VitSection, VitSpec
+from mfgtx.kinds.vit.tile_scores import baseline_scorers, image_threshold, photo_scores
+from mfgtx.kinds.vit.tiles import prepare_tiles
 
 __all__ = [
     "FORECAST",
@@ -82,7 +84,9 @@ __all__ = [
     "WindowKind",
     "WindowPredictor",
     "WindowSpec",
+    "baseline_scorers",
     "cross_fit",
+    "image_threshold",
     "job_kind",
     "kind_named",
     "kind_of",
@@ -90,6 +94,8 @@ __all__ = [
     "load",
     "load_plugins",
     "model_classes",
+    "photo_scores",
+    "prepare_tiles",
     "register_kind",
     "split_windows",
 ]

@@ -11,10 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from .conftest import MAIN, SAMPLE
 from .test_dashboard import INTERNAL, _texts
+
+# slow: every page here reads the quick demo's bundles (the demo fixture trains four)
+pytestmark = pytest.mark.slow
 
 TRUST = "**How far to trust this prediction.**"
 

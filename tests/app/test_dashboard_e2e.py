@@ -22,6 +22,9 @@ import pytest
 
 from .conftest import ROOT, SAMPLE
 
+# slow: a real browser against a running dashboard
+pytestmark = pytest.mark.slow
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
     "--no-sandbox",

@@ -17,6 +17,9 @@ from mfgtx.jobs.sources import read_frame, without_position
 from .conftest import MAIN
 from .test_dashboard import INTERNAL, _specs, _texts
 
+# slow: the quick demo's bundles (the demo fixture trains four)
+pytestmark = pytest.mark.slow
+
 PAGES = ["views/overview.py", "views/quality.py", "views/forecast.py", "views/defects.py",
          "views/evaluation.py", "views/score.py"]  # fmt: skip
 #: words of library internals that a page must never show

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import pandas as pd
+import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
@@ -63,6 +64,7 @@ def test_a_csv_gives_one_row_per_lot_and_the_bad_lot_with_its_line(app_env) -> N
     assert len(every) > 2 and set(every["lot"]) == {"L1-0001", "L3-0004"}  # one row per window
 
 
+@pytest.mark.slow
 def test_images_give_one_row_per_image_and_a_row_per_refused_file(demo_env) -> None:
     buf = io.BytesIO()
     Image.open(SAMPLE / "defects" / "images" / "001.png").save(buf, "PNG")

@@ -300,6 +300,7 @@ def test_uploads_are_bounded_per_session(server, browsers):
     assert browsers().sign_in().upload(b"u" * 1_000_000, "f1")[0] == 204
 
 
+@pytest.mark.slow
 def test_uploads_are_freed_when_the_session_ends_or_signs_out(server, browsers):
     leaving, signing_out = browsers().sign_in(), browsers().sign_in()
     assert leaving.upload(b"a" * 600_000, "f1")[0] == 204

@@ -222,6 +222,7 @@ def test_redefined_class_replaces_its_old_registration(clean_registry) -> None:
     assert registered_models()[f"{__name__}.Reloaded"] is second
 
 
+@pytest.mark.slow
 def test_a_fresh_process_loads_an_mfgtx_model_bundle_with_mfgtx_load(tmp_path) -> None:
     """mfgtx's own models register nothing at import: a fresh process loads their bundles
     through mfgtx.load, which names the model classes, and load_bundle alone refuses them."""

@@ -132,6 +132,7 @@ def test_several_models_get_a_verdict_each(fitted) -> None:
     assert report.verdict == " ".join(report.verdicts())
 
 
+@pytest.mark.slow
 def test_forecast_and_classification_comparisons(
     make_periodic_windows, classification_windows, split_halves
 ) -> None:

@@ -83,6 +83,7 @@ def test_app_without_the_dashboard_exits_2(tmp_path, capsys) -> None:
     assert "dashboard is not in this version" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_killed_train_resumes_from_its_checkpoint(plant, tmp_path, capsys) -> None:
     from mfgtx.jobs import train
 
@@ -108,6 +109,7 @@ def test_killed_train_resumes_from_its_checkpoint(plant, tmp_path, capsys) -> No
     assert all(resumed[k].equal(uninterrupted[k]) for k in resumed)
 
 
+@pytest.mark.slow
 def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
     out = tmp_path / "demo"
     argv = ["demo", "--quick", "--no-app", "--data", str(plant), "--out", str(out)]
@@ -170,6 +172,7 @@ def test_log_flags_also_after_the_command(plant, tmp_path, capsys) -> None:
     assert summary(captured.out)["passed"] and "INFO" not in captured.err
 
 
+@pytest.mark.slow
 def test_demo_quick_trains_then_starts_and_stops_the_dashboard(plant, tmp_path) -> None:
     import signal
     import socket

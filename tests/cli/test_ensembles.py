@@ -15,6 +15,9 @@ from mfgtx.jobs import load_config, train
 from tests.cli.conftest import quality_job, summary, write_job
 from tests.cli.test_jobs_forecast_vit import forecast_job
 
+# slow: trains models (fixtures and tests); -m 'not slow' leaves it out
+pytestmark = pytest.mark.slow
+
 
 def _ensemble(job: dict, members: int = 2) -> dict:
     job["train"]["ensemble"] = {"members": members}

@@ -17,6 +17,9 @@ from mfgtx.data import DataError
 from mfgtx.jobs import evaluate, load_config, train
 from tests.cli.conftest import SAMPLE, summary, write_job
 
+# slow: trains models (fixtures and tests); -m 'not slow' leaves it out
+pytestmark = pytest.mark.slow
+
 SENSORS = ["t24", "t30", "t50", "p30", "nc", "phi"]
 
 

@@ -20,6 +20,9 @@ from tests.cli.test_jobs_forecast_vit import _patch, forecast_job, vit_job
 pytest.importorskip("onnxruntime")
 from mfgtx.serving import load_onnx, model_inputs, torch_outputs
 
+# slow: trains models (fixtures and tests); -m 'not slow' leaves it out
+pytestmark = pytest.mark.slow
+
 TOL = 1e-4  # max abs difference allowed between onnxruntime and PyTorch eager
 
 

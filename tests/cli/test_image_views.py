@@ -17,6 +17,9 @@ from mfgtx.jobs import load_config
 from tests.cli.conftest import write_job
 from tests.cli.test_jobs_forecast_vit import _patch, vit_job
 
+# slow: trains models (fixtures and tests); -m 'not slow' leaves it out
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def viewed(tmp_path_factory: pytest.TempPathFactory) -> Path:

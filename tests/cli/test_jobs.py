@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from pathlib import Path
 
@@ -18,10 +20,17 @@ from tests.cli.conftest import SENSORS, quality_job, summary, write_job
 
 @pytest.fixture(scope="module")
 def trained(plant: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """A tiny quality classifier trained through the command line."""
+    """A tiny quality classifier trained through the command line, once per module, so that
+    every test that scores with it runs alone and in any order; ``ctx`` holds the exit code,
+    the summary and stderr of ``mfgtx train`` for the test that checks them."""
     out = tmp_path_factory.mktemp("trained")
     job = write_job(out / "job.yaml", quality_job(plant, out))
-    return job, {"out": out}
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["train", "sensor", str(job)])
+    result = summary(stdout.getvalue())
+    assert code == 0, stderr.getvalue()
+    return job, {"out": out, "code": code, "result": result, "err": stderr.getvalue()}
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, str]:
@@ -30,9 +39,9 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, str
     return code, summary(captured.out), captured.err
 
 
-def test_train_writes_an_audited_calibrated_bundle(trained, capsys) -> None:
-    job, ctx = trained
-    code, result, err = _run(capsys, "train", "sensor", str(job))
+def test_train_writes_an_audited_calibrated_bundle(trained) -> None:
+    _, ctx = trained
+    code, result, err = ctx["code"], ctx["result"], ctx["err"]
     assert code == 0, err
     assert result["ok"] and result["audit_passed"] and result["task"] == "classification"
     bundle = Path(result["bundle"])
@@ -45,7 +54,6 @@ def test_train_writes_an_audited_calibrated_bundle(trained, capsys) -> None:
     assert loaded.manifest["metrics"]["rows"][0]["name"] == "SensorEncoder"
     assert not Path(f"{bundle}.ckpt").exists()  # checkpoints removed after success
     assert not Path(f"{bundle}.lock").exists()
-    ctx["bundle"] = bundle
 
 
 def _scoring_input(plant: Path, folder: Path) -> Path:
@@ -60,13 +68,12 @@ def _scoring_input(plant: Path, folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["parquet", "csv"])
 def test_score_file_bad_lots_reported_and_rerun_idempotent(
     trained, plant, tmp_path, capsys, suffix
 ) -> None:
-    job, ctx = trained
-    if "bundle" not in ctx:
-        pytest.skip("needs the trained bundle")
+    job, _ = trained
     source = _scoring_input(plant, tmp_path)
     out = tmp_path / f"scores.{suffix}"
     args = [
@@ -99,10 +106,9 @@ def test_score_file_bad_lots_reported_and_rerun_idempotent(
     pd.testing.assert_frame_equal(once, twice)
 
 
+@pytest.mark.slow
 def test_score_sqlite_source_and_table_idempotent(trained, plant, tmp_path, capsys) -> None:
-    job, ctx = trained
-    if "bundle" not in ctx:
-        pytest.skip("needs the trained bundle")
+    job, _ = trained
     db = tmp_path / "plant.db"
     copy_to_sql(SourceSection(path=str(plant / "sensors.csv")), f"sqlite:///{db}", "sensors")
     args = [
@@ -126,9 +132,7 @@ def test_score_sqlite_source_and_table_idempotent(trained, plant, tmp_path, caps
 
 
 def test_score_refuses_a_locked_output(trained, tmp_path, capsys) -> None:
-    job, ctx = trained
-    if "bundle" not in ctx:
-        pytest.skip("needs the trained bundle")
+    job, _ = trained
     from mfgtx.jobs import output_lock
 
     out = tmp_path / "locked.parquet"
@@ -140,11 +144,9 @@ def test_score_refuses_a_locked_output(trained, tmp_path, capsys) -> None:
 
 
 def test_audit_evaluate_bench(trained, tmp_path, capsys) -> None:
-    job, ctx = trained
+    job, _ = trained
     code, result, _ = _run(capsys, "audit", str(job))
     assert code == 0 and result["passed"] and result["windows"]["test"] > 0
-    if "bundle" not in ctx:
-        pytest.skip("needs the trained bundle")
     report = tmp_path / "report.json"
     code, result, _ = _run(capsys, "evaluate", str(job), "--report", str(report))
     assert code == 0 and result["n_test"] > 0 and report.exists()
@@ -165,14 +167,13 @@ def test_missing_bundle_is_bad_input(trained, tmp_path, capsys) -> None:
     assert code == 2 and result["exit_code"] == 2 and "none" in err
 
 
+@pytest.mark.slow
 def test_score_in_a_fresh_process(trained, tmp_path) -> None:
     """A scheduler runs score in a new process: the bundle's model class must be registered."""
     import subprocess
     import sys
 
-    job, ctx = trained
-    if "bundle" not in ctx:
-        pytest.skip("needs the trained bundle")
+    job, _ = trained
     out = tmp_path / "fresh.csv"
     done = subprocess.run(
         [
@@ -208,9 +209,7 @@ def _scores_equal(capsys: pytest.CaptureFixture[str], job: Path, tmp: Path, sour
 
 
 def test_score_parquet_folder_in_small_chunks_equals_one_csv(trained, plant, tmp_path, capsys):
-    job, ctx = trained
-    if "bundle" not in ctx:
-        pytest.skip("needs the trained bundle")
+    job, _ = trained
     rows = pd.read_csv(plant / "sensors.csv")
     folder = tmp_path / "export"
     folder.mkdir()
@@ -223,9 +222,7 @@ def test_score_parquet_folder_in_small_chunks_equals_one_csv(trained, plant, tmp
 def test_score_a_european_export_equals_the_plain_csv(trained, plant, tmp_path, capsys):
     """An export with ';' between values, decimal commas and a Windows encoding scores as the
     plain CSV of the same values: the delimiter is found, decimal and encoding are given."""
-    job, ctx = trained
-    if "bundle" not in ctx:
-        pytest.skip("needs the trained bundle")
+    job, _ = trained
     rows = pd.read_csv(plant / "sensors.csv", dtype=str, keep_default_na=False)
     for c in SENSORS:
         rows[c] = rows[c].str.replace(".", ",", regex=False)

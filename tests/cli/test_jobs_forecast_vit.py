@@ -16,6 +16,9 @@ from tests.bundles import load as load_bundle
 from tests.cli.conftest import SENSORS, summary, train_until_killed, write_job
 from tests.cli.test_jobs import _scoring_input
 
+# slow: trains models (fixtures and tests); -m 'not slow' leaves it out
+pytestmark = pytest.mark.slow
+
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, str]:
     code = main(list(argv))

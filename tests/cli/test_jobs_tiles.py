@@ -22,6 +22,9 @@ from mfgtx.kinds.vit.tiles import TilesSection, prepare_tiles
 from mfgtx.split import SplitPlan
 from tests.cli.conftest import SAMPLE, write_job
 
+# slow: trains models (fixtures and tests); -m 'not slow' leaves it out
+pytestmark = pytest.mark.slow
+
 SIZE = 32  # tile side
 H, W = 64, 224  # photo: 2 x 7 tiles
 

@@ -14,6 +14,9 @@ from mfgtx.train.checkpoint import load_checkpoint
 from tests.cli.conftest import quality_job, write_job
 from tests.cli.test_jobs_tiles import photos, tiles_job  # noqa: F401 (fixture)
 
+# slow: trains models (fixtures and tests); -m 'not slow' leaves it out
+pytestmark = pytest.mark.slow
+
 
 class Killed(MemoryError):
     """Stands in for the kernel's out-of-memory kill while the model is judged."""

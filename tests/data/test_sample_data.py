@@ -275,6 +275,7 @@ def test_regime_fleet_reads_as_a_sensor_table() -> None:
 INSPECTION = SAMPLE / "inspection"
 
 
+@pytest.mark.slow
 def test_inspection_photos_are_exactly_what_the_generator_writes(tmp_path: Path) -> None:
     gen = _generator()
     written = gen.generate_inspection(tmp_path)

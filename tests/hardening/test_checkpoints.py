@@ -89,6 +89,7 @@ def test_resume_refuses_changed_training_data(plant, tmp_path) -> None:
         train("sensor", load_config(job), resume=True)
 
 
+@pytest.mark.slow
 def test_resume_accepts_the_same_run(plant, tmp_path) -> None:
     job = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path))
     train_until_killed("sensor", load_config(job))
@@ -167,6 +168,7 @@ def test_a_bad_key_stops_the_save_with_the_key_named(tmp_path, no_key) -> None:
     assert not (tmp_path / "last.ckpt").exists()
 
 
+@pytest.mark.slow
 def test_a_forged_checkpoint_never_resumes_into_a_signed_bundle(plant, tmp_path, no_key) -> None:
     no_key.setenv("MFGTX_BUNDLE_KEY", KEY)
     job = write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path))

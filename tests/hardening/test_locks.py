@@ -23,6 +23,7 @@ def _contend(target: str, barrier, wins, hold: float) -> None:
         pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [2, 3])
 def test_jobs_started_together_over_a_stale_lock_never_both_take_it(tmp_path, jobs) -> None:
     ctx = mp.get_context("fork")

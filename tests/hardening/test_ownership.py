@@ -537,6 +537,7 @@ def test_a_copy_replaces_only_a_table_it_created(tmp_path, capsys) -> None:
 # --------------------------------------------------------------------------- evaluate, export
 
 
+@pytest.mark.slow
 def test_an_evaluation_report_replaces_only_an_earlier_report(
     quality_bundle, tmp_path, capsys, umask_022
 ) -> None:
@@ -609,6 +610,7 @@ def _pg(pg_url: str, sql: str) -> list[tuple]:
         engine.dispose()
 
 
+@pytest.mark.slow
 def test_postgres_tables_are_named_and_owned_as_the_server_resolves_them(
     quality_bundle, pg_url, tmp_path, capsys
 ) -> None:

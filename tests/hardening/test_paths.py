@@ -8,6 +8,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from mfgtx.cli import main
 from tests.cli.conftest import quality_job, summary, write_job
 
@@ -91,6 +93,7 @@ def test_output_and_errors_must_differ(quality_bundle, tmp_path, capsys) -> None
     assert code == 2 and "give each output its own file" in err and not same.exists()
 
 
+@pytest.mark.slow
 def test_retraining_into_a_bundle_holding_other_files_is_refused_before_training(
     plant, tmp_path, capsys
 ) -> None:

@@ -77,6 +77,7 @@ def _score_args(job: Path, pg_url: str, source: str, out: str, errors: Path) -> 
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_score_reads_and_writes_postgres_by_key(
     quality_bundle, pg_url, sensors_table, tmp_path, capsys
 ) -> None:
@@ -137,6 +138,7 @@ WAITING = (
 )
 
 
+@pytest.mark.slow
 def test_two_writers_of_one_table_take_turns(
     quality_bundle, pg_url, sensors_table, tmp_path
 ) -> None:
@@ -165,6 +167,7 @@ def test_two_writers_of_one_table_take_turns(
     assert len(scores) == scores["lot"].size == len(scores.drop_duplicates(["lot", "window_end"]))
 
 
+@pytest.mark.slow
 def test_kill_9_inside_the_transaction_leaves_the_table_as_it_was(
     quality_bundle, pg_url, sensors_table, tmp_path
 ) -> None:

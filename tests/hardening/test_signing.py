@@ -102,6 +102,7 @@ def test_swapped_weights_are_refused_even_when_rechecksummed(copy, quality_bundl
         load_bundle(copy)
 
 
+@pytest.mark.slow
 def test_training_signs_and_scoring_checks(plant, tmp_path, monkeypatch, capsys) -> None:
     from tests.cli.conftest import quality_job, summary, write_job
 

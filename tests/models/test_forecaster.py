@@ -219,6 +219,7 @@ class _Items(torch.utils.data.Dataset):
         return {k: v[i] for k, v in self.batch.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("head", ["direct", "autoregressive"])
 def test_learns_a_noisy_sine_in_seconds_with_honest_intervals(head: str) -> None:
     gen = torch.Generator().manual_seed(0)
@@ -429,6 +430,8 @@ def _ett_module():
     """The benchmark script, imported by path (benchmarks/ is not a package)."""
     name = "mfgtx_benchmark_ett_forecast"
     if name not in sys.modules:
+        if str(ROOT / "benchmarks") not in sys.path:  # as run: _harness beside it
+            sys.path.insert(0, str(ROOT / "benchmarks"))
         spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks/ett_forecast.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up while being built

@@ -86,6 +86,7 @@ def test_quantiles_are_ordered_and_trained() -> None:
     assert torch.isfinite(model.loss({"x": x, "y": torch.randn(5, 1)}))
 
 
+@pytest.mark.slow
 def test_overfits_a_tiny_batch() -> None:
     torch.manual_seed(0)
     model = SensorEncoder(cfg(patch_len=4))
@@ -115,6 +116,7 @@ class Data(torch.utils.data.Dataset):
         return {"x": self.x[i], "observed": torch.ones(24, 3, dtype=torch.bool), "y": self.y[i]}
 
 
+@pytest.mark.slow
 def test_pretraining_then_fine_tuning() -> None:
     torch.manual_seed(0)
     model = SensorEncoder(cfg(patch_len=4))

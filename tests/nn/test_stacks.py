@@ -120,6 +120,7 @@ def test_pre_ln_stacks_have_final_norm_and_post_ln_do_not() -> None:
     assert Encoder(cfg(norm_first=False)).norm is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("positional", ["learned", "rotary", "relative"])
 def test_greedy_generation_64_steps_cached_equals_full(positional: str) -> None:
     lm = CausalLM(13, cfg(positional=positional, n_layers=2)).eval()

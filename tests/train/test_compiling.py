@@ -106,6 +106,7 @@ class NoDropout(TinyRegressor):
                 m.p = 0.0
 
 
+@pytest.mark.slow
 def test_fit_with_compile_on_matches_eager_up_to_fused_rounding() -> None:
     def run(mode: str):
         torch.manual_seed(0)
@@ -157,6 +158,7 @@ class Interrupt(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_fit_auto_decides_from_its_steps_and_a_resumed_run_keeps_the_choice(
     monkeypatch, caplog, tmp_path: Path
 ) -> None:

@@ -68,6 +68,7 @@ def test_auto_precision_follows_the_hardware() -> None:
     assert resolve_precision("fp32", torch.device("cpu")) == "fp32"
 
 
+@pytest.mark.slow
 def test_early_stopping_stops_and_keeps_the_best_epoch() -> None:
     model = TinyRegressor()
     # validation targets unrelated to training: the val loss soon stops improving

@@ -111,6 +111,7 @@ def assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
         assert torch.equal(sa[k], sb[k]), k
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("cost", "expected"), [({"fp32": 1.0, "bf16": 0.25}, "bf16"),
                                                 ({"fp32": 1.0, "bf16": 4.0}, "fp32")])  # fmt: skip
 def test_auto_trains_in_the_faster_precision_and_leaves_no_trace(
@@ -154,6 +155,7 @@ class Interrupt(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_resumed_auto_run_keeps_the_checkpoint_precision_and_ends_identical(
     bf16_hardware, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -40,6 +40,7 @@ def weights(path: Path) -> dict[str, torch.Tensor]:
     return load_file(path)
 
 
+@pytest.mark.slow
 def test_killed_mid_epoch_and_resumed_ends_with_the_same_weights(tmp_path: Path) -> None:
     full, broken = tmp_path / "full", tmp_path / "broken"
     # the uninterrupted run and the one killed at step 18 (96 samples / 8 per batch = 12
@@ -65,6 +66,7 @@ def test_killed_mid_epoch_and_resumed_ends_with_the_same_weights(tmp_path: Path)
     assert [h["val_loss"] for h in info["history"]] == [h["val_loss"] for h in history_full]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
 def test_torchrun_two_processes_converge_with_identical_weights(tmp_path: Path) -> None:
     out = tmp_path / "ddp"
