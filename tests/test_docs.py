@@ -61,8 +61,8 @@ def test_every_page_is_in_the_nav_and_every_nav_entry_is_a_page() -> None:
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
 
     def entries(nav):
-        for item in nav:
-            for value in item.values():
+        for item in nav:  # "page.md", {"Title": "page.md"} or {"Section": [...]}
+            for value in [item] if isinstance(item, str) else item.values():
                 yield from entries(value) if isinstance(value, list) else [value]
 
     nav = sorted(entries(config["nav"]))
