@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
-from _common import app_config, find_bundles, guarded
+from _bundles import find_bundles
+from _common import guarded
+from _settings import app_config
 from _trust import trust_of
 
 from mfgtx.split import duration_text
@@ -104,6 +106,9 @@ def overview() -> None:
     bundles, problems = find_bundles(cfg.models_dir)
     for p in problems:
         st.warning(f"Refused bundle: {p}")
+    for b in bundles:
+        for w in b.warnings:  # what the checks warned about (a file it does not list...)
+            st.warning(f"{b.path.name}: {w}")
     if not bundles:
         st.info(f"No model bundles in {cfg.models_dir}.")
     else:
