@@ -67,7 +67,7 @@ def _convert(tp: Any, value: Any, key: str, file: str) -> Any:
         k, v = typing.get_args(tp)
         return {_convert(k, name, key, file): _convert(v, x, f"{key}.{name}", file)
                 for name, x in value.items()}  # fmt: skip
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return build(tp, value, file=file, prefix=key)
     if tp is Any:
         return value
