@@ -198,7 +198,8 @@ def csv_delimiter(
     """
     if fmt.delimiter != "auto":
         return ("\t" if fmt.delimiter == "tab" else fmt.delimiter), "source.delimiter"
-    name = name if name is not None else Path(str(data) if isinstance(data, Path) else "").name
+    if name is None:
+        name = data.name if isinstance(data, Path) else ""
     if name.lower().endswith(".tsv"):
         return "\t", "a .tsv file"
     with open_input(data, name) as f:
