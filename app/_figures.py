@@ -9,7 +9,7 @@ and the kind in its title, but the notice itself is written once per section by 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -261,3 +261,37 @@ def deletion_sentence(result: Any, *, scale: float, unit: str, watched: str) -> 
         f"{unit}; {pct} random {result.unit} moved it by {amount(rand)} ± {amount(sd)} {unit} "
         f"({draws} draws): {reading}."
     )
+
+
+def sensor_figure(
+    df: Any, time: str, sensors: Sequence[str], title: str, units: Mapping[str, str]
+) -> go.Figure:
+    """One panel per sensor on a shared UTC time axis, each y axis with the unit the job
+    file gives it (``data.columns.units``)."""
+    import pandas as pd
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=len(sensors), cols=1, shared_xaxes=True, vertical_spacing=0.03)
+    dated = not pd.api.types.is_numeric_dtype(df[time])
+    t = pd.to_datetime(df[time], utc=True) if dated else df[time]
+    x_hover = "%{x|%Y-%m-%d %H:%M} UTC" if dated else f"{time} %{{x}}"
+    for i, s in enumerate(sensors, start=1):
+        unit = units.get(s, "")
+        fig.add_scatter(
+            x=t,
+            y=df[s],
+            mode="lines",
+            name=s,
+            row=i,
+            col=1,
+            hovertemplate=f"{x_hover}<br>{s}: %{{y:.3f}} {unit}<extra></extra>",
+        )
+        fig.update_yaxes(title_text=f"{s} ({unit})" if unit else s, row=i, col=1)
+    fig.update_xaxes(
+        title_text="time (UTC)" if dated else time,
+        type="date" if dated else "linear",
+        row=len(sensors),
+        col=1,
+    )
+    fig.update_layout(title=title, height=180 * len(sensors) + 80, showlegend=False)
+    return fig

@@ -590,7 +590,7 @@ def _run(args: argparse.Namespace, stop: StopState) -> int:
         if stop.signum is not None:  # raised on the way out (a worker the signal ended too)
             log.debug("while stopping", exc_info=True)
             return _interrupted(args.command, stop.signum)
-        from mfgtx.jobs._reasons import reason_of
+        from mfgtx.data._reasons import reason_of
 
         code = _exit_code(err)
         log.debug("details", exc_info=True)

@@ -37,6 +37,7 @@ __all__ = [
     "balanced_accuracy",
     "brier",
     "classification_metrics",
+    "confusion_matrix",
     "detection_metrics",
     "expected_calibration_error",
     "f1",
@@ -456,6 +457,15 @@ def average_precision(y_true: object, proba: object) -> float:
     return _average_precision(t, p, None)
 
 
+def _check_threshold(threshold: object) -> None:
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, Real)
+        or not 0 <= float(threshold) <= 1
+    ):
+        raise ValueError(f"threshold must be a number in [0, 1], found {threshold!r}")
+
+
 def detection_metrics(
     y_true: object, proba: object, threshold: float, *, reasons: list[str] | None = None
 ) -> dict[str, float]:
@@ -481,8 +491,7 @@ def detection_metrics(
     (0.75, 0.5, 0.5)
     """
     _check_reasons(reasons)
-    if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
-        raise ValueError(f"threshold must be a number in [0, 1], found {threshold!r}")
+    _check_threshold(threshold)
     t, p = _labels_proba(y_true, proba, "detection_metrics")
     _binary(p, "detection_metrics")
     flagged = p[:, 1] > threshold
@@ -501,6 +510,29 @@ def detection_metrics(
         "recall": recall,
         "false_alarm_rate": false_alarms,
     }
+
+
+def confusion_matrix(y_true: object, proba: object, threshold: float | None = None) -> np.ndarray:
+    """Counts of samples by actual class (rows) and predicted class (columns), ``(M, M)``.
+
+    The predicted class is the most probable one; with ``threshold`` (binary only) it is
+    class 1 when ``P(class 1) > threshold``, as :func:`detection_metrics` flags a sample.
+
+    >>> confusion_matrix([0, 0, 1, 1], [0.1, 0.6, 0.4, 0.9], threshold=0.5)
+    array([[1, 1],
+           [1, 1]])
+    >>> confusion_matrix([0, 0, 1, 1], [0.1, 0.6, 0.4, 0.9], threshold=0.3).tolist()
+    [[1, 1], [0, 2]]
+    """
+    t, p = _labels_proba(y_true, proba, "confusion_matrix")
+    if threshold is None:
+        predicted = _predicted(p)
+    else:
+        _check_threshold(threshold)
+        _binary(p, "confusion_matrix")
+        predicted = (p[:, 1] > threshold).astype(np.int64)
+    m = p.shape[1]
+    return np.bincount(t * m + predicted, minlength=m * m).reshape(m, m)
 
 
 def log_loss(y_true: object, proba: object) -> float:

@@ -1,7 +1,7 @@
 """Defect inspection: upload images (or pick them from the data folder), check each one, and
 classify them with a defect-model bundle, with the attention overlay and its deletion test.
 
-Each image is read by the same reader as ``mfgtx score`` (:func:`_common.check_image`), and
+Each image is read by the same reader as ``mfgtx score`` (:func:`_images.check_image`), and
 classified by the bundle's predictor (:func:`mfgtx.load`): its row is the one ``mfgtx score``
 writes for the image. Beside each result: P(defect), the bundle's threshold and its decision,
 how far to trust the bundle, and, for an image of the data folder, its lot's set and known
@@ -16,16 +16,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from _common import (
-    MAX_IMAGE_MB,
-    bundles_of,
-    check_image,
-    csv_download,
-    guarded,
-    load,
-    no_bundle_message,
-    pick_bundle,
-)
+from _bundles import bundles_of, load, no_bundle_message, pick_bundle
+from _common import csv_download, guarded
 from _figures import (
     deletion_bars,
     deletion_sentence,
@@ -34,6 +26,8 @@ from _figures import (
     notice,
     tile_heatmap,
 )
+from _images import check_image
+from _settings import MAX_IMAGE_MB
 from _trust import set_sentence, show_trust
 
 IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]

@@ -8,17 +8,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from _common import (
-    UNITS,
-    bundles_of,
-    guarded,
-    labelled_windows,
-    load,
-    no_bundle_message,
-    pick_bundle,
-)
+from _bundles import bundles_of, load, no_bundle_message, pick_bundle
+from _common import guarded, show_warnings
+from _labels import labelled_windows
+from _recorded import recorded
 
 from mfgtx.calibration import reliability_curve
+from mfgtx.metrics import confusion_matrix
 
 
 class _Pred(NamedTuple):
@@ -28,8 +24,8 @@ class _Pred(NamedTuple):
     truth: np.ndarray
 
 
-def _confusion(y: np.ndarray, flagged: np.ndarray) -> go.Figure:
-    m = np.array([[np.sum((y == a) & (flagged == b)) for b in (0, 1)] for a in (0, 1)], dtype=int)
+def _confusion(y: np.ndarray, p: np.ndarray, threshold: float) -> go.Figure:
+    m = confusion_matrix(y, p, threshold=threshold)  # a lot is flagged when P(bad) > threshold
     fig = go.Figure(
         go.Heatmap(
             z=m.tolist(),
@@ -88,7 +84,8 @@ def evaluation() -> None:
         )
         return
     info = pick_bundle(infos, "evaluation_bundle")
-    windows, source = labelled_windows(info.bundle_id, str(info.path))
+    windows, source, notes = labelled_windows(info.bundle_id, str(info.path))
+    show_warnings(notes)
     predictor = load(info)
     classifier = predictor.task == "classification"
     idx, rows = _scored(info.bundle_id, str(info.path), predictor, windows)
@@ -112,15 +109,14 @@ def evaluation() -> None:
         choice = predictor.calibration.threshold if predictor.calibration else None
         default = float(choice.threshold) if choice is not None else 0.5
         threshold = st.slider("Threshold (what-if)", 0.0, 1.0, default, 0.01, key="eval_threshold")
-        flagged = (score > threshold).astype(int)
         y = y.astype(int)
         left, right = st.columns(2)
-        left.plotly_chart(_confusion(y, flagged))
+        left.plotly_chart(_confusion(y, score, threshold))
         right.plotly_chart(_reliability(score, y))
         unit, what = "", "P(bad) - actual (1 = bad)"
     else:
         target = predictor.input_spec.targets[0]
-        unit, what = UNITS.get(target, ""), f"predicted - actual {target}"
+        unit, what = recorded(info.manifest).unit(target), f"predicted - actual {target}"
     residual = score - y
     x_hover = "%{x|%Y-%m-%d %H:%M} UTC" if dated else "%{x}"
     fig = go.Figure(

@@ -16,19 +16,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from _common import (
-    UNITS,
-    bundles_of,
-    csv_download,
-    frame_for,
-    guarded,
-    load,
-    lot_windows,
-    no_bundle_message,
-    pick_bundle,
-    when,
-)
+from _bundles import bundles_of, load, no_bundle_message, pick_bundle
+from _common import csv_download, guarded, when
+from _recorded import recorded
+from _tables import frame_for, lot_windows
 from _trust import set_sentence, show_trust
+
+from mfgtx.metrics import interval_coverage, mae
 
 
 def reading_minutes(history: pd.DataFrame, time: str) -> float:
@@ -86,6 +80,19 @@ def forecast_band(
     )
 
 
+def against_actual(actual: np.ndarray, band: pd.DataFrame, unit: str, baseline: str) -> str:
+    """How the forecast ``band`` (:func:`forecast_band`) did against the ``actual``
+    readings that followed, in words: the share inside the band and the mean absolute
+    error of the forecast and of the ``baseline`` (:mod:`mfgtx.metrics`)."""
+    bands = band[["low", "high"]].to_numpy(float)[None, :, None, :]  # (1, H, 1, 2)
+    inside = interval_coverage(actual[None, :, None], bands, (0.0, 1.0))["coverage"]
+    error, error_base = mae(actual, band["median"]), mae(actual, band["baseline"])
+    return (
+        f"{len(actual)} actual readings, {inside:.0%} inside the band; mean |error| "
+        f"{error:.3f} {unit} for the forecast, {error_base:.3f} {unit} for {baseline}."
+    )
+
+
 def band_words(predictor: Any) -> str | None:
     """The band's quantiles and nominal coverage in words, with the test lots' coverage."""
     qs = list(getattr(predictor.model.config, "quantiles", None) or ())
@@ -109,8 +116,8 @@ def _figure(
     band: pd.DataFrame | None,
     origin: int,
     baseline_name: str,
+    unit: str,
 ) -> go.Figure:
-    unit = UNITS.get(sensor, "")
     t = pd.to_datetime(history[time], utc=True)
     hover = f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:.3f}} {unit}<extra>%{{fullData.name}}</extra>"
     past = slice(0, origin + 1)
@@ -176,6 +183,7 @@ def forecast() -> None:
     predictor = load(info)
     spec = predictor.input_spec
     cols = predictor.columns
+    units = recorded(info.manifest).units  # as the bundle's job file gives them
     df = frame_for(cols, cfg.data_dir, info.manifest)
     with st.sidebar:
         lot = st.selectbox("Lot", list(dict.fromkeys(df[cols.lot].astype(str))), key="forecast_lot")
@@ -240,21 +248,16 @@ def forecast() -> None:
             st.warning(str(e))
         if band is not None and not kept:  # Naive: the last reading held
             band["baseline"] = float(history[sensor].iloc[: origin + 1].dropna().iloc[-1])
-        st.plotly_chart(_figure(history, cols.time, sensor, band, origin, baseline_name))
+        unit = units.get(sensor, "")
+        st.plotly_chart(_figure(history, cols.time, sensor, band, origin, baseline_name, unit))
         if band is None:
             continue
-        after = history[sensor].iloc[origin + 1 : origin + 1 + len(band)].to_numpy()
-        if len(after):
-            b = band.iloc[: len(after)]
-            inside = float(np.mean((after >= b["low"]) & (after <= b["high"])))
-            mae = float(np.mean(np.abs(after - b["median"])))
-            mae_base = float(np.mean(np.abs(after - b["baseline"])))
-            unit = UNITS.get(sensor, "")
-            st.caption(
-                f"From {when(times.iloc[origin])}: {len(after)} actual readings, "
-                f"{inside:.0%} inside the band; mean |error| {mae:.3f} {unit} for the "
-                f"forecast, {mae_base:.3f} {unit} for {kept or 'Naive'}."
-            )
+        after = history[sensor].iloc[origin + 1 : origin + 1 + len(band)].to_numpy(float)
+        seen = ~np.isnan(after)  # a missing reading is not counted
+        if seen.any():
+            shown = band.iloc[: len(after)][seen]
+            words = against_actual(after[seen], shown, unit, kept or "Naive")
+            st.caption(f"From {when(times.iloc[origin])}: {words}")
         table.append(band.assign(sensor=sensor))
     if table:
         out = pd.concat(table, ignore_index=True)

@@ -8,9 +8,12 @@ from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
-from _common import app_config, find_bundles, guarded
+from _bundles import find_bundles
+from _common import guarded
+from _settings import app_config
 from _trust import trust_of
 
+from mfgtx.data.io import csv_header, file_chunks
 from mfgtx.split import duration_text
 
 TASK_WORDS = {
@@ -86,12 +89,10 @@ def _freshness(data_dir) -> None:
         )
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     sensors = data_dir / "sensors.csv"
-    if sensors.is_file():
-        head = pd.read_csv(sensors, nrows=0).columns
-        if {"line", "timestamp"} <= set(head):  # the sample plant's layout
-            df = pd.read_csv(sensors, usecols=["line", "timestamp"])
-            latest = df.groupby("line")["timestamp"].max().rename("latest reading (UTC)")
-            st.dataframe(latest.reset_index(), hide_index=True)
+    if sensors.is_file() and {"line", "timestamp"} <= set(csv_header(sensors)):  # the sample plant
+        df = pd.concat(c[["line", "timestamp"]] for c in file_chunks(sensors))
+        latest = df.groupby("line")["timestamp"].max().rename("latest reading (UTC)")
+        st.dataframe(latest.reset_index(), hide_index=True)
 
 
 @guarded
@@ -104,6 +105,9 @@ def overview() -> None:
     bundles, problems = find_bundles(cfg.models_dir)
     for p in problems:
         st.warning(f"Refused bundle: {p}")
+    for b in bundles:
+        for w in b.warnings:  # what the checks warned about (a file it does not list...)
+            st.warning(f"{b.path.name}: {w}")
     if not bundles:
         st.info(f"No model bundles in {cfg.models_dir}.")
     else:

@@ -14,25 +14,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import streamlit as st
-from _common import (
-    MAX_CSV_MB,
-    UNITS,
-    bundles_of,
-    csv_download,
-    csv_format,
-    data_key,
-    frame_for,
-    guarded,
-    known_label,
-    load,
-    lot_windows,
-    no_bundle_message,
-    pick_bundle,
-    read_upload_csv,
+from _bundles import bundles_of, load, no_bundle_message, pick_bundle
+from _common import csv_download, data_key, guarded, when
+from _figures import (
+    attention_bars,
+    deletion_bars,
+    deletion_sentence,
+    notice,
     sensor_figure,
-    when,
+    token_labels,
 )
-from _figures import attention_bars, deletion_bars, deletion_sentence, notice, token_labels
+from _labels import known_label
+from _recorded import recorded
+from _settings import MAX_CSV_MB
+from _tables import csv_format, frame_for, lot_windows, read_upload_csv
 from _trust import set_sentence, show_trust
 
 
@@ -78,6 +73,7 @@ def quality() -> None:
     predictor = load(info)
     spec = predictor.input_spec
     cmap = predictor.columns
+    units = recorded(info.manifest).units  # as the bundle's job file gives them
     upload = st.file_uploader(
         "Or upload a sensor CSV (same columns as the bundle's data)",
         "csv",
@@ -108,7 +104,7 @@ def quality() -> None:
     window = spec.windowing.window
     need = spec.windowing.min_rows or window
     if len(rows) < need:
-        st.plotly_chart(sensor_figure(rows, cmap.time, sensors, f"Sensors of lot {lot}"))
+        st.plotly_chart(sensor_figure(rows, cmap.time, sensors, f"Sensors of lot {lot}", units))
         st.warning(
             f"Lot {lot} has {len(rows)} readings; this model reads the last {need} of a lot, "
             "so it makes no prediction for it yet."
@@ -155,7 +151,7 @@ def quality() -> None:
         score = p
     else:
         target = spec.targets[0]
-        unit = UNITS.get(target, "")
+        unit = units.get(target, "")
         score = float(row[target])
         value = f"{score:.1f} {unit}".rstrip()
         qs = sorted(c for c in row.index if c.startswith(f"{target}_q"))
@@ -186,7 +182,7 @@ def quality() -> None:
         rows_out, "Download this prediction (CSV)", f"{info.path.name}_{lot}.csv", "quality_dl"
     )
 
-    st.plotly_chart(sensor_figure(rows, cmap.time, sensors, f"Sensors of lot {lot}"))
+    st.plotly_chart(sensor_figure(rows, cmap.time, sensors, f"Sensors of lot {lot}", units))
 
     st.subheader("Attention and deletion test")
     notice()
@@ -200,7 +196,7 @@ def quality() -> None:
         scale, unit, watched = 100.0, "percentage points", "P(bad lot)"
     else:
         target = spec.targets[0]
-        scale, unit, watched = 1.0, UNITS.get(target, "") or target, f"the predicted {target}"
+        scale, unit, watched = 1.0, units.get(target, "") or target, f"the predicted {target}"
     right.plotly_chart(deletion_bars(explained.deletion, scale=scale, unit=unit, watched=watched))
     st.caption(deletion_sentence(explained.deletion, scale=scale, unit=unit, watched=watched))
 

@@ -14,22 +14,14 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from _common import (
-    MAX_CSV_INFLATED_MB,
-    MAX_CSV_MB,
-    MAX_IMAGE_MB,
-    app_config,
-    csv_download,
-    csv_format,
-    find_bundles,
-    guarded,
-    load,
-    page_words,
-    pick_bundle,
-)
+from _bundles import find_bundles, load, pick_bundle
+from _common import csv_download, guarded
+from _settings import MAX_CSV_MB, MAX_IMAGE_MB, app_config
+from _tables import csv_format, page_words, read_upload_bytes
 from _trust import set_of, trust_of
 
-from mfgtx.jobs import FILE, LINE, read_csv_bytes, without_position
+from mfgtx.data.io import FILE, LINE, without_position
+from mfgtx.kinds import KINDS
 
 IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
 
@@ -39,7 +31,7 @@ def _score_rows(bundle_id: str, digest: str, latest: bool, name: str, _p: Any, _
                 _fmt: dict[str, str]):  # fmt: skip
     """``(rows, errors)`` of a CSV file, keyed by bundle, the file's checksum and options;
     the file is read as ``mfgtx score`` reads a job's CSV source in format ``_fmt``."""
-    frame = read_csv_bytes(_data, name, max_inflated_mb=MAX_CSV_INFLATED_MB, **_fmt)
+    frame = read_upload_bytes(_data, name, _fmt)
     positions = frame[[FILE, LINE]].rename(columns={FILE: "file", LINE: "line"})
     scored = _p.score(without_position(frame), last_per_lot=latest, positions=positions)
     errors = pd.DataFrame([*scored.errors, *scored.warnings])  # warnings: scored, in doubt
@@ -72,7 +64,7 @@ def score_page() -> None:
     st.title("Score a file")
     cfg = app_config()
     bundles, _ = find_bundles(cfg.models_dir)
-    bundles = [b for b in bundles if b.kind in ("sensor", "forecast", "vit")]
+    bundles = [b for b in bundles if b.kind in KINDS]  # a model of mfgtx's kinds
     if not bundles:
         st.info(f"No model bundle in {cfg.models_dir}; train one with `mfgtx demo`.")
         return

@@ -47,6 +47,7 @@ Typical use::
 
     save_bundle("models/line3", model, scaler=scaler, audit=report, metrics={"mae": 0.41})
     bundle = load_bundle("models/line3")        # BundleError if anything is wrong
+    found, refused = find_bundles("models")     # every verified bundle of a folder
 """
 
 from mfgtx.artifacts._manifest import FORMAT_VERSION
@@ -59,6 +60,7 @@ from mfgtx.artifacts.bundle import (
     sign_bundle,
     verify_bundle,
 )
+from mfgtx.artifacts.discovery import FoundBundle, find_bundles
 from mfgtx.artifacts.errors import BundleError, BundleWarning
 from mfgtx.artifacts.registry import register_model, registered_models
 
@@ -70,7 +72,9 @@ __all__ = [
     "Bundle",
     "BundleError",
     "BundleWarning",
+    "FoundBundle",
     "bundle_files",
+    "find_bundles",
     "load_bundle",
     "register_model",
     "registered_models",

@@ -1,9 +1,14 @@
-"""mfgtx.data: sensor tables, validation, windowing per lot, and train-only scaling.
+"""mfgtx.data: reading plant files, sensor tables, validation, windowing per lot, and
+train-only scaling.
 
 Typical use::
 
     table = read_table("sensors.csv", ColumnMap(lot="lot", time="timestamp", targets="rul"))
     windows = make_windows(table, window=64, stride=8)
+
+Files are read by :mod:`mfgtx.data.io` (CSV dialects, compressed CSV, Parquet batches, in
+bounded memory, each row with its file and line): ``io.file_chunks(path)`` iterates a
+file's chunks, ``io.read_csv_bytes(data, name)`` reads an upload whole.
 """
 
 from mfgtx.data.batches import evaluation_batches, evaluation_loader

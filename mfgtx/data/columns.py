@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,6 +19,24 @@ def _names(value: object, field: str) -> tuple[str, ...]:
             f"{field} must be a column name or a list of column names, found {value!r}"
         )
     return tuple(value)
+
+
+def _units(value: object) -> tuple[tuple[str, str], ...]:
+    """``units`` as ``(column, unit)`` pairs, from a mapping or pairs, checked."""
+    pairs = list(value.items()) if isinstance(value, Mapping) else value
+    if not isinstance(pairs, (list, tuple)) or not all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in pairs
+    ):
+        raise ValueError(
+            f"units must map column names to units (such as {{temperature_c: °C}}), found {value!r}"
+        )
+    for column, unit in pairs:
+        if not isinstance(column, str) or not column or not isinstance(unit, str):
+            raise ValueError(
+                f"units: a column name and its unit as text (such as temperature_c: °C), "
+                f"found {column!r}: {unit!r}"
+            )
+    return tuple((column, unit) for column, unit in pairs)
 
 
 @dataclass(frozen=True)
@@ -46,6 +65,9 @@ class ColumnMap:
             ``strptime`` format such as ``"%d.%m.%Y %H:%M"`` for ``13.02.2026 06:00``.
             ``None``: ISO 8601, else one format inferred for the whole column; a column
             that reads both day first and month first (``01.02.2026``) is refused then.
+        units: the unit each column is measured in (``{temperature_c: °C}``), for people:
+            charts label their axes with it; nothing is converted. Given as a mapping,
+            kept as ``(column, unit)`` pairs in column order. Columns without one have none.
 
     Example:
         >>> ColumnMap(lot="lot", time="timestamp", targets="passed").targets
@@ -54,6 +76,8 @@ class ColumnMap:
         Traceback (most recent call last):
         ...
         ValueError: column 'lot' is mapped twice: as lot and as time
+        >>> ColumnMap(lot="lot", time="t", units={"temp": "°C"}).unit("temp")
+        '°C'
     """
 
     lot: str
@@ -67,8 +91,10 @@ class ColumnMap:
     value: str = "value"
     categories: tuple[str, ...] = ()
     time_format: str | None = None
+    units: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "units", _units(self.units))
         if self.time_format is not None and (
             not isinstance(self.time_format, str) or "%" not in self.time_format
         ):
@@ -111,6 +137,10 @@ class ColumnMap:
             if name in seen:
                 raise ValueError(f"column {name!r} is mapped twice: as {seen[name]} and as {role}")
             seen[name] = role
+
+    def unit(self, column: str) -> str:
+        """The unit of ``column`` (``""`` when none is given)."""
+        return dict(self.units).get(column, "")
 
     @property
     def non_sensor_columns(self) -> tuple[str, ...]:

@@ -2,9 +2,9 @@
 
 A job is described by one YAML file read into frozen, validated dataclasses
 (:func:`load_config`); the command line only parses arguments, calls these functions and
-prints their summaries. Inputs come from CSV/Parquet files or folders and SQL databases
-(:mod:`mfgtx.jobs.sources`); scores go to Parquet/CSV files or SQL tables, replaced by key
-(:mod:`mfgtx.jobs.sinks`).
+prints their summaries. Inputs come from CSV/Parquet files or folders (read by
+:mod:`mfgtx.data.io`) and SQL databases, lot by lot (:mod:`mfgtx.jobs.sources`); scores go
+to Parquet/CSV files or SQL tables, replaced by key (:mod:`mfgtx.jobs.sinks`).
 """
 
 from mfgtx.jobs._lock import LockedError, output_lock

@@ -3,7 +3,8 @@
 Unknown keys are refused with a suggestion (``data.colums: unknown key; did you mean
 'columns'?``); a value of the wrong type, or one the dataclass's ``__post_init__`` refuses,
 is reported with its full dotted key. Supported field types: ``bool``, ``int``, ``float``,
-``str``, ``Literal[...]``, ``tuple[T, ...]``, nested dataclasses, and ``X | None``.
+``str``, ``Literal[...]``, ``tuple[T, ...]``, ``dict[K, V]``, nested dataclasses, and
+``X | None``.
 """
 
 from __future__ import annotations
@@ -60,7 +61,13 @@ def _convert(tp: Any, value: Any, key: str, file: str) -> Any:
         if not isinstance(value, list | tuple):
             raise ConfigError(f"{_where(file, key)}: expected a list, found {value!r}")
         return tuple(_convert(item, v, f"{key}[{i}]", file) for i, v in enumerate(value))
-    if dataclasses.is_dataclass(tp):
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{_where(file, key)}: expected a mapping, found {value!r}")
+        k, v = typing.get_args(tp)
+        return {_convert(k, name, key, file): _convert(v, x, f"{key}.{name}", file)
+                for name, x in value.items()}  # fmt: skip
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return build(tp, value, file=file, prefix=key)
     if tp is Any:
         return value

@@ -165,7 +165,11 @@ class LabelsSection:
 
 @dataclass(frozen=True)
 class ColumnsSection:
-    """The :class:`~mfgtx.data.ColumnMap` of the input; see its documentation."""
+    """The :class:`~mfgtx.data.ColumnMap` of the input; see its documentation.
+
+    ``units`` (optional): the unit of each column for people, ``{temperature_c: °C}``;
+    the dashboard labels its charts with it, nothing is converted.
+    """
 
     lot: str
     time: str
@@ -177,6 +181,7 @@ class ColumnsSection:
     sensor_name: str = "sensor"
     value: str = "value"
     time_format: str | None = None
+    units: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.column_map()  # ColumnMap's own checks, with its messages

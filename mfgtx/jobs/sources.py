@@ -1,38 +1,46 @@
-"""Reading job inputs: CSV/Parquet files or folders, SQL databases, C-MAPSS text files.
+"""Reading a job's inputs: CSV/Parquet files or folders, SQL databases, C-MAPSS text files.
 
 :func:`read_frame` reads a whole source (training). :func:`iter_lot_frames` reads it in
 chunks of about ``chunk_rows`` rows and yields frames that each hold *complete* lots, so a
-scoring job never holds more than a chunk and a lot in memory (Parquet through pyarrow's
-batch reader, CSV in blocks of whole lines (:mod:`mfgtx.jobs._csv`: bounded by
-``chunk_rows``, ``chunk_mb`` and a longest line, whatever the file's layout), SQL through a
+scoring job never holds more than a chunk and a lot in memory (files through
+:func:`mfgtx.data.io.file_chunks`: Parquet batches, CSV in blocks of whole lines bounded by
+``chunk_rows``, ``chunk_mb`` and a longest line, whatever the file's layout; SQL through a
 server-side ``ORDER BY`` cursor). Rows of a lot must come together (as plant exports and
 ``ORDER BY lot`` give them); a lot that reappears after others is an error naming it, and a
 lot of more than ``max_lot_rows`` rows is refused by name. Compressed CSV (gzip, bz2, xz, a
 zip of one file; found by their first bytes) stops at ``max_inflated_mb``.
 
-CSV values are read as text, so that the data layer parses numbers and times itself and
-names the line of a bad value. Every yielded frame carries ``_line``: the row's line in its
-CSV file (header = line 1; the line a record starts on, however many lines its quoted
-values span) or its row number in a Parquet file or query, and ``_file``: the file name (or
-the table) it came from. Whatever a library raises while reading (pyarrow, pandas,
-SQLAlchemy, zlib, the OS) comes out as a :class:`~mfgtx.data.DataError` naming the file
-and, where known, the line; a column name that appears twice is refused naming both
-positions.
+CSV values are read as text (:mod:`mfgtx.data.io`). Every yielded frame carries ``_line``
+and ``_file`` (the row's line in its file, or its row in a query, and the file or table).
+Whatever a library raises while reading (pyarrow, pandas, SQLAlchemy, zlib, the OS) comes
+out as a :class:`~mfgtx.data.DataError` naming the file and, where known, the line.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mfgtx.data import DataError
-from mfgtx.data.table import COMMA_NUMBER
-from mfgtx.jobs._csv import csv_frames, open_input
-from mfgtx.jobs._reasons import reason_of
+from mfgtx.data.io import (
+    CSV_SUFFIXES,
+    FILE,
+    LINE,
+    CsvFormat,
+    check_column_names,
+    file_chunks,
+    file_format,
+    plant_files,
+    read_csv_bytes,
+    reason_of,
+    without_position,
+)
+from mfgtx.data.io import csv_delimiter as _csv_delimiter
 from mfgtx.jobs.config import DataSection, SourceSection
 
 __all__ = [
@@ -43,7 +51,7 @@ __all__ = [
     "add_segments",
     "copy_to_sql",
     "csv_delimiter",
-    "decimal_points",
+    "csv_format",
     "describe",
     "iter_lot_frames",
     "prepare",
@@ -54,8 +62,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-LINE = "_line"
-
 
 #: ``segment`` value that makes a whole continuous series one lot.
 WHOLE = "whole"
@@ -65,20 +71,6 @@ class UngroupedLotsError(DataError):
     """A lot's rows do not come together in the input, so it cannot be read lot by lot."""
 
 
-FILE = "_file"
-
-
-def without_position(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` without the ``_line`` and ``_file`` columns the readers add."""
-    return frame.drop(columns=[LINE, FILE], errors="ignore")
-
-
-_CSV = tuple(
-    f"{s}{z}" for s in (".csv", ".txt", ".tsv") for z in ("", ".gz", ".bz2", ".xz", ".zip")
-)
-_PARQUET = (".parquet", ".pq")
-
-
 def describe(source: SourceSection) -> str:
     """The source in words, without a password from a URL."""
     if source.path is not None:
@@ -86,70 +78,17 @@ def describe(source: SourceSection) -> str:
     from sqlalchemy.engine import make_url
 
     what = source.table or "query"
-    return f"{make_url(source.url).render_as_string(hide_password=True)} ({what})"
+    return f"{make_url(str(source.url)).render_as_string(hide_password=True)} ({what})"
 
 
-def _files(source: SourceSection) -> list[Path]:
-    path = Path(source.path or "")
-    if path.is_dir():
-        try:
-            names = list(path.iterdir())
-        except OSError as e:
-            raise DataError(f"{path}: cannot list this folder: {reason_of(e)}") from e
-        files = sorted(p for p in names if p.name.lower().endswith(_CSV + _PARQUET))
-        if not files:
-            raise DataError(f"{path}: no .csv or .parquet files in this folder")
-        return files
-    if not path.exists():
-        raise DataError(f"data file not found: {path}")
-    return [path]
-
-
-def _kind(file: Path, source: SourceSection) -> str:
-    if source.format != "auto":
-        return source.format
-    name = file.name.lower()
-    if name.endswith(_PARQUET):
-        return "parquet"
-    if name.endswith(_CSV):
-        return "csv"
-    raise DataError(f"{file.name}: unknown file type; expected .csv or .parquet (or set format)")
-
-
-#: What ``delimiter: auto`` looks for in a CSV file's header line (ties: the first).
-DELIMITERS = (",", ";", "\t", "|")
-
-
-#: ``read_csv_bytes``'s default limit on what compressed bytes inflate to (MB): the whole
-#: file becomes one DataFrame, several times the size of its text.
-UPLOAD_INFLATED_MB = 64
-
-
-def _head(data: Path | bytes, name: str) -> bytes:
-    """The first 64 KiB of a file (or of bytes), decompressed when it is compressed."""
-    with open_input(data, name) as f:
-        return f.read(65536)
-
-
-def _header_line(head: bytes, encoding: str) -> str:
-    """The first line of a CSV file's first bytes, for sniffing its delimiter."""
-    lines = head.decode(encoding, errors="replace").lstrip("\ufeff").splitlines()
-    return lines[0] if lines else ""
-
-
-def _count_outside_quotes(line: str, char: str) -> int:
-    quoted, n = False, 0
-    for c in line:
-        if c == '"':
-            quoted = not quoted
-        elif c == char and not quoted:
-            n += 1
-    return n
+def csv_format(source: SourceSection) -> CsvFormat:
+    """How the source's CSV files are written (``delimiter``, ``decimal``, ``encoding``)."""
+    return CsvFormat(delimiter=source.delimiter, decimal=source.decimal, encoding=source.encoding)
 
 
 def csv_delimiter(file: Path, source: SourceSection) -> tuple[str, str]:
-    """The delimiter of a CSV file and where it came from (``source.delimiter``, a ``.tsv``
-    name, or the header line: the one of :data:`DELIMITERS` it holds most often).
+    """The delimiter of a CSV file and where it came from
+    (:func:`mfgtx.data.io.csv_delimiter` in the source's format).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
@@ -158,156 +97,7 @@ def csv_delimiter(file: Path, source: SourceSection) -> tuple[str, str]:
     ...     csv_delimiter(f, SourceSection(path=str(f)))
     (';', 'found in its header line')
     """
-    return _delimiter(file, file.name, source)
-
-
-def _delimiter(data: Path | bytes, name: str, source: SourceSection) -> tuple[str, str]:
-    if source.delimiter != "auto":
-        return ("\t" if source.delimiter == "tab" else source.delimiter), "source.delimiter"
-    if name.lower().endswith(".tsv"):
-        return "\t", "a .tsv file"
-    header = _header_line(_head(data, name), source.encoding)
-    counts = {d: _count_outside_quotes(header, d) for d in DELIMITERS}
-    best = max(DELIMITERS, key=counts.__getitem__)
-    return (best, "found in its header line") if counts[best] else (",", "the default")
-
-
-def decimal_points(chunk: pd.DataFrame) -> pd.DataFrame:
-    """``chunk`` (text values) with every number written with a decimal comma rewritten with
-    a point; other text (times, names, ``1.234,5``) is left as it is.
-
-    >>> decimal_points(pd.DataFrame({"t": ["1,5", "-,25", "A,1", "2"]}))["t"].tolist()
-    ['1.5', '-.25', 'A,1', '2']
-    """
-    for c in chunk.columns:
-        s = chunk[c]
-        if not (s.dtype == object or pd.api.types.is_string_dtype(s)):
-            continue
-        hit = s.str.fullmatch(COMMA_NUMBER, na=False).to_numpy(dtype=bool)
-        if hit.any():
-            chunk.loc[hit, c] = s[hit].str.replace(",", ".", regex=False)
-    return chunk
-
-
-def _csv_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
-    sep, why = csv_delimiter(file, source)
-    yield from _read_csv(file, file.name, sep, why, source)
-
-
-def _read_csv(
-    data: Path | bytes,
-    name: str,
-    sep: str,
-    why: str,
-    source: SourceSection,
-    setting: str = "source.max_inflated_mb",
-) -> Iterator[pd.DataFrame]:
-    """Chunks of text values with ``_line`` (the file's own line numbers: blank lines are
-    counted, then dropped) and ``_file`` (:func:`mfgtx.jobs._csv.csv_frames`)."""
-    if source.decimal == "," and sep == ",":
-        raise DataError(
-            f"{name}: the delimiter is ',' ({why}), so ',' cannot also be the decimal "
-            "mark (source.decimal); set source.delimiter"
-        )
-    if sep != ",":
-        log.info("%s: values separated by %r (%s)", name, sep, why)
-    frames = csv_frames(
-        data,
-        name,
-        sep=sep,
-        encoding=source.encoding,
-        chunk_rows=source.chunk_rows,
-        chunk_chars=source.chunk_mb << 20,
-        max_inflated=source.max_inflated_mb << 20,
-        setting=setting,
-        dialect=f"values separated by {sep!r} ({why})",
-    )
-    for chunk in frames:
-        _check_columns(chunk.columns[:-1], name)
-        if source.decimal == ",":
-            chunk = decimal_points(chunk)
-        chunk[FILE] = name
-        yield chunk
-
-
-def read_csv_bytes(
-    data: bytes,
-    name: str,
-    *,
-    delimiter: str = "auto",
-    decimal: str = ".",
-    encoding: str = "utf-8",
-    max_inflated_mb: int = UPLOAD_INFLATED_MB,
-) -> pd.DataFrame:
-    """A CSV file held in memory (an upload) read as a job's CSV source reads it: text
-    values, the same delimiter sniffing, decimal commas and encoding
-    (:class:`~mfgtx.jobs.config.SourceSection`), with ``_line`` and ``_file``. Compressed
-    bytes (gzip, bz2, xz, a zip of one file) are read up to ``max_inflated_mb`` MB of
-    decompressed data.
-
-    >>> read_csv_bytes(b"lot;t\\nA;1,5\\n\\nB;2\\n", "export.csv", decimal=",")
-      lot    t  _line       _file
-    0   A  1.5      2  export.csv
-    1   B    2      4  export.csv
-
-    Raises:
-        DataError: the file cannot be read with these options (the reason names the
-            setting to change), it inflates past ``max_inflated_mb``, or it holds no rows.
-        ValueError: the options are not valid (as in a job file's ``source`` section).
-    """
-    source = SourceSection(
-        path=name,
-        delimiter=delimiter,
-        decimal=decimal,  # type: ignore[arg-type]
-        encoding=encoding,
-        max_inflated_mb=max_inflated_mb,
-    )
-    try:
-        sep, why = _delimiter(data, name, source)
-        parts = list(_read_csv(data, name, sep, why, source, "the limit for an upload"))
-    except DataError:
-        raise
-    except Exception as e:  # anything a library raised, in words, with the file
-        raise DataError(f"cannot read {name}: {reason_of(e)}", file=name) from e
-    if not parts or not sum(map(len, parts)):
-        raise DataError(f"{name} holds no rows (a header only, or empty)")
-    return pd.concat(parts, ignore_index=True)
-
-
-def _check_columns(names: Sequence[object], where: str, what: str = "the header") -> None:
-    """Refuse a column name that appears twice (naming both positions, from 1) or that is
-    one the readers add (``_line``, ``_file``)."""
-    first: dict[object, int] = {}
-    for i, c in enumerate(names, start=1):
-        if c in first:
-            raise DataError(
-                f"{where}: column {c!r} appears twice in {what} (columns {first[c]} and {i}); "
-                "rename one",
-                column=str(c),
-                file=where,
-            )
-        first[c] = i
-        if c in (LINE, FILE):
-            raise DataError(
-                f"{where}: column {c!r} (column {i}) has a name mfgtx keeps for where a row "
-                "comes from; rename it",
-                column=str(c),
-                file=where,
-            )
-
-
-def _parquet_chunks(file: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
-    import pyarrow.parquet as pq
-
-    reader = pq.ParquetFile(file)
-    _check_columns(reader.schema_arrow.names, file.name, "its fields")
-    first = 0
-    for batch in reader.iter_batches(batch_size=chunk_rows):
-        chunk = batch.to_pandas()
-        chunk[LINE] = range(first, first + len(chunk))
-        chunk[FILE] = file.name
-        first += len(chunk)
-        yield chunk
+    return _csv_delimiter(file, file.name, csv_format(source))
 
 
 def _cmapss_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
@@ -332,16 +122,16 @@ def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.Da
         raise DataError(f"{describe(source)}: cannot connect: {reason_of(e)}") from e
     try:
         if source.query is not None:
-            stmt = sa.text(source.query)
+            stmt: sa.TextClause | sa.Select[Any] = sa.text(source.query)
         else:
             schema, name = resolve_table(str(source.table))  # as the database resolves it
-            stmt = sa.select(sa.text("*")).select_from(sa.table(name, schema=schema))
-            stmt = stmt.order_by(*(sa.column(c) for c in order))
+            table = sa.select(sa.text("*")).select_from(sa.table(name, schema=schema))
+            stmt = table.order_by(*(sa.column(c) for c in order))
         with engine.connect() as conn:
             first = 0
             for chunk in pd.read_sql(stmt, conn, chunksize=source.chunk_rows):
                 if first == 0:
-                    _check_columns(list(chunk.columns), describe(source), "the result")
+                    check_column_names(list(chunk.columns), describe(source), "the result")
                 chunk[LINE] = range(first, first + len(chunk))
                 chunk[FILE] = source.table or "query"
                 first += len(chunk)
@@ -359,24 +149,22 @@ def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.Da
 
 def _file_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
     """Chunks of one file; whatever a library raises comes out as a DataError naming it."""
-    kind = _kind(file, source)
-    rows = 0
+    if file_format(file, source.format) != "cmapss":
+        yield from file_chunks(
+            file,
+            format=source.format,
+            csv=csv_format(source),
+            chunk_rows=source.chunk_rows,
+            chunk_mb=source.chunk_mb,
+            max_inflated_mb=source.max_inflated_mb,
+        )
+        return
     try:
-        if kind == "csv":
-            chunks = _csv_chunks(file, source)
-        elif kind == "parquet":
-            chunks = _parquet_chunks(file, source.chunk_rows)
-        else:
-            chunks = _cmapss_chunks(file, source)
-        for chunk in chunks:
-            rows += len(chunk)
-            yield chunk
+        yield from _cmapss_chunks(file, source)
     except DataError:
         raise
-    except Exception as e:  # pyarrow, pandas, zlib, the OS...: in words, with the file
-        what = {"csv": "CSV", "parquet": "Parquet", "cmapss": "C-MAPSS text"}[kind]
-        after = f" after {rows} rows" if rows else ""
-        raise DataError(f"cannot read {file.name} as {what}{after}: {reason_of(e)}",
+    except Exception as e:  # pandas, the OS...: in words, with the file
+        raise DataError(f"cannot read {file.name} as C-MAPSS text: {reason_of(e)}",
                         file=file.name) from e  # fmt: skip
 
 
@@ -391,7 +179,7 @@ def _chunks(
     if source.url is not None:
         yield from _sql_chunks(source, order)
         return
-    for file in _files(source):
+    for file in plant_files(source.path or ""):
         rows = 0
         try:
             for chunk in _file_chunks(file, source):
@@ -410,7 +198,7 @@ def _chunks(
             continue
         if rows == 0:
             reason = f"{file.name} holds no rows (a header only, or empty)"
-            if problems is None and len(_files(source)) == 1:
+            if problems is None and len(plant_files(source.path or "")) == 1:
                 raise DataError(f"{describe(source)}: no rows")
             if problems is not None:
                 problems.append({"file": file.name, "line": None, "reason": reason})
@@ -575,7 +363,7 @@ def _too_large(
     """Refuse a lot of more than ``limit`` rows (``rows``: those read of it), or list it in
     ``problems``."""
     file, line = str(rows[FILE].iloc[0]), int(rows[LINE].iloc[0])
-    unit = "line" if file.lower().endswith(_CSV) else "row"
+    unit = "line" if file.lower().endswith(CSV_SUFFIXES) else "row"
     reason = (
         f"{describe(source)}: lot {lot_id} has more than {limit} rows (from {file} {unit} "
         f"{line}); a lot is held whole in memory: raise source.max_lot_rows if it is one "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,13 @@ from mfgtx.jobs.config import SourceSection, TruthSection
 from mfgtx.jobs.sources import FILE, LINE, read_frame
 
 __all__ = ["read_truth"]
+
+#: ``evaluate.truth.format`` of a table, as the ``source.format`` that reads it.
+_TABLE: dict[str, Literal["auto", "csv", "parquet"]] = {
+    "auto": "auto",
+    "csv": "csv",
+    "parquet": "parquet",
+}
 
 
 def _lot_order(lots: Sequence[object]) -> list[object]:
@@ -69,8 +77,7 @@ def read_truth(
             )
         frame = pd.DataFrame({targets[0]: values}, index=[str(x) for x in order])
     else:
-        fmt = "auto" if truth.format == "auto" else truth.format
-        table = read_frame(SourceSection(path=str(path), format=fmt))  # type: ignore[arg-type]
+        table = read_frame(SourceSection(path=str(path), format=_TABLE[truth.format]))
         on = truth.on or lot_column
         columns = list(truth.columns) or list(targets)
         if len(columns) != len(targets):

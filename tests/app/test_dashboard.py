@@ -84,6 +84,8 @@ def test_overview_lists_bundle_metrics_audit_and_data(app_env):
     how_sure = [t for t in _texts(at.markdown) if t.startswith("How sure: ")]
     assert how_sure and "paired bootstrap interval over the" in how_sure[0]
     assert any("file" in f.columns and "sensors.csv" in set(f["file"]) for f in frames)
+    latest = next(f for f in frames if "latest reading (UTC)" in f.columns)
+    assert latest["line"].tolist() == ["L1", "L2", "L3"]  # read by mfgtx.data.io, per line
 
 
 def test_quality_widgets_change_lot_and_what_if_decision(app_env):

@@ -12,7 +12,8 @@ from .conftest import ROOT
 from .test_dashboard import _bomb_png
 
 sys.path.insert(0, str(ROOT / "app"))
-from _common import MAX_IMAGE_MB, check_image
+from _images import check_image
+from _settings import MAX_IMAGE_MB
 
 
 def _encode(img: Image.Image, fmt: str) -> bytes:

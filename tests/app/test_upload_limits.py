@@ -12,7 +12,8 @@ from mfgtx.data import DataError
 from .conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "app"))
-from _common import MAX_CSV_INFLATED_MB, MAX_CSV_MB, read_csv
+from _settings import MAX_CSV_INFLATED_MB, MAX_CSV_MB
+from _tables import read_csv
 
 FORMAT = {"delimiter": "auto", "decimal": ".", "encoding": "utf-8"}
 

@@ -242,3 +242,24 @@ def test_paired_bootstrap_takes_labels_against_probabilities(rng: np.random.Gene
     assert d.high < 0  # the sharp, right probabilities have the lower log loss
     with pytest.raises(ValueError, match="one row per row of y_true"):
         M.paired_bootstrap(y, sharp, flat[:, :1])
+
+
+def test_confusion_matrix_counts_actual_by_predicted() -> None:
+    confusion_matrix = M.confusion_matrix
+    y = np.array([0, 0, 0, 1, 1, 2])
+    proba = np.array(
+        [[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.6, 0.2, 0.2], [0.1, 0.8, 0.1], [0.1, 0.2, 0.7],
+         [0.1, 0.1, 0.8]]
+    )  # fmt: skip
+    assert confusion_matrix(y, proba).tolist() == [[2, 1, 0], [0, 1, 1], [0, 0, 1]]
+    p1 = np.array([0.2, 0.55, 0.9, 0.4])
+    y2 = np.array([0, 0, 1, 1])
+    m = confusion_matrix(y2, p1, threshold=0.5)
+    assert m.tolist() == [[1, 1], [1, 1]] and m.sum() == 4
+    low = confusion_matrix(y2, p1, threshold=0.3)
+    assert low.tolist() == [[1, 1], [0, 2]]
+    detected = M.detection_metrics(y2, p1, 0.3)  # the same decision as the detection metrics
+    assert detected["recall"] == low[1, 1] / low[1].sum()
+    assert detected["false_alarm_rate"] == low[0, 1] / low[0].sum()
+    with pytest.raises(ValueError, match="threshold"):
+        confusion_matrix(y2, p1, threshold=1.5)

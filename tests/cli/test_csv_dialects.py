@@ -19,7 +19,6 @@ import pandas as pd
 import pytest
 
 from mfgtx.data import ColumnMap, DataError, read_table
-from mfgtx.jobs import sources
 from mfgtx.jobs.config import SourceSection
 from mfgtx.jobs.sources import csv_delimiter, read_csv_bytes, read_frame, without_position
 
@@ -165,7 +164,8 @@ def test_records_and_their_lines_match_the_csv_reader_across_block_ends(monkeypa
     parsed alone) with Python's csv reader on quoted line breaks, doubled and mid-value
     quotes, blank and short rows, every kind of line end, with blocks of a few characters so
     that records run across block ends."""
-    from mfgtx.jobs import _csv
+    from mfgtx.data import _csv
+    from mfgtx.data import io as data_io
 
     rng = random.Random(7)
     values = ['"a\nb"', '"x\r\ny"', '"p\rq"', '"say ""hi"""', '"c;d,e"', '5"', "", "12", "-0.5"]
@@ -180,8 +180,11 @@ def test_records_and_their_lines_match_the_csv_reader_across_block_ends(monkeypa
         want = _reference(text, sep)
         for read in (7, 1 << 20):
             monkeypatch.setattr(_csv, "_READ_CHARS", read)
-            source = SourceSection(path="t.csv", delimiter=sep, chunk_rows=rng.randint(1, 9))
-            frames = list(sources._read_csv(text.encode(), "t.csv", sep, "test", source))
+            fmt, rows = data_io.CsvFormat(delimiter=sep), rng.randint(1, 9)
+            frames = list(
+                data_io._csv_chunks(text.encode(), "t.csv", fmt, chunk_rows=rows, chunk_mb=32,
+                               max_inflated_mb=2048)
+            )  # fmt: skip
             got = _records(pd.concat(frames)) if frames else []
             assert got == want, (trial, read, text)
 

@@ -199,7 +199,7 @@ def test_a_line_that_never_ends_is_refused_after_reading_a_bounded_amount(
     """Memory is bounded by the block whatever the file's line structure: each file is
     refused by its line 2 after at most a few MB read (pandas read all of a 2 GB sparse
     file into 6.7 GB)."""
-    from mfgtx.jobs import _csv
+    from mfgtx.data import _csv
 
     monkeypatch.setattr(_csv, "open", lambda p, mode: io.BufferedReader(_CountedFile(p)),
                         raising=False)  # fmt: skip
@@ -250,7 +250,7 @@ def test_a_compressed_source_stops_at_its_inflated_size(tmp_path, kind) -> None:
 
 
 def test_an_upload_stops_at_the_dashboard_limit(tmp_path) -> None:
-    from mfgtx.jobs.sources import UPLOAD_INFLATED_MB
+    from mfgtx.data.io import UPLOAD_INFLATED_MB
 
     row = b"A," + b"1" * 4094 + b"\n"  # long rows: few of them to parse up to the limit
     bomb = gzip.compress(b"lot,temp\n" + row * ((UPLOAD_INFLATED_MB + 1) << 8), 1)

@@ -17,8 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mfgtx.cli import main
-from mfgtx.data import DataError
-from mfgtx.jobs import sources
+from mfgtx.data import DataError, io
 from mfgtx.jobs.config import SourceSection
 from mfgtx.jobs.sources import read_csv_bytes, read_frame
 from tests.cli.conftest import summary
@@ -58,7 +57,7 @@ def test_a_library_failure_is_named_with_the_file(tmp_path, monkeypatch, err) ->
 
     export = tmp_path / "lots.csv"
     export.write_text("lot,temp\nA,1\n")
-    monkeypatch.setattr(sources, "csv_frames", fail)
+    monkeypatch.setattr(io, "csv_frames", fail)
     with pytest.raises(DataError) as e:
         read_frame(SourceSection(path=str(export)))
     assert e.value.file == "lots.csv" and len(_reason(str(e.value), "lots.csv")) > 8

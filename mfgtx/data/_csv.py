@@ -33,13 +33,16 @@ import zipfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
 
-from mfgtx.data import DataError
-from mfgtx.jobs._reasons import reason_of
+from mfgtx.data._reasons import reason_of
+from mfgtx.data.errors import DataError
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 __all__ = ["MAX_LINE_CHARS", "csv_frames", "open_input"]
 
@@ -80,7 +83,9 @@ def _mb(n: int) -> str:
 class _Inflating(io.RawIOBase):
     """The decompressed bytes of ``inner``, refused past ``limit`` bytes."""
 
-    def __init__(self, inner: IO[bytes], name: str, kind: str, limit: int | None, setting: str):
+    def __init__(
+        self, inner: io.BufferedIOBase, name: str, kind: str, limit: int | None, setting: str
+    ) -> None:
         self._inner, self._name, self._kind = inner, name, kind
         self._limit, self._setting = limit, setting
         self.inflated = 0
@@ -88,8 +93,8 @@ class _Inflating(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        n = self._inner.readinto(buffer)  # type: ignore[attr-defined]
+    def readinto(self, buffer: Buffer, /) -> int:
+        n = self._inner.readinto(buffer)
         self.inflated += n
         if self._limit is not None and self.inflated > self._limit:
             raise DataError(
@@ -131,7 +136,7 @@ def open_input(
         if kind is None:
             yield raw
             return
-        inner: IO[bytes]
+        inner: io.BufferedIOBase
         if kind == "gzip":
             inner = gzip.GzipFile(fileobj=raw, mode="rb")
         elif kind == "bz2":
@@ -144,7 +149,7 @@ def open_input(
         yield io.BufferedReader(_Inflating(inner, name, kind, max_inflated, setting), 1 << 16)
 
 
-def _zip_member(archive: zipfile.ZipFile, name: str, limit: int | None) -> IO[bytes]:
+def _zip_member(archive: zipfile.ZipFile, name: str, limit: int | None) -> zipfile.ZipExtFile:
     files = [i for i in archive.infolist() if not i.is_dir()]
     if len(files) != 1:
         raise DataError(
@@ -158,7 +163,8 @@ def _zip_member(archive: zipfile.ZipFile, name: str, limit: int | None) -> IO[by
             f"{_mb(limit)}; it was not read",
             file=name,
         )
-    return archive.open(files[0])
+    # typeshed types ZipFile.open as IO[bytes]; opened for reading it is a ZipExtFile
+    return cast(zipfile.ZipExtFile, archive.open(files[0]))
 
 
 def _breaks(text: str) -> int:

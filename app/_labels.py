@@ -1,0 +1,76 @@
+"""The labels of a bundle's data: its labelled windows, read by its recorded job exactly as
+training read them, and one lot's known result in words.
+
+This is the one module of the app that runs a job of :mod:`mfgtx.jobs` (reading the recorded
+job's data with its labels joined); the import-linter contract "app does not import
+mfgtx.jobs" names it as the one exception, until a kind reads a recorded job's labelled data
+itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import streamlit as st
+from _bundles import _load, load
+from _common import library_warnings, when
+from _recorded import recorded
+
+from mfgtx.artifacts import FoundBundle
+from mfgtx.data import DataError
+
+
+@st.cache_resource(show_spinner="reading the bundle's labelled data", max_entries=4, ttl=300)
+def labelled_windows(bundle_id: str, path: str) -> tuple[Any, str, tuple[str, ...]]:
+    """The bundle's labelled windows, read by its recorded job exactly as training read
+    them (labels joined, ``defect`` and label times derived as the job file says), the
+    name of their source, and what the library warned about while reading them.
+
+    Raises:
+        DataError: the bundle records no job (saved from Python), or its data is gone.
+    """
+    from mfgtx.jobs import read_windows, recorded_job
+
+    predictor = _load(bundle_id, path)
+    job = recorded_job(predictor.bundle.manifest)
+    if job is None or job.data is None:
+        raise DataError(
+            f"{Path(path).name} records no training job (it was saved from Python): the labels "
+            "of its data are unknown here; judge it with `mfgtx evaluate JOB.yaml`"
+        )
+    with library_warnings() as notes:
+        windows, _ = read_windows(job, predictor.kind)
+    source = job.data.source.path or job.data.source.table or "query"
+    return windows, str(source), tuple(notes)
+
+
+def known_label(info: FoundBundle, lot: str, end: Any = None) -> str:
+    """The lot's known label (inspection result, or RUL as of ``end``) in words, from the
+    bundle's labelled data; says so when it is not known."""
+    predictor = load(info)
+    try:
+        windows, _, _ = labelled_windows(info.bundle_id, str(info.path))
+    except DataError as e:
+        return f"Known result: not available here ({e})."
+    mine = np.flatnonzero(windows.lot.astype(str) == str(lot))
+    if not len(mine) or windows.y is None:
+        return f"Known result: lot {lot} has no label in the bundle's data."
+    target = predictor.input_spec.targets[0]
+    if predictor.task == "classification":
+        y = windows.y[mine[-1], 0]
+        if np.isnan(y):
+            return f"Known result: lot {lot} is not inspected yet."
+        word = "bad (a defect was found)" if y >= 0.5 else "good (passed inspection)"
+        return f"Known result: lot {lot} was inspected {word}."
+    at = mine[-1]
+    if end is not None:  # the labelled window ending at or just before ``end``
+        ends = windows.end[mine]
+        before = mine[ends <= np.asarray(end, dtype=ends.dtype)]
+        at = before[-1] if len(before) else mine[0]
+    y = float(windows.y[at, 0])
+    unit = recorded(info.manifest).unit(target)
+    exact = end is None or windows.end[at] == np.asarray(end, dtype=windows.end.dtype)
+    note = "" if exact else " (the nearest labelled reading before it)"
+    return f"Known {target} at {when(windows.end[at])}{note}: {y:.1f} {unit}".rstrip() + "."
