@@ -60,7 +60,7 @@ def _convert(tp: Any, value: Any, key: str, file: str) -> Any:
         if not isinstance(value, list | tuple):
             raise ConfigError(f"{_where(file, key)}: expected a list, found {value!r}")
         return tuple(_convert(item, v, f"{key}[{i}]", file) for i, v in enumerate(value))
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return build(tp, value, file=file, prefix=key)
     if tp is Any:
         return value
