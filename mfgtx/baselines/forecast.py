@@ -43,6 +43,10 @@ class _Forecaster(Fitted):
         self.mean_ = targets_of(windows, idx, "training").mean(axis=(0, 1))  # (K,)
         return self
 
+    def predict(self, windows: Windows, idx: Sequence[int] | np.ndarray) -> np.ndarray:
+        """``(n, H, K)`` forecasts of windows ``idx`` (each baseline its own way)."""
+        raise NotImplementedError
+
     def state(self) -> dict[str, Any]:
         """The fitted baseline as strict JSON (``{"name": ..., "class": ..., ...}``), so a
         bundle can keep it and :func:`forecast_baseline` rebuild it without its training data."""

@@ -590,7 +590,7 @@ def build_job(data: dict[str, Any], file: str) -> JobConfig:
     data = dict(data)
     if "kind_sections" in data:
         raise ConfigError(f"{file}: kind_sections: unknown key")
-    extra = []
+    extra: list[tuple[str, Any]] = []
     for kind in KINDS.values():
         key = kind.section_key
         if key not in _FIELDS and key in data:

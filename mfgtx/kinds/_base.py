@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, NoReturn, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,7 @@ __all__ = [
     "CrossFit",
     "FitSetup",
     "Fitted",
+    "InputSpec",
     "JobScores",
     "JobSettings",
     "Kind",
@@ -42,6 +43,7 @@ __all__ = [
     "member_config",
     "merged_fit",
     "split_windows",
+    "target_values",
     "time_text",
 ]
 
@@ -53,6 +55,20 @@ def time_text(values: np.ndarray) -> list[str]:
     if np.issubdtype(values.dtype, np.datetime64):
         return [t.isoformat() for t in pd.to_datetime(values, utc=True)]
     return [repr(float(v)) for v in values]
+
+
+def target_values(windows: Windows) -> np.ndarray:
+    """``windows.y``: the targets a model is trained and judged on.
+
+    Raises:
+        ValueError: the windows carry none (they were read without targets).
+    """
+    if windows.y is None:
+        raise ValueError(
+            "the windows carry no targets to train or judge a model on; name them in "
+            "data.columns.targets"
+        )
+    return windows.y
 
 
 def error_row(lot: object, err: Exception) -> dict[str, object]:
@@ -223,32 +239,46 @@ class Trained:
     manifest: Any = None
 
 
+class InputSpec(Protocol):
+    """What every kind's input specification (its own frozen dataclass, saved in its
+    bundles) tells the shared code: the model's task."""
+
+    @property
+    def task(self) -> str: ...
+
+
+#: A kind's input specification.
+SpecT = TypeVar("SpecT", bound=InputSpec)
+
+
 # --------------------------------------------------------------------------- predictors
 
 
-class Predictor(ABC):
+class Predictor(ABC, Generic[SpecT]):
     """A loaded bundle, ready to predict: the one inference path of mfgtx.
 
     Build it with :func:`mfgtx.load`. :meth:`predict` returns a DataFrame with exactly the
     columns and values ``mfgtx score`` writes for the same input; :meth:`score` returns
     those rows and the errors of bad lots instead of raising; :meth:`explain` gives the
     attention maps of :mod:`mfgtx.explain` (non-causal diagnostics) with their deletion
-    test.
+    test. ``SpecT`` is the kind's input specification.
 
     Attributes:
         kind: the :class:`Kind` that wrote the bundle.
-        bundle: the verified, loaded :class:`~mfgtx.artifacts.Bundle`.
+        bundle: the verified, loaded :class:`~mfgtx.artifacts.Bundle` (while training
+            judges a model, the :class:`Trained` model standing in for it).
         input_spec: what the model reads and how (the kind's frozen input specification).
     """
 
     #: the key columns of the output (rows are replaced by these when written again)
     keys: ClassVar[tuple[str, ...]] = ("lot", "window_end")
 
-    def __init__(self, kind: Kind, bundle: Bundle, spec: Any) -> None:
+    def __init__(self, kind: Kind[Any, Any, Any], bundle: Bundle | Trained, spec: SpecT) -> None:
         self.kind, self.bundle, self.input_spec = kind, bundle, spec
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.bundle.path}, id {self.bundle_id[:12]})"
+        where = self.bundle.path if isinstance(self.bundle, Bundle) else "just trained"
+        return f"{type(self).__name__}({where}, id {self.bundle_id[:12]})"
 
     @property
     def model(self) -> Any:
@@ -272,6 +302,13 @@ class Predictor(ABC):
 
     @property
     def path(self) -> Path:
+        """The bundle's directory.
+
+        Raises:
+            BundleError: the model was just trained; its bundle is not written yet.
+        """
+        if not isinstance(self.bundle, Bundle):
+            raise BundleError("the model was just trained: its bundle is not written yet")
         return self.bundle.path
 
     @property
@@ -295,11 +332,15 @@ class Predictor(ABC):
         return str(self.input_spec.task)
 
     @abstractmethod
-    def score(self, data: Any, **options: Any) -> Scored:
-        """The output rows for ``data`` and one errors-file row per bad lot or image."""
+    def score(self, data: Any, *, batch_size: int = 256) -> Scored:
+        """The output rows for ``data`` and one errors-file row per bad lot or image.
+
+        Every kind takes ``batch_size`` (inputs per forward pass); a kind adds its own
+        options, keyword-only and each with a default (a window predictor's ``stride``,
+        ``last_per_lot`` ...; the ViT's ``per_tile``)."""
 
     def predict(self, data: Any, **options: Any) -> pd.DataFrame:
-        """The output rows for ``data`` (see :meth:`score`).
+        """The output rows for ``data`` (see :meth:`score`; ``options`` are its options).
 
         Raises:
             DataError: the input cannot be read as a whole (no rows, a column name given
@@ -321,8 +362,10 @@ class Predictor(ABC):
         return scored.rows
 
     @abstractmethod
-    def explain(self, data: Any, **options: Any) -> Any:
-        """Attention maps of one input and their deletion test (:mod:`mfgtx.explain`)."""
+    def explain(self, data: Any, *, deletion: bool = True) -> Any:
+        """Attention maps of one input and their deletion test (:mod:`mfgtx.explain`;
+        ``deletion``: run the test). A kind adds its own options, keyword-only and each with
+        a default (which window, which map)."""
 
 
 # --------------------------------------------------------------------------- kinds
@@ -347,12 +390,15 @@ class FitSetup:
 
 class JobSettings(Protocol):
     """What a kind reads of a job file: :class:`mfgtx.jobs.JobConfig` meets it (the kinds
-    sit below the jobs, so they name the job by what they need of it)."""
+    sit below the jobs, so they name the job by what they need of it). Read-only: a job is
+    a frozen dataclass."""
 
-    source_file: str
-    windows: Windowing
-    split: SplitPlan
-
+    @property
+    def source_file(self) -> str: ...
+    @property
+    def windows(self) -> Windowing: ...
+    @property
+    def split(self) -> SplitPlan: ...
     @property
     def data(self) -> Any: ...
     @property
@@ -402,7 +448,6 @@ class JobScores:
 
 
 SectionT = TypeVar("SectionT")
-SpecT = TypeVar("SpecT")
 DataT = TypeVar("DataT")
 
 
@@ -609,7 +654,7 @@ class Kind(ABC, Generic[SectionT, SpecT, DataT]):
         """
 
     @abstractmethod
-    def predictor(self, bundle: Bundle) -> Predictor:
+    def predictor(self, bundle: Bundle) -> Predictor[SpecT]:
         """The :class:`Predictor` of a loaded bundle of this kind."""
 
     def save(
@@ -646,13 +691,18 @@ class Kind(ABC, Generic[SectionT, SpecT, DataT]):
         job = (bundle.manifest.get("extra") or {}).get("job") or {}
         missing = [k for k in needed if job.get(k) is None]
         if missing:
-            raise BundleError(
-                f"{bundle.path} was written by an earlier mfgtx without the input "
-                f"specification this version needs (missing {missing}); retrain it with "
-                f"`mfgtx train {self.name} JOB.yaml`",
-                file=bundle.path,
-            )
+            self.too_old(bundle, *missing)
         return job
+
+    def too_old(self, bundle: Bundle, *missing: str) -> NoReturn:
+        """Raise the :class:`BundleError` of a bundle written by an earlier mfgtx without
+        ``missing``, which this version needs to read its inputs."""
+        raise BundleError(
+            f"{bundle.path} was written by an earlier mfgtx without the input "
+            f"specification this version needs (missing {list(missing)}); retrain it with "
+            f"`mfgtx train {self.name} JOB.yaml`",
+            file=bundle.path,
+        )
 
 
 def _extra(fitted: Fitted, job: Mapping[str, Any] | None) -> dict[str, Any] | None:

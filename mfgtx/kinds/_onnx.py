@@ -15,6 +15,13 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from mfgtx.models import (
+    CausalForecaster,
+    ForecasterEnsemble,
+    SensorEncoder,
+    SensorEncoderEnsemble,
+)
+
 __all__ = ["Forecast", "Sensor", "Vit", "masked_example", "member_config"]
 
 
@@ -27,7 +34,7 @@ def member_config(model: nn.Module) -> Any:
 class Sensor(nn.Module):
     """A sensor encoder: ``(x, mask) -> prediction[, quantiles]``."""
 
-    def __init__(self, model: nn.Module, quantiles: bool) -> None:
+    def __init__(self, model: SensorEncoder | SensorEncoderEnsemble, quantiles: bool) -> None:
         super().__init__()
         self.model, self.quantiles = model, quantiles
 
@@ -41,7 +48,7 @@ class Sensor(nn.Module):
 class Forecast(nn.Module):
     """A forecaster: ``(past, observed[, covariates]) -> forecast[, quantiles]``."""
 
-    def __init__(self, model: nn.Module, quantiles: bool) -> None:
+    def __init__(self, model: CausalForecaster | ForecasterEnsemble, quantiles: bool) -> None:
         super().__init__()
         self.model, self.quantiles = model, quantiles
 
@@ -50,6 +57,7 @@ class Forecast(nn.Module):
         if not self.quantiles:
             return (self.model(past, observed, covariates),)  # (B, H, K)
         point, band = self.model.forecast_with_quantiles(past, observed, covariates)
+        assert band is not None  # the graph has quantiles only for a model that gives them
         return point, band  # (B, H, K), (B, H, K, Q)
 
 

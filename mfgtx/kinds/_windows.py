@@ -25,8 +25,8 @@ import copy
 import warnings
 from abc import abstractmethod
 from collections.abc import Iterator
-from dataclasses import replace
-from typing import Any, Protocol
+from dataclasses import Field, replace
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -43,34 +43,46 @@ from mfgtx.data import (
     read_table,
 )
 from mfgtx.data.table import FILE, LINE, Where, check_names
-from mfgtx.kinds._base import Predictor, Scored, error_row
+from mfgtx.kinds._base import InputSpec, Predictor, Scored, error_row
 
 __all__ = ["WindowPredictor", "WindowSpec"]
 
 
-class WindowSpec(Protocol):
+class WindowSpec(InputSpec, Protocol):
     """What a :class:`WindowPredictor` reads of its kind's input specification (the spec a
-    bundle over sensor rows saves): a kind's own spec adds what its model needs.
+    bundle over sensor rows saves): a kind's own spec, a frozen dataclass, adds what its
+    model needs.
 
     Attributes:
+        task: as every kind's spec (:class:`~mfgtx.kinds.InputSpec`).
         columns: the columns of the training data (with its targets and label time).
         windowing: window length, stride and ``min_rows``.
         time_kind: the time axis it trained on (``utc``, ``naive`` or ``number``); lots
             written another way are refused. ``None``: not recorded (not checked).
-        scaler: the per-sensor scaler fitted on the training rows.
+        scaler: the per-sensor scaler fitted on the training rows (``None``: a forecast
+            bundle that kept none).
     """
 
-    columns: ColumnMap
-    windowing: Windowing
-    time_kind: str | None
-    scaler: SensorScaler
+    #: a dataclass (:meth:`WindowPredictor.with_columns` replaces its columns)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def columns(self) -> ColumnMap: ...
+    @property
+    def windowing(self) -> Windowing: ...
+    @property
+    def time_kind(self) -> str | None: ...
+    @property
+    def scaler(self) -> SensorScaler | None: ...
 
 
-class WindowPredictor(Predictor):
+#: A window kind's input specification.
+WindowSpecT = TypeVar("WindowSpecT", bound=WindowSpec)
+
+
+class WindowPredictor(Predictor[WindowSpecT]):
     """A :class:`~mfgtx.kinds.Predictor` over sensor rows; the kinds add :meth:`cut`,
     :meth:`rows` and :meth:`explain`. Its ``input_spec`` meets :class:`WindowSpec`."""
-
-    input_spec: WindowSpec
 
     @property
     def columns(self) -> ColumnMap:
@@ -81,7 +93,7 @@ class WindowPredictor(Predictor):
     def windowing(self) -> Windowing:
         return self.input_spec.windowing
 
-    def with_columns(self, columns: ColumnMap) -> WindowPredictor:
+    def with_columns(self, columns: ColumnMap) -> WindowPredictor[WindowSpecT]:
         """This predictor reading an export whose columns are named otherwise (a new
         plant's): the same sensors, in the same order, under ``columns``' names.
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import logging
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,7 @@ from mfgtx.baselines import compare, fit_baselines, forecast_baseline
 from mfgtx.data import (
     ColumnMap,
     ForecastWindows,
+    RegimePlan,
     SensorScaler,
     SensorTable,
     Windowing,
@@ -42,6 +43,7 @@ from mfgtx.kinds._base import (
     learning_split,
     member_config,
     merged_fit,
+    target_values,
     time_text,
 )
 from mfgtx.kinds._onnx import Forecast, masked_example
@@ -206,6 +208,23 @@ class ForecastSpec:
         )
 
 
+@runtime_checkable
+class _Kept(Protocol):
+    """A baseline a bundle can keep (every forecast baseline): its fitted state as JSON."""
+
+    def state(self) -> dict[str, Any]: ...
+
+
+class _Inputs(TypedDict):
+    """The forecaster's inputs of some windows: the forecast sensors' past ``(n, T, K)``
+    (scaled), where it was observed, and the other sensors ``(n, T, C - K)`` (``None``
+    for a model without covariates)."""
+
+    past: torch.Tensor
+    observed: torch.Tensor
+    covariates: torch.Tensor | None
+
+
 @dataclass(frozen=True)
 class ForecastExplanation:
     """Attention maps of one forecast (non-causal diagnostics) and their deletion test."""
@@ -215,7 +234,7 @@ class ForecastExplanation:
     window_end: str
 
 
-class ForecastPredictor(WindowPredictor):
+class ForecastPredictor(WindowPredictor[ForecastSpec]):
     """The :class:`~mfgtx.kinds.Predictor` of a CausalForecaster bundle."""
 
     keys = ("lot", "window_end", "sensor", "step")
@@ -224,7 +243,7 @@ class ForecastPredictor(WindowPredictor):
         """Context windows of ``table`` (no horizon needed: forecasting looks ahead)."""
         return self.windowing.cut(table, stride=stride, on_short="error")
 
-    def _inputs(self, windows: Windows, idx: np.ndarray) -> dict[str, torch.Tensor | None]:
+    def _inputs(self, windows: Windows, idx: np.ndarray) -> _Inputs:
         spec, c = self.input_spec, self.model.config
         tcols = [windows.sensors.index(t) for t in spec.targets]
         others = [j for j in range(len(windows.sensors)) if j not in tcols]
@@ -295,9 +314,7 @@ class ForecastPredictor(WindowPredictor):
         try:
             baseline = forecast_baseline(state)
         except ValueError as e:
-            raise BundleError(
-                f"{self.bundle.path}: best_baseline: {e}", file=self.bundle.path
-            ) from e
+            raise BundleError(f"{self.path}: best_baseline: {e}", file=self.path) from e
         spec = self.input_spec
         ahead = replace(windows, horizon=spec.horizon, targets=tuple(spec.targets), y=None)
         return baseline.predict(ahead, np.asarray(idx))
@@ -351,11 +368,13 @@ def ridge_map_alone(model: CausalForecaster) -> CausalForecaster:
     if model.direct is None or model.skip is None:
         raise ValueError("ridge_map_alone needs a direct-head model with linear_skip")
     alone = copy.deepcopy(model)
+    head = alone.direct
+    assert head is not None  # a copy of model's, checked above
     per = 1 + len(alone.config.quantiles or ())  # (H, k, 1 + Q) outputs, flattened
-    point = torch.arange(alone.direct.out_features) % per == 0
+    point = torch.arange(head.out_features) % per == 0
     with torch.no_grad():
-        alone.direct.weight[point] = 0.0
-        alone.direct.bias[point] = 0.0
+        head.weight[point] = 0.0
+        head.bias[point] = 0.0
     return alone
 
 
@@ -368,7 +387,7 @@ def _scaled_mse(predictor: ForecastPredictor, windows: Windows, idx: np.ndarray)
     spec = predictor.input_spec
     cols = [windows.sensors.index(t) for t in spec.targets]
     scale = np.ones(len(cols)) if spec.scaler is None else np.asarray(spec.scaler.scale)[cols]
-    return float(np.nanmean(((point - windows.y[idx]) / scale) ** 2))
+    return float(np.nanmean(((point - target_values(windows)[idx]) / scale) ** 2))
 
 
 def _name(picks: list[dict[str, Any]]) -> str:
@@ -439,16 +458,23 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         on_step: Any = None,
         judge: bool = True,
         members: int | None = None,
+        regimes: RegimePlan | None = None,
     ) -> Fitted:
         """Split and audit the forecast ``windows``, train the forecaster (``members``:
         an ensemble cross-fitted by lot, :func:`~mfgtx.kinds._base.cross_fit`; after the frozen
         ridge map with ``linear_skip: ridge``), and compare it with the forecast baselines
         and the band's interval coverage on the test windows whose horizon was recorded.
+        Operating ``regimes`` are for the sensor kind only (refused).
 
         Raises:
             LeakageError: the split fails its audit.
             ValueError: settings that do not fit the data (naming them).
         """
+        if regimes is not None:
+            raise ValueError(
+                "data.regimes: operating regimes are for sensor jobs (mfgtx train sensor), "
+                "not forecast"
+            )
         if windowing.min_rows is not None:
             raise ValueError(
                 "windows.min_rows: forecasts need every context row of their lot; leave "
@@ -487,7 +513,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
             member_train = member_config(train, k) if members else train
             key = {**(run_key or {}), "member": k} if members else run_key
             torch.manual_seed(member_train.seed)
-            model = CausalForecaster(config)
+            forecaster = CausalForecaster(config)
             if section.linear_skip == "ridge":  # the linear forecast first; training the rest
                 items = dataset(fit_on).batch(fit_on)
                 whole = torch.isfinite(items["y"]).flatten(1).all(1)  # horizons recorded
@@ -496,18 +522,25 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
                         "forecast.linear_skip: ridge needs training windows whose whole "
                         "horizon is recorded; none has it"
                     )
-                model.fit_linear_skip(
+                forecaster.fit_linear_skip(
                     items["x"][whole], items["y"][whole], items["observed"][whole]
                 )
             fits.append(
                 fit(
-                    model, dataset(fit_on), dataset(val), member_train, on_step=on_step, run_key=key
+                    forecaster,
+                    dataset(fit_on),
+                    dataset(val),
+                    member_train,
+                    on_step=on_step,
+                    run_key=key,
                 )
             )
             if section.linear_skip == "ridge" and section.pick == "validation":
-                model, pick = self._pick(model, spec, windows, np.intersect1d(val, labelled))
+                forecaster, pick = self._pick(
+                    forecaster, spec, windows, np.intersect1d(val, labelled)
+                )
                 picks.append(pick)
-            trained.append(model)
+            trained.append(forecaster)
         model = ForecasterEnsemble.of(trained).eval() if members else trained[0]
         test = np.intersect1d(test_all, labelled)
         result = Fitted(
@@ -539,7 +572,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
                 "validation_mse_ridge_map": float(np.mean([p["ridge map"] for p in picks])),
             }
         best = report.best_baseline()  # kept, so its forecasts can be drawn beside the model's
-        kept = next((b.state() for b in baselines if b.name == best), None)
+        kept = next((b.state() for b in baselines if b.name == best and isinstance(b, _Kept)), None)
         return replace(result, report=report, extra_metrics=extra, best_baseline=kept)
 
     def _pick(
@@ -596,7 +629,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         extra: dict[str, float] = {}
         if band is not None:
             quantiles = predictor.model.config.quantiles
-            cover = interval_coverage(windows.y[test_idx], band, quantiles)  # type: ignore[index]
+            cover = interval_coverage(target_values(windows)[test_idx], band, quantiles)
             extra = {
                 "interval_coverage": round(float(cover["coverage"]), 4),
                 "interval_nominal": round(float(cover["nominal"]), 4),

@@ -41,6 +41,7 @@ from mfgtx.kinds._base import (
     learning_split,
     member_config,
     merged_fit,
+    target_values,
     time_text,
 )
 from mfgtx.kinds._onnx import Sensor, masked_example
@@ -152,7 +153,8 @@ def _columns_dict(c: ColumnMap) -> dict[str, Any]:
 
 def columns_from(state: dict[str, Any]) -> ColumnMap:
     """A :class:`~mfgtx.data.ColumnMap` from its JSON form (lists become tuples)."""
-    return ColumnMap(**{k: tuple(v) if isinstance(v, list) else v for k, v in state.items()})
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in state.items()}
+    return ColumnMap(**fields)
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,7 @@ class SensorSpec:
 
 
 def _target_range(windows: Windows, idx: np.ndarray) -> tuple[tuple[float, float], ...]:
-    y = windows.y[idx]  # type: ignore[index]
+    y = target_values(windows)[idx]
     return tuple((float(np.nanmin(y[:, k])), float(np.nanmax(y[:, k]))) for k in range(y.shape[1]))
 
 
@@ -242,7 +244,7 @@ class Explanation:
     window_end: str
 
 
-class SensorPredictor(WindowPredictor):
+class SensorPredictor(WindowPredictor[SensorSpec]):
     """The :class:`~mfgtx.kinds.Predictor` of a SensorEncoder bundle (see the module
     docstring for its output columns)."""
 
@@ -430,8 +432,9 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
                     f"data.columns.targets: classification takes one target column, found "
                     f"{list(windows.targets)}"
                 )
-            n_outputs = max(2, int(np.nanmax(windows.y[:, 0])) + 1)
-            counts_y = np.bincount(windows.y[learn, 0].astype(int), minlength=n_outputs)
+            y = target_values(windows)
+            n_outputs = max(2, int(np.nanmax(y[:, 0])) + 1)
+            counts_y = np.bincount(y[learn, 0].astype(int), minlength=n_outputs)
             class_weights = tuple(
                 float(min(10.0, counts_y.sum() / (n_outputs * max(c, 1.0))))
                 for c in counts_y.astype(float)
@@ -445,16 +448,16 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             )
         except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
             raise ValueError(f"{self.section_key}: {e}") from e
-        target = "class" if task == "classification" else "float"
+        target: Literal["class", "float"] = "class" if task == "classification" else "float"
         trained, fits = [], []
         for k, (fit_on, val) in enumerate(splits):
             member_train = member_config(train, k) if members else train
             key = {**(run_key or {}), "member": k} if members else run_key
             torch.manual_seed(member_train.seed)
-            model = SensorEncoder(config)
+            encoder = SensorEncoder(config)
             fits.append(
                 fit(
-                    model,
+                    encoder,
                     WindowDataset(windows, fit_on, scaler, target=target),
                     WindowDataset(windows, val, scaler, target=target),
                     member_train,
@@ -462,7 +465,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
                     run_key=key,
                 )
             )
-            trained.append(model)
+            trained.append(encoder)
         model = SensorEncoderEnsemble.of(trained).eval() if members else trained[0]
         spec = SensorSpec(
             columns=columns,
@@ -495,7 +498,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
                 val = windows.last_per_lot(val) if last else val
                 ds = WindowDataset(windows, val, scaler, target="none")
                 logits.append(predict(member, ds).numpy())
-                labels.append(windows.y[val, 0])
+                labels.append(target_values(windows)[val, 0])
             calibration = fit_calibration(
                 np.concatenate(logits), np.concatenate(labels), cost_ratio=cost_ratio
             )
@@ -537,7 +540,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         job = self.old_layout(bundle, "window", "targets", "task")  # format 2
         schema = dict(bundle.manifest.get("data_schema") or {})
         if not schema or bundle.scaler is None:
-            self.old_layout(bundle, "data_schema", "scaler")
+            self.too_old(bundle, "data_schema", "scaler")
         window = int(job["window"])
         return SensorSpec(
             columns=columns_from(schema),
@@ -547,7 +550,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             task=job["task"],
             targets=tuple(job["targets"]),
             time_kind=job.get("time_kind"),
-            scaler=bundle.scaler,  # type: ignore[arg-type]
+            scaler=bundle.scaler,
         )
 
     def predictor(self, bundle: Bundle) -> SensorPredictor:

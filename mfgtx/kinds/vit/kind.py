@@ -234,7 +234,7 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
 
     def fit(
         self,
-        prep: PreparedImages,
+        prep: PreparedImages | PreparedTiles,
         *,
         images: ImagesSection,
         section: VitSection,
@@ -365,7 +365,11 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
                 else f"the loss weighs classes by inverse frequency "
                 f"{[round(w, 4) for w in balancing.class_weights or ()]}",
             )
-        draw = balancing.sample_weights(train_labels) if balancing.method == "sampler" else None
+        draw = (
+            torch.from_numpy(balancing.sample_weights(train_labels))
+            if balancing.method == "sampler"
+            else None
+        )
         try:
             config = section.model_config(
                 image_size=images.image_size,
@@ -503,8 +507,8 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
             cost = None
             if predictor.calibration is not None and predictor.calibration.threshold is not None:
                 cost = predictor.calibration.threshold.cost_missed_defect
-            report, _, extra = self._judge_tiles(predictor, prep, cost, model_name)
-            return report, extra
+            report, _, tile_extra = self._judge_tiles(predictor, prep, cost, model_name)
+            return report, tile_extra
         prob = predictor.probabilities(prep.images[prep.test])
         report = compare_images(prep, prob, model_name=model_name)
         extra: dict[str, float] = {}

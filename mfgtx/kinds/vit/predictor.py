@@ -21,6 +21,7 @@ from mfgtx.kinds._base import (
     Scored,
 )
 from mfgtx.kinds.vit.reading import batches, each_read, error_row
+from mfgtx.kinds.vit.spec import VitSpec
 
 __all__ = ["VitExplanation", "VitPredictor"]
 
@@ -47,7 +48,7 @@ class VitExplanation:
     row: dict[str, Any]
 
 
-class VitPredictor(Predictor):
+class VitPredictor(Predictor[VitSpec]):
     """The :class:`~mfgtx.kinds.Predictor` of a DefectViT bundle (see the module docstring)."""
 
     keys = ("image",)
@@ -216,6 +217,7 @@ class VitPredictor(Predictor):
         from mfgtx.kinds.vit.tiles import tile_tensor
 
         spec = self.input_spec
+        assert spec.tile_size is not None  # explain() asks for a tiled bundle's worst tile only
         rows, bad = score_photos(self, [data], batch_size=256, per_tile=False)
         if rows is None:
             raise DataError(f"{data[0]}: {bad[0].reason}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -217,7 +217,7 @@ def judge_tiles(
         keep = labelled[s.rows]
         y_tile = prep.tiles["label"].to_numpy()[s.rows][keep]
         t = 0.5 if thr is None else float(thr)
-        kind = "model" if name == model_name else "baseline"
+        kind: Literal["model", "baseline"] = "model" if name == model_name else "baseline"
         img_rows.append(ReportRow(name, kind, detection_metrics(y_img, s.image, t, reasons=notes)))
         tile_rows.append(
             ReportRow(name, kind, detection_metrics(y_tile, s.tile[keep], t, reasons=notes))

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -203,7 +203,7 @@ class TileDataset(Dataset):
 class _Listed:
     keys: list[str]  # each photo's name relative to the folder or manifest (the output key)
     paths: list[Path]
-    lines: list[int | None]  # CSV line of a manifest row
+    lines: Sequence[int | None]  # CSV line of a manifest row
     lots: list[str] | None
     times: pd.Series | None
     masks: list[Path | None]
@@ -259,7 +259,7 @@ def _list_photos(path: str) -> _Listed:
         masks = [base / m if m.strip() else None for m in frame["mask"]]
     root = Path(os.path.commonpath([str(p.parent) for p in paths]))
     lots = list(frame["lot"]) if "lot" in frame.columns else None
-    return _Listed(list(frame["path"]), paths, lines, lots, times, masks, root)  # type: ignore[arg-type]
+    return _Listed(list(frame["path"]), paths, lines, lots, times, masks, root)
 
 
 def _error(file: str, reason: str, *, lot: str | None = None, line: int | None = None) -> dict:
@@ -355,9 +355,10 @@ class PreparedTiles:
         """uint8 tiles of ``rows`` in order, ``batch_size`` at a time (what a pass over many
         tiles holds at once)."""
         t = self._rows(rows)
-        cols = (t["photo"].to_numpy(), t["top"].to_numpy(), t["left"].to_numpy())
+        photo, top, left = t["photo"].to_numpy(), t["top"].to_numpy(), t["left"].to_numpy()
         for a in range(0, len(t), batch_size):
-            yield self.store.tiles(*(c[a : a + batch_size] for c in cols), self.spec.size)
+            part = slice(a, a + batch_size)
+            yield self.store.tiles(photo[part], top[part], left[part], self.spec.size)
 
     def apply(
         self, rows: np.ndarray | pd.DataFrame, fn: Any, batch_size: int = BATCH_TILES
