@@ -21,7 +21,7 @@ then signed when written (``signature.hmac``) and refused everywhere unless sign
 (:func:`sign_bundle` signs a released one).
 
 ``manifest.json`` keys: ``format`` (``"mfgtx.bundle"``), ``format_version`` (3),
-``created_utc``, ``versions`` (mfgtx, torch, safetensors, python), ``model`` (registered
+``created_utc``, ``versions`` (mfgtx, torch, safetensors, python), ``model`` (the
 ``class`` name, ``config_class``, ``config``, tied-tensor ``aliases``, ``parameters``),
 ``precision``, ``files``, and the optional objects (or null) ``data_schema``, ``scaler``,
 ``split``, ``audit``, ``metrics``, ``baseline_metrics``, ``train_config``, ``calibration``
@@ -32,21 +32,21 @@ same without ``calibration``, and without ``kind`` and ``input_spec``) still loa
 another format version, with another top-level key set, or written by a newer major mfgtx is
 refused. ``bundle_id`` is the sha256 of ``manifest.json``.
 
-Models are rebuilt only from classes the program names: those given to
-:func:`load_bundle` in ``classes`` (:func:`mfgtx.load` gives mfgtx's own models) or
-registered with :func:`register_model` (a program's own models). This package names no
-model. A bundleable model is an ``nn.Module`` built as ``cls(config)``, the argument
-annotated with its frozen config dataclass, which is stored as JSON and rebuilt field by
-field.
+Models are rebuilt only from classes the caller passes: :func:`load_bundle` takes them in
+``classes`` (:func:`mfgtx.load` passes mfgtx's own models, those of :mod:`mfgtx.kinds`), and
+nothing is registered globally or at import. This package names no model. A bundleable
+model is an ``nn.Module`` built as ``cls(config)``, the argument annotated with its frozen
+config dataclass, which is stored as JSON and rebuilt field by field. The manifest names the
+class ``model_name`` (default ``cls.__module__ + "." + cls.__qualname__``).
 
 Typical use::
 
-    @register_model
     class Forecaster(nn.Module):
         def __init__(self, config: ForecasterConfig) -> None: ...
 
-    save_bundle("models/line3", model, scaler=scaler, audit=report, metrics={"mae": 0.41})
-    bundle = load_bundle("models/line3")        # BundleError if anything is wrong
+    save_bundle("models/line3", model, model_name="plant.Forecaster", scaler=scaler,
+                audit=report, metrics={"mae": 0.41})
+    bundle = load_bundle("models/line3", classes={"plant.Forecaster": Forecaster})
     found, refused = find_bundles("models")     # every verified bundle of a folder
 """
 
@@ -62,7 +62,6 @@ from mfgtx.artifacts.bundle import (
 )
 from mfgtx.artifacts.discovery import FoundBundle, find_bundles
 from mfgtx.artifacts.errors import BundleError, BundleWarning
-from mfgtx.artifacts.registry import register_model, registered_models
 
 __all__ = [
     "FORMAT_VERSION",
@@ -76,8 +75,6 @@ __all__ = [
     "bundle_files",
     "find_bundles",
     "load_bundle",
-    "register_model",
-    "registered_models",
     "save_bundle",
     "sign_bundle",
     "signing_key",

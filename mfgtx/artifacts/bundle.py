@@ -6,7 +6,6 @@ import dataclasses
 import json
 import logging
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from mfgtx.artifacts import _atomic, _signing, _weights
+from mfgtx.artifacts import _atomic, _classes, _signing, _weights
 from mfgtx.artifacts._integrity import (
     MAX_CHECKSUM_BYTES,
     bundle_files,
@@ -38,7 +37,6 @@ from mfgtx.artifacts._manifest import (
     versions,
 )
 from mfgtx.artifacts.errors import BundleError, BundleWarning
-from mfgtx.artifacts.registry import _config_class, _lookup, _name_of, registered_models
 from mfgtx.calibration.record import Calibration
 from mfgtx.data.scaling import SensorScaler
 
@@ -86,16 +84,12 @@ class Bundle:
 
 def _model_name_and_config(model: nn.Module, name: str | None) -> tuple[str, Any, dict[str, Any]]:
     """Name, config and config JSON of ``model``; refuses what cannot reload."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"save_bundle takes an nn.Module, found {type(model).__qualname__}")
     cls = type(model)
-    name = name or _name_of(cls)
-    if name is None:
-        raise TypeError(
-            f"{cls.__module__}.{cls.__qualname__} is not a registered model class; decorate it "
-            "with @register_model (from mfgtx.artifacts) so that bundles can name it and "
-            "load_bundle can rebuild it without importing code named in a file"
-        )
+    name = _classes.model_name(cls, name)
     config: Any = getattr(model, "config", None)
-    expected: type[Any] = _config_class(cls)
+    expected: type[Any] = _classes.config_class(cls)
     if type(config) is not expected:
         raise TypeError(
             f"{name}: model.config must be a {expected.__qualname__} (the annotation of its "
@@ -151,9 +145,8 @@ def save_bundle(
 
     Args:
         path: the bundle directory to create (its parent is created if needed).
-        model: an instance of a class registered with :func:`register_model` (or named by
-            ``model_name``), built as ``cls(config)`` from the frozen dataclass in
-            ``model.config``.
+        model: an ``nn.Module`` built as ``cls(config)`` from the frozen dataclass in
+            ``model.config`` (its constructor's argument annotated with that dataclass).
         data_schema: the column mapping (e.g. a :class:`~mfgtx.data.ColumnMap`) or any dict.
         scaler: a :class:`~mfgtx.data.SensorScaler` (or anything whose ``to_dict()`` gives its
             state).
@@ -165,8 +158,11 @@ def save_bundle(
             be strict JSON (no NaN: store ``None``).
         kind, input_spec: the model kind of :mod:`mfgtx.kinds` that wrote the bundle and its
             versioned input specification (what the model reads, and how).
-        model_name: the name the manifest gives the model class (default: the name it was
-            registered under with :func:`register_model`).
+        model_name: the name the manifest gives the model class, which
+            :func:`load_bundle` is passed back in ``classes``; default
+            ``cls.__module__ + "." + cls.__qualname__``. Give a stable name to keep bundles
+            loadable when the class moves to another module (required for a class defined
+            inside a function).
         precision: the training precision, e.g. ``"bf16-autocast"`` or ``torch.float32``.
         overwrite: replace an existing bundle at ``path`` (never anything else).
 
@@ -178,29 +174,31 @@ def save_bundle(
         ``path`` as a :class:`~pathlib.Path`.
 
     Raises:
-        TypeError: the model class is not registered, or a section has no JSON form.
-        ValueError: a value is not strict JSON or the config does not survive a round trip.
+        TypeError: the model is not built from its annotated frozen config, or a section has
+            no JSON form.
+        ValueError: the model name is empty or holds ``<locals>``, a value is not strict
+            JSON, or the config does not survive a round trip.
         FileExistsError: ``path`` exists and ``overwrite`` is false, or is not a bundle.
 
     Example:
         >>> import dataclasses, tempfile, torch
         >>> from torch import nn
-        >>> from mfgtx.artifacts import register_model
         >>> @dataclasses.dataclass(frozen=True)
         ... class ToyConfig:
         ...     d_in: int = 3
-        >>> @register_model(name="example.Toy")
-        ... class Toy(nn.Module):
+        >>> class Toy(nn.Module):
         ...     def __init__(self, config: ToyConfig) -> None:
         ...         super().__init__()
         ...         self.config = config
         ...         self.linear = nn.Linear(config.d_in, 1)
         >>> model = Toy(ToyConfig())
         >>> with tempfile.TemporaryDirectory() as tmp:
-        ...     path = save_bundle(f"{tmp}/toy", model, metrics={"mae": 0.5})
-        ...     bundle = load_bundle(path)
-        >>> bundle.config, bundle.manifest["metrics"], bundle.model.training
-        (ToyConfig(d_in=3), {'mae': 0.5}, False)
+        ...     path = save_bundle(f"{tmp}/toy", model, model_name="ex.Toy", metrics={"mae": 1})
+        ...     bundle = load_bundle(path, classes={"ex.Toy": Toy})
+        >>> bundle.manifest["model"]["class"], bundle.config, bundle.manifest["metrics"]
+        ('ex.Toy', ToyConfig(d_in=3), {'mae': 1})
+        >>> bundle.model.training
+        False
         >>> torch.equal(bundle.model.linear.weight, model.linear.weight)
         True
     """
@@ -359,7 +357,7 @@ def verify_bundle(path: str | PathLike[str]) -> dict[str, Any]:
     Checks every checksum, the signature when a signing key is configured, the format
     version, the mfgtx major version and the manifest's structure; files in the directory
     that the bundle does not list raise a :class:`BundleWarning`. Whether the model class is
-    registered and the weights fit it is checked by :func:`load_bundle`.
+    known and the weights fit it is checked by :func:`load_bundle`.
 
     Returns:
         ``{"bundle_id": str, "path": str, "manifest": dict, "unexpected_files": list,
@@ -382,19 +380,21 @@ def verify_bundle(path: str | PathLike[str]) -> dict[str, Any]:
 def load_bundle(
     path: str | PathLike[str],
     *,
-    classes: Mapping[str, type[nn.Module]] | None = None,
+    classes: _classes.Classes | None = None,
     map_location: str | torch.device = "cpu",
 ) -> Bundle:
-    """Verify a bundle, then rebuild its model from its registered class and config.
+    """Verify a bundle, then rebuild its model from the class its caller names and its config.
 
     Nothing is deserialised before its checksum is verified, and nothing named in the
-    manifest is imported: the model class must be given in ``classes`` or registered
-    (:func:`register_model`) by the running program. (:func:`mfgtx.load` gives mfgtx's own
-    model classes.)
+    manifest is imported: the model class must be among ``classes``. (:func:`mfgtx.load`
+    passes mfgtx's own model classes, :func:`mfgtx.kinds.model_classes`.)
 
     Args:
         path: the bundle directory.
-        classes: model classes by the name a manifest gives them (looked up first).
+        classes: the model classes this program can rebuild: a mapping from the name a
+            manifest gives a class (``save_bundle``'s ``model_name``) to the class, or an
+            iterable of classes, each under its default name
+            ``cls.__module__ + "." + cls.__qualname__``.
         map_location: the device to put the model on.
 
     Returns:
@@ -402,28 +402,32 @@ def load_bundle(
 
     Raises:
         BundleError: the bundle is missing a file, is corrupted or tampered with, comes from
-            an incompatible format or a newer major mfgtx, names an unregistered class, or
-            its weights do not fit the model its config builds (first differing tensor named).
+            an incompatible format or a newer major mfgtx, names a class not in ``classes``,
+            or its weights do not fit the model its config builds (first differing tensor
+            named).
+        TypeError, ValueError: ``classes`` holds something other than named model classes.
     """
+    known = _classes.by_name(classes)
     verified = _verify(path)
     root, manifest = Path(path), verified.manifest
     manifest_file = root / MANIFEST_FILE
     name = manifest["model"]["class"]
-    cls = (classes or {}).get(name) or _lookup(name)
+    cls = known.get(name)
     if cls is None:
         hint = (
             "load it with mfgtx.load()"
             if name.startswith("mfgtx.")
-            else "import the module that defines it (with @register_model) before loading"
+            else f"pass classes={{{name!r}: YourModel}} to load_bundle"
         )
-        known = sorted({*(classes or {}), *registered_models()})
         raise BundleError(
             f"{manifest_file}: model class {name!r} is not known to this program; {hint}. "
-            f"Known: {known}",
+            f"Known: {sorted(known)}",
             file=manifest_file,
         )
     try:
-        config = config_from_json(_config_class(cls), manifest["model"]["config"], "model.config")
+        config = config_from_json(
+            _classes.config_class(cls), manifest["model"]["config"], "model.config"
+        )
         model = cls(config)
     except (TypeError, ValueError) as e:
         raise BundleError(

@@ -33,7 +33,7 @@ class FoundBundle:
         bundle_id: the sha256 of its ``manifest.json``.
         kind: the model kind that wrote it (``manifest["kind"]``), ``None`` when the
             manifest records none (format versions 1 and 2, or a model of no mfgtx kind).
-        model_class: the registered class name of its model (``mfgtx.SensorEncoder``).
+        model_class: the class name its manifest gives its model (``mfgtx.SensorEncoder``).
         task: ``classification``, ``regression``, ``forecast``... as the input
             specification, the model's config or its metrics record it; ``None`` if none do.
         manifest: the whole manifest.

@@ -130,7 +130,7 @@ def kind_of(bundle: Bundle) -> Kind:
         return kind
     raise BundleError(
         f"{bundle.path} holds a {name!r} model, not one of mfgtx's kinds; load it with "
-        "mfgtx.artifacts.load_bundle",
+        f"mfgtx.artifacts.load_bundle(path, classes={{{name!r}: YourModel}})",
         file=bundle.path,
     )
 

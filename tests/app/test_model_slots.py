@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import pytest
-from torch import nn
 
-from mfgtx.artifacts import register_model, save_bundle
 from tests.bundles import save
 
 from .conftest import ROOT
 from .test_dashboard import _app, _clean, _png, _specs, _texts
 
 sys.path.insert(0, str(ROOT / "app"))
-
-
-@dataclasses.dataclass(frozen=True)
-class StandInConfig:
-    d_in: int = 2
-
-
-@register_model(name="tests.app.StandIn")
-class StandIn(nn.Module):
-    def __init__(self, config: StandInConfig) -> None:
-        super().__init__()
-        self.config = config
-        self.linear = nn.Linear(config.d_in, 1)
-
-
-@pytest.fixture
-def stand_in_dir(tmp_path, monkeypatch):
-    save_bundle(tmp_path / "stand_in", StandIn(StandInConfig()))
-    monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
-    return tmp_path
 
 
 @pytest.fixture

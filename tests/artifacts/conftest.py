@@ -1,4 +1,4 @@
-"""A tiny registered model with a tied weight, a tuple config field and a non-contiguous
+"""A tiny bundleable model with a tied weight, a tuple config field and a non-contiguous
 buffer; a saved bundle of it; and ``reseal`` to edit a bundle and recompute its checksums."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from mfgtx.artifacts import register_model, registry, save_bundle
+from mfgtx.artifacts import save_bundle
 from mfgtx.nn import Encoder, TransformerConfig
 
 
@@ -39,7 +39,6 @@ class _Mix(nn.Module):
         return x @ self.matrix
 
 
-@register_model(name="tests.artifacts.TinyModel")
 class TinyModel(nn.Module):
     """Sensors ``x (B, T, d_in)`` and state codes ``(B, T)`` -> quantiles and code logits."""
 
@@ -77,13 +76,6 @@ def inputs() -> tuple[Tensor, Tensor]:
 @pytest.fixture
 def bundle_path(tmp_path: Path, tiny_model: TinyModel) -> Path:
     return save_bundle(tmp_path / "bundle", tiny_model, metrics={"mae": 0.25})
-
-
-@pytest.fixture
-def clean_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Registrations made by a test are undone after it."""
-    monkeypatch.setattr(registry, "_BY_NAME", dict(registry._BY_NAME))
-    monkeypatch.setattr(registry, "_BY_CLASS", dict(registry._BY_CLASS))
 
 
 def _sha256(data: bytes) -> str:

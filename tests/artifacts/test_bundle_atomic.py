@@ -12,6 +12,8 @@ import pytest
 from mfgtx._files import claim_folder, remove_leftovers, remove_written
 from mfgtx.artifacts import _atomic, load_bundle, save_bundle
 
+from .conftest import TinyModel
+
 
 class DiskFull(OSError):
     pass
@@ -39,16 +41,16 @@ def test_crash_leaves_nothing_at_the_target(tmp_path, tiny_model, monkeypatch) -
 
 
 def test_crash_while_overwriting_keeps_the_old_bundle(bundle_path, tiny_model, monkeypatch) -> None:
-    before = load_bundle(bundle_path).bundle_id
+    before = load_bundle(bundle_path, classes=[TinyModel]).bundle_id
     _crash_writing_weights(monkeypatch)
     with pytest.raises(DiskFull):
         save_bundle(bundle_path, tiny_model, metrics={"mae": 9.0}, overwrite=True)
-    assert load_bundle(bundle_path).bundle_id == before
+    assert load_bundle(bundle_path, classes=[TinyModel]).bundle_id == before
     assert [p.name for p in bundle_path.parent.iterdir()] == ["bundle"]
 
 
 def test_failed_swap_puts_the_old_bundle_back(bundle_path, tiny_model, monkeypatch) -> None:
-    before = load_bundle(bundle_path).bundle_id
+    before = load_bundle(bundle_path, classes=[TinyModel]).bundle_id
     real_rename = os.rename
 
     def rename(src, dst):
@@ -60,22 +62,22 @@ def test_failed_swap_puts_the_old_bundle_back(bundle_path, tiny_model, monkeypat
     with pytest.raises(DiskFull):
         save_bundle(bundle_path, tiny_model, metrics={"mae": 9.0}, overwrite=True)
     monkeypatch.undo()
-    assert load_bundle(bundle_path).bundle_id == before
+    assert load_bundle(bundle_path, classes=[TinyModel]).bundle_id == before
     assert [p.name for p in bundle_path.parent.iterdir()] == ["bundle"]
 
 
 def test_existing_bundle_is_not_overwritten_by_default(bundle_path, tiny_model) -> None:
-    before = load_bundle(bundle_path).bundle_id
+    before = load_bundle(bundle_path, classes=[TinyModel]).bundle_id
     with pytest.raises(FileExistsError, match="bundle already exists; pass overwrite=True"):
         save_bundle(bundle_path, tiny_model)
-    assert load_bundle(bundle_path).bundle_id == before
+    assert load_bundle(bundle_path, classes=[TinyModel]).bundle_id == before
     assert [p.name for p in bundle_path.parent.iterdir()] == ["bundle"]
 
 
 def test_overwrite_replaces_the_bundle_and_cleans_up(bundle_path, tiny_model) -> None:
-    before = load_bundle(bundle_path).bundle_id
+    before = load_bundle(bundle_path, classes=[TinyModel]).bundle_id
     save_bundle(bundle_path, tiny_model, metrics={"mae": 9.0}, overwrite=True)
-    bundle = load_bundle(bundle_path)
+    bundle = load_bundle(bundle_path, classes=[TinyModel])
     assert bundle.bundle_id != before and bundle.manifest["metrics"] == {"mae": 9.0}
     assert [p.name for p in bundle_path.parent.iterdir()] == ["bundle"]
 
@@ -94,7 +96,7 @@ def test_overwrite_never_replaces_something_that_is_not_a_bundle(tmp_path, tiny_
 
 def test_missing_parent_directories_are_created(tmp_path, tiny_model) -> None:
     path = save_bundle(tmp_path / "plant" / "line3" / "model", tiny_model)
-    assert load_bundle(path).path == path
+    assert load_bundle(path, classes=[TinyModel]).path == path
 
 
 def test_staging_and_aside_folders_carry_mfgtx_token(bundle_path, tiny_model, monkeypatch):

@@ -19,6 +19,8 @@ from mfgtx.artifacts import BundleError, BundleWarning, load_bundle, save_bundle
 from mfgtx.calibration import Calibration, TemperatureScaler, ThresholdChoice
 from mfgtx.data import ColumnMap, SensorScaler
 
+from .conftest import TinyModel
+
 SCALER = SensorScaler(
     sensors=("a", "b", "c", "d"),
     method="standard",
@@ -44,7 +46,7 @@ class Report:
 
 def test_round_trip_gives_identical_predictions(tmp_path, tiny_model, inputs) -> None:
     path = save_bundle(tmp_path / "b", tiny_model)
-    bundle = load_bundle(path)
+    bundle = load_bundle(path, classes=[TinyModel])
     with torch.no_grad():
         assert torch.equal(bundle.model(*inputs), tiny_model(*inputs))
     assert bundle.model is not tiny_model and not bundle.model.training
@@ -68,14 +70,14 @@ def test_manifest_holds_every_section(tmp_path, tiny_model) -> None:
         precision=torch.bfloat16,
         extra={"line": "L3"},
     )
-    bundle = load_bundle(path)
+    bundle = load_bundle(path, classes=[TinyModel])
     m = bundle.manifest
     assert m["format"] == "mfgtx.bundle" and m["format_version"] == 3
     assert m["kind"] is None and m["input_spec"] is None  # written from Python, no kind
     assert m["versions"]["mfgtx"] == mfgtx.__version__
     assert m["versions"]["torch"] == str(torch.__version__)
     assert m["created_utc"].endswith("+00:00")
-    assert m["model"]["class"] == "tests.artifacts.TinyModel"
+    assert m["model"]["class"] == f"{TinyModel.__module__}.TinyModel"  # the default name
     assert m["model"]["config"] == {
         **dataclasses.asdict(tiny_model.config),
         "quantiles": [0.1, 0.5, 0.9],
@@ -119,18 +121,20 @@ def test_tied_weight_is_stored_once_and_stays_tied(bundle_path) -> None:
     assert "embed.weight" in names and "code_head.weight" not in names
     manifest = json.loads((bundle_path / "manifest.json").read_text())
     assert manifest["model"]["aliases"] == {"code_head.weight": "embed.weight"}
-    model = load_bundle(bundle_path).model
+    model = load_bundle(bundle_path, classes=[TinyModel]).model
     assert model.code_head.weight is model.embed.weight
 
 
 def test_non_contiguous_buffer_round_trips(bundle_path, tiny_model) -> None:
     assert not tiny_model.mix.matrix.is_contiguous()
-    assert torch.equal(load_bundle(bundle_path).model.mix.matrix, tiny_model.mix.matrix)
+    assert torch.equal(
+        load_bundle(bundle_path, classes=[TinyModel]).model.mix.matrix, tiny_model.mix.matrix
+    )
 
 
 def test_float64_model_comes_back_in_float64(tmp_path, tiny_model, inputs) -> None:
     model = tiny_model.double()
-    bundle = load_bundle(save_bundle(tmp_path / "b", model))
+    bundle = load_bundle(save_bundle(tmp_path / "b", model), classes=[TinyModel])
     assert bundle.model.inp.weight.dtype == torch.float64
     x, codes = inputs
     with torch.no_grad():
@@ -138,10 +142,14 @@ def test_float64_model_comes_back_in_float64(tmp_path, tiny_model, inputs) -> No
 
 
 def test_bundle_id_is_stable_and_changes_with_content(tmp_path, tiny_model, bundle_path) -> None:
-    first = load_bundle(bundle_path).bundle_id
-    assert load_bundle(bundle_path).bundle_id == first == verify_bundle(bundle_path)["bundle_id"]
+    first = load_bundle(bundle_path, classes=[TinyModel]).bundle_id
+    assert (
+        load_bundle(bundle_path, classes=[TinyModel]).bundle_id
+        == first
+        == verify_bundle(bundle_path)["bundle_id"]
+    )
     other = save_bundle(tmp_path / "other", tiny_model, metrics={"mae": 0.5})
-    assert load_bundle(other).bundle_id != first
+    assert load_bundle(other, classes=[TinyModel]).bundle_id != first
 
 
 def test_verify_checks_without_building_the_model(bundle_path, reseal) -> None:
@@ -150,13 +158,13 @@ def test_verify_checks_without_building_the_model(bundle_path, reseal) -> None:
     assert report["manifest"]["model"]["class"] == "not.registered.Model"
     assert report["unexpected_files"] == []
     with pytest.raises(BundleError, match="'not.registered.Model' is not known to this program"):
-        load_bundle(bundle_path)
+        load_bundle(bundle_path, classes=[TinyModel])
 
 
 def test_unlisted_file_warns_and_is_ignored(bundle_path, tiny_model, inputs) -> None:
     (bundle_path / "Thumbs.db").write_bytes(b"\x00junk")
     with pytest.warns(BundleWarning, match=r"\['Thumbs.db'\]"):
-        bundle = load_bundle(bundle_path)
+        bundle = load_bundle(bundle_path, classes=[TinyModel])
     with torch.no_grad():
         assert torch.equal(bundle.model(*inputs), tiny_model(*inputs))
     with pytest.warns(BundleWarning):
@@ -170,7 +178,9 @@ def test_calibration_travels_with_the_bundle(tmp_path, tiny_model) -> None:
             0.21, cost_missed_defect=10.0, cost_false_alarm=1.0, tp=9, fp=7, tn=80, fn=1
         ),
     )
-    bundle = load_bundle(save_bundle(tmp_path / "b", tiny_model, calibration=cal))
+    bundle = load_bundle(
+        save_bundle(tmp_path / "b", tiny_model, calibration=cal), classes=[TinyModel]
+    )
     assert bundle.calibration == cal
     assert bundle.manifest["calibration"]["threshold"]["cost_ratio"] == 10.0
     logits = torch.tensor([2.0, -0.5, -3.0])
@@ -192,5 +202,5 @@ def test_version_1_bundles_still_load(tmp_path, tiny_model, reseal) -> None:
         m["format_version"] = 1
 
     reseal(path, to_version_1)
-    bundle = load_bundle(path)
+    bundle = load_bundle(path, classes=[TinyModel])
     assert bundle.calibration is None and bundle.manifest["format_version"] == 1

@@ -57,7 +57,13 @@ def main() -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
     result = fit(model, train, val, config, on_step=on_step)
-    save_bundle(out / "bundle", model, train_config=config, precision=result.precision)
+    save_bundle(
+        out / "bundle",
+        model,
+        model_name="tests.TinyRegressor",
+        train_config=config,
+        precision=result.precision,
+    )
     save_file(
         {k: v.contiguous() for k, v in model.state_dict().items()},
         out / f"final_rank{rank}.safetensors",

@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file
 from tiny import TinyRegressor
 
-from tests.bundles import load as load_bundle
+from mfgtx.artifacts import load_bundle
 
 JOB = Path(__file__).with_name("_job.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +106,7 @@ def test_torchrun_two_processes_converge_with_identical_weights(tmp_path: Path) 
         assert json.loads((out / f"exit_rank{r}.json").read_text()) == {"group_initialized": False}
     # only rank 0 wrote the checkpoint and the bundle (a second writer would have failed)
     assert sorted(p.name for p in (out / "ckpt").iterdir()) == ["last.ckpt"]
-    bundle = load_bundle(out / "bundle")
+    bundle = load_bundle(out / "bundle", classes={"tests.TinyRegressor": TinyRegressor})
     assert isinstance(bundle.model, TinyRegressor)
     for k, v in bundle.model.state_dict().items():
         assert torch.equal(v, w0[k]), k

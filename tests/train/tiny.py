@@ -8,7 +8,6 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import Dataset
 
-from mfgtx.artifacts import register_model
 from mfgtx.nn import Encoder, TransformerConfig
 
 
@@ -36,7 +35,6 @@ class TinyConfig:
     d_model: int = 16
 
 
-@register_model(name="tests.TinyRegressor")
 class TinyRegressor(nn.Module):
     def __init__(self, config: TinyConfig = TinyConfig()) -> None:
         super().__init__()

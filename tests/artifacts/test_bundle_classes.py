@@ -1,4 +1,8 @@
-"""Only registered classes with JSON-able frozen configs are saved; configs rebuild exactly."""
+"""A bundle names its model class; load_bundle rebuilds only the classes its caller passes.
+
+Only models built from a JSON-able frozen config are saved, and configs rebuild exactly.
+There is no global registry: nothing a program saved or imported is remembered by the loader.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,8 @@ import pytest
 import torch
 from torch import nn
 
-from mfgtx.artifacts import (
-    load_bundle,
-    register_model,
-    registered_models,
-    save_bundle,
-)
+import mfgtx.artifacts
+from mfgtx.artifacts import BundleError, load_bundle, save_bundle, verify_bundle
 from mfgtx.artifacts._json import config_from_json, to_json
 from mfgtx.nn import TransformerConfig
 
@@ -38,18 +38,71 @@ def _config() -> HeadConfig:
     return HeadConfig(encoder=TransformerConfig(d_model=8, n_heads=2, d_ff=16))
 
 
-def test_unregistered_model_is_refused_and_nothing_is_written(tmp_path) -> None:
-    with pytest.raises(
-        TypeError, match=r"Plain is not a registered model class; decorate it with @register_model"
-    ):
-        save_bundle(tmp_path / "b", Plain(_config()))
+def test_the_default_name_is_module_and_qualified_name(tmp_path) -> None:
+    path = save_bundle(tmp_path / "b", Plain(_config()))
+    assert verify_bundle(path)["manifest"]["model"]["class"] == f"{__name__}.Plain"
+    assert type(load_bundle(path, classes=[Plain]).model) is Plain  # keyed by default name
+    assert type(load_bundle(path, classes={f"{__name__}.Plain": Plain}).model) is Plain
+
+
+def test_model_name_is_what_the_loader_is_given_back(tmp_path) -> None:
+    path = save_bundle(tmp_path / "b", Plain(_config()), model_name="plant.Head")
+    assert verify_bundle(path)["manifest"]["model"]["class"] == "plant.Head"
+    assert type(load_bundle(path, classes={"plant.Head": Plain}).model) is Plain
+    with pytest.raises(BundleError, match=r"model class 'plant\.Head' is not known") as info:
+        load_bundle(path, classes=[Plain])  # its default name is not the one saved
+    assert "pass classes={'plant.Head': YourModel} to load_bundle" in str(info.value)
+    assert f"Known: ['{__name__}.Plain']" in str(info.value)
+
+
+def test_nothing_is_remembered_between_saving_and_loading(tmp_path) -> None:
+    """No global registry: a class saved (or imported) is not known to a later load."""
+    path = save_bundle(tmp_path / "b", Plain(_config()))
+    with pytest.raises(BundleError, match=r"pass classes=\{'[\w.]+Plain': YourModel\}"):
+        load_bundle(path)
+    assert not hasattr(mfgtx.artifacts, "register_model")
+    assert not hasattr(mfgtx.artifacts, "registered_models")
+
+
+def test_a_class_defined_in_a_function_needs_a_name(tmp_path) -> None:
+    class Local(Plain):
+        pass
+
+    with pytest.raises(ValueError, match=r"without '<locals>'.*pass model_name=\.\.\. for a class"):
+        save_bundle(tmp_path / "b", Local(_config()))
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="non-empty string"):
+        save_bundle(tmp_path / "b", Local(_config()), model_name=" ")
+    path = save_bundle(tmp_path / "b", Local(_config()), model_name="tests.Local")
+    assert type(load_bundle(path, classes={"tests.Local": Local}).model) is Local
+    with pytest.raises(ValueError, match=r"defined inside a function.*pass classes=\{"):
+        load_bundle(path, classes=[Local])
+
+
+@pytest.mark.parametrize(
+    ("classes", "match"),
+    [
+        ("tests.Plain", "found the text 'tests.Plain'"),
+        ([int], "a model class must be an nn.Module subclass, found <class 'int'>"),
+        ({"tests.Plain": "Plain"}, "a model class must be an nn.Module subclass"),
+        ({1: Plain}, "a model class name must be text, found 1"),
+    ],
+)
+def test_classes_must_be_named_model_classes(tmp_path, classes, match) -> None:
+    path = save_bundle(tmp_path / "b", Plain(_config()))
+    with pytest.raises(TypeError, match=match):
+        load_bundle(path, classes=classes)
+
+
+def test_only_modules_are_saved(tmp_path) -> None:
+    with pytest.raises(TypeError, match="save_bundle takes an nn.Module, found HeadConfig"):
+        save_bundle(tmp_path / "b", _config())
     assert list(tmp_path.iterdir()) == []
 
 
-def test_nested_config_round_trips(tmp_path, clean_registry) -> None:
-    register_model(Plain, name="tests.artifacts.Plain")
+def test_nested_config_round_trips(tmp_path) -> None:
     model = Plain(_config())
-    bundle = load_bundle(save_bundle(tmp_path / "b", model))
+    bundle = load_bundle(save_bundle(tmp_path / "b", model), classes=[Plain])
     assert bundle.config == model.config
     assert isinstance(bundle.config.encoder, TransformerConfig)
     assert bundle.config.bands == ((0.1, 0.9),)
@@ -158,10 +211,7 @@ class WithPathModel(nn.Module):
 
 
 @pytest.mark.parametrize(("cls", "config"), [(LooseModel, Loose()), (Unannotated, _config())])
-def test_config_must_be_the_annotated_frozen_dataclass(
-    tmp_path, clean_registry, cls, config
-) -> None:
-    register_model(cls)
+def test_config_must_be_the_annotated_frozen_dataclass(tmp_path, cls, config) -> None:
     with pytest.raises(
         TypeError,
         match=r"must be built as cls\(config\) with the argument annotated by its frozen config dataclass",
@@ -170,13 +220,11 @@ def test_config_must_be_the_annotated_frozen_dataclass(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_config_fields_that_do_not_survive_json_are_refused(tmp_path, clean_registry) -> None:
-    register_model(WithSetModel)
+def test_config_fields_that_do_not_survive_json_are_refused(tmp_path) -> None:
     with pytest.raises(
         TypeError, match=r"model\.config\.codes is a frozenset, which has no JSON form"
     ):
         save_bundle(tmp_path / "b", WithSetModel(WithSet()))
-    register_model(WithPathModel)
     with pytest.raises(
         ValueError, match=r"config fields \['out'\] do not survive a JSON round trip"
     ):
@@ -184,48 +232,10 @@ def test_config_fields_that_do_not_survive_json_are_refused(tmp_path, clean_regi
     assert list(tmp_path.iterdir()) == []
 
 
-def test_register_model_forms_and_conflicts(clean_registry) -> None:
-    class A(nn.Module):
-        pass
-
-    with pytest.raises(ValueError, match="pass name=... for a class defined inside a function"):
-        register_model(A)
-    assert register_model(name="tests.artifacts.A")(A) is A
-    assert register_model(A, name="tests.artifacts.A") is A  # again: no change
-    assert registered_models()["tests.artifacts.A"] is A
-    with pytest.raises(
-        ValueError, match=r"is already registered as 'tests.artifacts.A', not 'other'"
-    ):
-        register_model(A, name="other")
-
-    class B(nn.Module):
-        pass
-
-    with pytest.raises(
-        ValueError, match=r"model name 'tests.artifacts.A' is already registered for"
-    ):
-        register_model(B, name="tests.artifacts.A")
-    with pytest.raises(TypeError, match="register_model takes an nn.Module subclass"):
-        register_model(int, name="tests.artifacts.int")
-
-
-def test_redefined_class_replaces_its_old_registration(clean_registry) -> None:
-    def define():
-        class Reloaded(nn.Module):
-            pass
-
-        Reloaded.__qualname__ = "Reloaded"  # as if defined at module level, then reloaded
-        return register_model(Reloaded)
-
-    first, second = define(), define()
-    assert first is not second
-    assert registered_models()[f"{__name__}.Reloaded"] is second
-
-
 @pytest.mark.slow
 def test_a_fresh_process_loads_an_mfgtx_model_bundle_with_mfgtx_load(tmp_path) -> None:
     """mfgtx's own models register nothing at import: a fresh process loads their bundles
-    through mfgtx.load, which names the model classes, and load_bundle alone refuses them."""
+    with the kinds' classes (what mfgtx.load passes), and load_bundle alone refuses them."""
     import subprocess
     import sys
 
