@@ -117,7 +117,7 @@ def print_confusion(title: str, y: np.ndarray, proba: np.ndarray, names: tuple[s
 
 def vit_config(args: argparse.Namespace, weights: tuple[float, ...]) -> ViTConfig:
     """The benchmark model: conv stem, mean pooling, 2-D sine-cosine positions, RGB input."""
-    common = dict(in_chans=3, num_classes=7, n_heads=3, stem="conv", pooling="mean",
+    common = dict(in_chans=3, num_classes=7, n_heads=3, dropout=0.0, stem="conv", pooling="mean",
                   positional="sinusoidal", class_weights=weights, label_smoothing=0.1)  # fmt: skip
     if args.quick:
         return ViTConfig(image_size=64, patch_size=8, d_model=96, n_layers=4, d_ff=192,

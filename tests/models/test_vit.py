@@ -19,7 +19,7 @@ from tests.bundles import save as save_bundle
 
 TINY = ViTConfig(
     image_size=32, patch_size=8, in_chans=1, num_classes=3, d_model=16, n_heads=2, n_layers=2,
-    d_ff=32,
+    d_ff=32, dropout=0.0, stem="linear",
 )  # fmt: skip
 
 
@@ -39,7 +39,7 @@ def tiny(**changes) -> ViTConfig:
 def test_vit_tiny_config_is_valid() -> None:
     cfg = ViTConfig(
         image_size=224, patch_size=16, in_chans=1, num_classes=6, d_model=192, n_heads=3,
-        n_layers=12, d_ff=768,
+        n_layers=12, d_ff=768, dropout=0.0, stem="linear",
     )  # fmt: skip
     assert cfg.n_patches == 196
     model = DefectViT(cfg)
