@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from mfgtx._config import default_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines
 from mfgtx.calibration import class_probabilities, fit_calibration
@@ -64,10 +65,14 @@ class SensorSection:
     ``windows.window``, targets or classes, the training lots' class balance), and ``clip``
     (keep a regressor's predictions within its training targets' range).
 
-    The defaults are the job file's, sized for plant data sets of a few dozen lots
-    (``d_model`` 32, 2 layers, ``d_ff`` 64); every one of them is passed to the model config
-    (:meth:`model_config`, the one place the values are validated, beside the window length
-    and sensors they must fit).
+    Each key's default is the encoder config's (:func:`~mfgtx._config.default_of`, written
+    once in :class:`~mfgtx.models.SensorEncoderConfig`), sized for plant data sets of a few
+    dozen lots (``d_model`` 32, 2 layers, ``d_ff`` 64); every value is passed to the model
+    config (:meth:`model_config`, the one place the values are validated, beside the window
+    length and sensors they must fit). One key keeps a default of its own: ``task`` is
+    ``classification`` in a job file (a plant's lots pass or fail; the classes come from the
+    data) and ``regression`` in the library, where a config without ``task`` is a one-output
+    regressor (``n_outputs`` 1, which a classifier cannot have).
 
     Attributes:
         clip: keep a regressor's predictions (and quantiles) within the range of its training
@@ -80,20 +85,22 @@ class SensorSection:
     """
 
     task: Literal["regression", "classification"] = "classification"
-    quantiles: tuple[float, ...] = ()
-    tokens: Literal["time", "sensor"] = "time"
-    patch_len: int = 1
-    stride: int | None = None
-    channel_independent: bool = False
-    d_model: int = 32
-    n_heads: int = 4
-    n_layers: int = 2
-    d_ff: int = 64
-    dropout: float = 0.1
-    positional: Literal["sinusoidal", "learned", "rotary"] = "sinusoidal"
-    norm_first: bool = True
-    pooling: Literal["mean", "cls"] = "mean"
-    target_scale: float = 1.0
+    quantiles: tuple[float, ...] = default_of(SensorEncoderConfig, "quantiles")
+    tokens: Literal["time", "sensor"] = default_of(SensorEncoderConfig, "tokens")
+    patch_len: int = default_of(SensorEncoderConfig, "patch_len")
+    stride: int | None = default_of(SensorEncoderConfig, "stride")
+    channel_independent: bool = default_of(SensorEncoderConfig, "channel_independent")
+    d_model: int = default_of(SensorEncoderConfig, "d_model")
+    n_heads: int = default_of(SensorEncoderConfig, "n_heads")
+    n_layers: int = default_of(SensorEncoderConfig, "n_layers")
+    d_ff: int = default_of(SensorEncoderConfig, "d_ff")
+    dropout: float = default_of(SensorEncoderConfig, "dropout")
+    positional: Literal["sinusoidal", "learned", "rotary"] = default_of(
+        SensorEncoderConfig, "positional"
+    )
+    norm_first: bool = default_of(SensorEncoderConfig, "norm_first")
+    pooling: Literal["mean", "cls"] = default_of(SensorEncoderConfig, "pooling")
+    target_scale: float = default_of(SensorEncoderConfig, "target_scale")
     clip: bool = False
 
     def model_config(

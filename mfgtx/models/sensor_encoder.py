@@ -58,6 +58,11 @@ class SensorEncoderConfig:
             RUL capped at 125), so the network works in units near 1; predictions come back
             in target units.
 
+    The defaults are the ``model`` section's of a sensor job (:class:`mfgtx.kinds.SensorSection`
+    takes them from here), sized for plant data sets of a few dozen lots: ``d_model`` 32, 2
+    layers, ``d_ff`` 64. One exception: ``task`` is ``"regression"`` here (with one output)
+    and ``"classification"`` in a job file, where the classes come from the data.
+
     Example:
         >>> SensorEncoderConfig(n_channels=14, max_len=30, patch_len=5).n_patches(30)
         6
@@ -72,10 +77,10 @@ class SensorEncoderConfig:
     patch_len: int = 1
     stride: int | None = None
     channel_independent: bool = False
-    d_model: int = 64
+    d_model: int = 32
     n_heads: int = 4
-    n_layers: int = 3
-    d_ff: int = 128
+    n_layers: int = 2
+    d_ff: int = 64
     dropout: float = 0.1
     positional: Literal["sinusoidal", "learned", "rotary"] = "sinusoidal"
     norm_first: bool = True

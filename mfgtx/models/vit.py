@@ -101,9 +101,15 @@ class ViTConfig:
     first layers but still summarises each ``P x P`` area in one token, so the same rule
     applies to both stems.
 
+    The defaults of the model's settings are the ``vit`` section's of a job file
+    (:class:`mfgtx.kinds.VitSection` takes them from here), sized for plant image sets of a
+    few hundred images: a conv stem, 8-pixel patches, 4 layers of width 64 with 4 heads,
+    ``d_ff`` 128, dropout 0.1. A ViT-Tiny names its values, as in the example below.
+
     Example:
         >>> cfg = ViTConfig(image_size=224, patch_size=16, in_chans=1, num_classes=6,
-        ...                 d_model=192, n_heads=3, n_layers=12, d_ff=768)
+        ...                 d_model=192, n_heads=3, n_layers=12, d_ff=768, dropout=0.0,
+        ...                 stem="linear")  # ViT-Tiny
         >>> cfg.grid, cfg.n_patches
         (14, 196)
         >>> ViTConfig(image_size=100, patch_size=16)
@@ -113,16 +119,16 @@ class ViTConfig:
     """
 
     image_size: int = 224
-    patch_size: int = 16
+    patch_size: int = 8
     in_chans: int = 1
     num_classes: int = 6
-    d_model: int = 192
-    n_heads: int = 3
-    n_layers: int = 12
-    d_ff: int = 768
-    dropout: float = 0.0
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 4
+    d_ff: int = 128
+    dropout: float = 0.1
     drop_path: float = 0.0
-    stem: Literal["linear", "conv"] = "linear"
+    stem: Literal["linear", "conv"] = "conv"
     stem_channels: int = 24
     pooling: Literal["cls", "mean"] = "cls"
     positional: Literal["learned", "sinusoidal"] = "learned"

@@ -1,4 +1,5 @@
-"""The ``vit`` section of a job file: the ViT's settings, each with its one job-file default.
+"""The ``vit`` section of a job file: the ViT's settings, each with its one default, the model
+config's.
 
 A key of the section reaches the model in two typed hops: :func:`mfgtx.jobs.load_config`
 builds :class:`VitSection` from the job file, and :meth:`VitSection.model_config` builds the
@@ -21,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from mfgtx._config import default_of
 from mfgtx.models import ViTConfig
 
 __all__ = ["VitSection"]
@@ -32,30 +34,30 @@ class VitSection:
     (same names, same meaning) but ``image_size``, ``in_chans``, ``num_classes`` and
     ``class_weights``, which come from the ``images`` section and the data.
 
-    The defaults are sized for plant image sets of a few hundred images (a conv stem, 8-pixel
-    patches, 4 layers of width 64); they are the job file's, and every one of them is passed
-    to the model config, whose library defaults (a ViT-Tiny at 224 pixels) never apply to a
-    job. ``min_defect_px``/``source_size`` switch on the small-defect guard;
+    Each key's default is the model config's (:func:`~mfgtx._config.default_of`, written once
+    in :class:`~mfgtx.models.ViTConfig`), sized for plant image sets of a few hundred images
+    (a conv stem, 8-pixel patches, 4 layers of width 64), and every value is passed to the
+    model config. ``min_defect_px``/``source_size`` switch on the small-defect guard;
     ``strict_defect_size`` turns its warning into an error. The values are checked when the
     model config is built (:meth:`model_config`, the one place they are validated), beside
     the image size they must fit.
     """
 
-    patch_size: int = 8
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 4
-    d_ff: int = 128
-    dropout: float = 0.1
-    drop_path: float = 0.0
-    stem: Literal["linear", "conv"] = "conv"
-    stem_channels: int = 24
-    pooling: Literal["cls", "mean"] = "cls"
-    positional: Literal["learned", "sinusoidal"] = "learned"
-    label_smoothing: float = 0.0
-    min_defect_px: float | None = None
-    source_size: int | None = None
-    strict_defect_size: bool = False
+    patch_size: int = default_of(ViTConfig, "patch_size")
+    d_model: int = default_of(ViTConfig, "d_model")
+    n_heads: int = default_of(ViTConfig, "n_heads")
+    n_layers: int = default_of(ViTConfig, "n_layers")
+    d_ff: int = default_of(ViTConfig, "d_ff")
+    dropout: float = default_of(ViTConfig, "dropout")
+    drop_path: float = default_of(ViTConfig, "drop_path")
+    stem: Literal["linear", "conv"] = default_of(ViTConfig, "stem")
+    stem_channels: int = default_of(ViTConfig, "stem_channels")
+    pooling: Literal["cls", "mean"] = default_of(ViTConfig, "pooling")
+    positional: Literal["learned", "sinusoidal"] = default_of(ViTConfig, "positional")
+    label_smoothing: float = default_of(ViTConfig, "label_smoothing")
+    min_defect_px: float | None = default_of(ViTConfig, "min_defect_px")
+    source_size: int | None = default_of(ViTConfig, "source_size")
+    strict_defect_size: bool = default_of(ViTConfig, "strict_defect_size")
 
     def model_config(
         self,
