@@ -50,7 +50,7 @@ from mfgtx.kinds._onnx import member_config as graph_config
 from mfgtx.kinds._registry import register_kind
 from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
-from mfgtx.models import SensorEncoder, SensorEncoderConfig, SensorEncoderEnsemble
+from mfgtx.models import ClassLoss, SensorEncoder, SensorEncoderConfig, SensorEncoderEnsemble
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig, fit, predict
 
@@ -61,9 +61,10 @@ __all__ = ["SENSOR", "SensorKind", "SensorPredictor", "SensorSection", "SensorSp
 class SensorSection:
     """The ``model`` section of a sensor job: the settings of
     :class:`~mfgtx.models.SensorEncoderConfig` (same names, same meaning) but ``n_channels``,
-    ``max_len``, ``n_outputs`` and ``class_weights``, which come from the data (sensors,
-    ``windows.window``, targets or classes, the training lots' class balance), and ``clip``
-    (keep a regressor's predictions within its training targets' range).
+    ``max_len`` and ``n_outputs``, which come from the data (sensors, ``windows.window``,
+    targets or classes), and ``clip`` (keep a regressor's predictions within its training
+    targets' range). A classifier trains with class weights from the training lots' class
+    balance (:class:`~mfgtx.models.ClassLoss`, beside the model config).
 
     Each key's default is the encoder config's (:func:`~mfgtx._config.default_of`, written
     once in :class:`~mfgtx.models.SensorEncoderConfig`), sized for plant data sets of a few
@@ -109,7 +110,6 @@ class SensorSection:
         n_channels: int,
         max_len: int,
         n_outputs: int | None = None,
-        class_weights: tuple[float, ...] | None = None,
     ) -> SensorEncoderConfig:
         """The :class:`~mfgtx.models.SensorEncoderConfig` of this section and the data's
         values (``n_outputs``: classes or targets; default 2 for a classifier, else 1).
@@ -137,7 +137,6 @@ class SensorSection:
             positional=self.positional,
             norm_first=self.norm_first,
             pooling=self.pooling,
-            class_weights=class_weights,
             target_scale=self.target_scale,
         )
 
@@ -448,11 +447,9 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             )
         try:
             config = section.model_config(
-                n_channels=len(windows.sensors),
-                max_len=windows.window,
-                n_outputs=n_outputs,
-                class_weights=class_weights,
+                n_channels=len(windows.sensors), max_len=windows.window, n_outputs=n_outputs
             )
+            loss = ClassLoss(class_weights=class_weights)  # the training lots' class balance
         except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
             raise ValueError(f"{self.section_key}: {e}") from e
         target: Literal["class", "float"] = "class" if task == "classification" else "float"
@@ -461,7 +458,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             member_train = member_config(train, k) if members else train
             key = {**(run_key or {}), "member": k} if members else run_key
             torch.manual_seed(member_train.seed)
-            encoder = SensorEncoder(config)
+            encoder = SensorEncoder(config, loss=loss)
             fits.append(
                 fit(
                     encoder,

@@ -8,7 +8,14 @@ import pytest
 
 from mfgtx.jobs.config import TrainSection, train_config
 from mfgtx.kinds import ForecastSection, SensorSection, VitSection
-from mfgtx.models import ForecasterConfig, SensorEncoderConfig, ViTConfig
+from mfgtx.models import (
+    ClassLoss,
+    DefectSizeGuard,
+    DefectSizeWarning,
+    ForecasterConfig,
+    SensorEncoderConfig,
+    ViTConfig,
+)
 from mfgtx.train import TrainConfig
 
 # (section, its model config, what the data decides, a valid value for every setting)
@@ -16,17 +23,16 @@ CASES = [
     (
         VitSection,
         ViTConfig,
-        {"image_size": 64, "in_chans": 3, "num_classes": 3, "class_weights": (1.0, 2.0, 3.0)},
+        {"image_size": 64, "in_chans": 3, "num_classes": 3},
         dict(
             patch_size=16, d_model=32, n_heads=2, n_layers=3, d_ff=48, dropout=0.2, drop_path=0.1,
             stem="linear", stem_channels=16, pooling="mean", positional="sinusoidal",
-            label_smoothing=0.1, min_defect_px=40.0, source_size=256, strict_defect_size=True,
         ),
     ),
     (
         SensorSection,
         SensorEncoderConfig,
-        {"n_channels": 3, "max_len": 24, "n_outputs": 2, "class_weights": (1.0, 4.0)},
+        {"n_channels": 3, "max_len": 24, "n_outputs": 2},
         dict(
             task="regression", quantiles=(0.1, 0.9), tokens="time", patch_len=4, stride=2,
             channel_independent=True, d_model=16, n_heads=2, n_layers=1, d_ff=24, dropout=0.0,
@@ -52,8 +58,6 @@ def test_every_setting_of_a_section_reaches_the_model_config(section, config, da
     names = {f.name for f in dataclasses.fields(config)}
     assert set(values) | set(data) == names  # the section and the data cover the config
     assert set(values) <= {f.name for f in dataclasses.fields(section)}
-    if section is SensorSection:  # a regressor's outputs are its targets
-        data = {**data, "class_weights": None}
     built = section(**values).model_config(**data)
     assert isinstance(built, config)
     for name, value in {**values, **data}.items():
@@ -100,6 +104,23 @@ def test_the_train_section_is_its_train_config_with_the_run_s_flags() -> None:
         TrainSection(lr=-1.0)
 
 
+def test_the_loss_and_guard_keys_of_a_vit_section_reach_the_loss_and_the_guard() -> None:
+    # loss settings and the data guard are job keys, not the model config's
+    section = VitSection(label_smoothing=0.1, min_defect_px=6.0, source_size=512, patch_size=16)
+    assert section.loss((1.0, 2.0)) == ClassLoss(class_weights=(1.0, 2.0), label_smoothing=0.1)
+    config_names = {f.name for f in dataclasses.fields(ViTConfig)}
+    assert not {"class_weights", "label_smoothing", "min_defect_px"} & config_names
+    with pytest.warns(DefectSizeWarning, match="6 px in 512 px images resized to 128 px"):
+        section.model_config(image_size=128, in_chans=1, num_classes=2)
+    strict = dataclasses.replace(section, strict_defect_size=True)
+    with pytest.raises(ValueError, match=r"image_size \(>= 683\)"):
+        strict.model_config(image_size=128, in_chans=1, num_classes=2)
+    with pytest.raises(ValueError, match="label_smoothing must be in"):  # checked with the rest
+        VitSection(label_smoothing=1.0).model_config(image_size=64, in_chans=1, num_classes=2)
+    with pytest.raises(ValueError, match="source_size must be a positive integer"):
+        VitSection(source_size=0).model_config(image_size=64, in_chans=1, num_classes=2)
+
+
 def test_a_forecast_section_refuses_ridge_without_a_direct_head() -> None:
     with pytest.raises(ValueError, match="linear_skip: ridge needs head: direct"):
         ForecastSection(linear_skip="ridge", head="autoregressive")
@@ -140,6 +161,10 @@ def _mfgtx_sections() -> list[tuple[type, type]]:
     return pairs
 
 
+#: (section, a class beside the model config whose keys the section also holds)
+BESIDE = [(VitSection, ClassLoss), (VitSection, DefectSizeGuard)]
+
+
 def _default(cls: type, name: str) -> object:
     field = next(f for f in dataclasses.fields(cls) if f.name == name)
     if field.default_factory is not dataclasses.MISSING:
@@ -151,11 +176,13 @@ def test_the_three_kinds_are_checked() -> None:
     assert {s for s, _ in _mfgtx_sections()} == {SensorSection, ForecastSection, VitSection}
 
 
-@pytest.mark.parametrize(("section", "config"), _mfgtx_sections(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    ("section", "config"), _mfgtx_sections() + BESIDE, ids=lambda c: c.__name__
+)
 def test_a_section_key_and_its_model_config_field_share_one_default(section, config) -> None:
     config_names = {f.name for f in dataclasses.fields(config)}
     shared = [f.name for f in dataclasses.fields(section) if f.name in config_names]
-    assert len(shared) >= 10  # the section is made of its model config's settings
+    assert shared
     two = {
         name: (_default(section, name), _default(config, name))
         for name in shared
@@ -174,7 +201,9 @@ def test_the_keys_with_their_own_default_still_differ(section, name) -> None:
     assert name in (section.__doc__ or "")  # and the section's docstring says why
 
 
-@pytest.mark.parametrize(("section", "config"), _mfgtx_sections(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    ("section", "config"), _mfgtx_sections() + BESIDE, ids=lambda c: c.__name__
+)
 def test_a_section_takes_its_defaults_from_the_model_config(section, config) -> None:
     # written once: the section reads each shared key's default from the model config
     import inspect
