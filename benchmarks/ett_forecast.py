@@ -167,6 +167,7 @@ def run_transformer(
         head_dropout=args.head_dropout,
         positional=args.positional,
         linear_skip=args.linear_skip != "off",
+        quantiles=(),
     )
     model = CausalForecaster(cfg)
     if args.linear_skip == "ridge":  # the ridge map on the training windows, then frozen

@@ -430,9 +430,10 @@ def _missing(package: str) -> str | None:
 
 
 VIT = ViTConfig(image_size=224, patch_size=16, in_chans=1, num_classes=10, d_model=192,
-                n_heads=3, n_layers=12, d_ff=768)  # fmt: skip
+                n_heads=3, n_layers=12, d_ff=768, dropout=0.0, stem="linear")  # fmt: skip
 FORECAST = dict(n_channels=7, context_length=512, horizon=96, patch_len=16, stride=8,
-                d_model=128, n_heads=16, n_layers=3, d_ff=256, dropout=0.2)  # fmt: skip
+                d_model=128, n_heads=16, n_layers=3, d_ff=256, dropout=0.2,
+                quantiles=())  # fmt: skip
 
 
 def vit_case(batch: int) -> Case:

@@ -25,7 +25,7 @@ import torch
 from mfgtx.models import CausalForecaster, ForecasterConfig
 
 SIZES = dict(context_length=512, horizon=96, patch_len=16, stride=8, d_model=128, n_heads=16,
-             n_layers=3, d_ff=256, dropout=0.2)  # fmt: skip
+             n_layers=3, d_ff=256, dropout=0.2, quantiles=())  # fmt: skip
 
 
 def patchtst(n_channels: int):

@@ -93,13 +93,14 @@ def _encoder(gaps: bool) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
 
 def _forecaster(head: str) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
     c = ForecasterConfig(n_channels=3, context_length=64, horizon=16, patch_len=8, stride=8,
-                         d_model=64, n_heads=4, n_layers=LAYERS, d_ff=128, head=head)  # fmt: skip
+                         d_model=64, n_heads=4, n_layers=LAYERS, d_ff=128, head=head, dropout=0.2,
+                         quantiles=())  # fmt: skip
     return CausalForecaster(c), {"x": torch.randn(8, 64, 3), "y": torch.randn(8, 16, 3)}
 
 
 def _vit(stem: str) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
     c = ViTConfig(image_size=32, patch_size=4, num_classes=3, d_model=64, n_heads=4,
-                  n_layers=LAYERS, d_ff=128, stem=stem)  # fmt: skip
+                  n_layers=LAYERS, d_ff=128, stem=stem, dropout=0.0)  # fmt: skip
     return DefectViT(c), {"images": torch.randn(8, 1, 32, 32), "y": torch.randint(0, 3, (8,))}
 
 

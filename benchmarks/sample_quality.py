@@ -40,7 +40,7 @@ from mfgtx.calibration import Calibration, TemperatureScaler, apply_threshold, c
 from mfgtx.data import ColumnMap, SensorScaler, WindowDataset, Windowing, make_windows, read_table
 from mfgtx.kinds import SENSOR, SensorSpec
 from mfgtx.metrics import classification_metrics
-from mfgtx.models import SensorEncoder, SensorEncoderConfig
+from mfgtx.models import ClassLoss, SensorEncoder, SensorEncoderConfig
 from mfgtx.split import LotTimeSplit, audit
 from mfgtx.train import TrainConfig, fit, predict
 
@@ -99,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             n_layers=2,
             d_ff=64,
             dropout=0.2,
-            class_weights=(1.0, float(min(10.0, (1 - pos) / pos))),
-        )
+        ),
+        loss=ClassLoss(class_weights=(1.0, float(min(10.0, (1 - pos) / pos)))),
     )
     train_config = TrainConfig(
         epochs=args.epochs, batch_size=32, lr=1e-3, patience=6, seed=args.seed, progress="off"

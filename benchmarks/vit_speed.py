@@ -39,6 +39,8 @@ CONFIG = ViTConfig(
     n_heads=3,
     n_layers=12,
     d_ff=768,
+    dropout=0.0,
+    stem="linear",
 )
 
 

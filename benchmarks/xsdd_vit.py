@@ -57,7 +57,7 @@ from threadpoolctl import threadpool_limits
 from mfgtx.baselines import hog_features
 from mfgtx.images import ImageDataset, ImageRecords, SurfaceAugment, load_images, split_images
 from mfgtx.metrics import accuracy, f1
-from mfgtx.models import DefectViT, ViTConfig
+from mfgtx.models import ClassLoss, DefectViT, ViTConfig
 from mfgtx.train import TrainConfig, cpu_has_fast_bf16, fit, keep_freed_memory, predict
 
 DEFAULT_ZIP = (
@@ -115,10 +115,10 @@ def print_confusion(title: str, y: np.ndarray, proba: np.ndarray, names: tuple[s
 # ---------------------------------------------------------------------- ViT
 
 
-def vit_config(args: argparse.Namespace, weights: tuple[float, ...]) -> ViTConfig:
+def vit_config(args: argparse.Namespace) -> ViTConfig:
     """The benchmark model: conv stem, mean pooling, 2-D sine-cosine positions, RGB input."""
-    common = dict(in_chans=3, num_classes=7, n_heads=3, stem="conv", pooling="mean",
-                  positional="sinusoidal", class_weights=weights, label_smoothing=0.1)  # fmt: skip
+    common = dict(in_chans=3, num_classes=7, n_heads=3, dropout=0.0, stem="conv", pooling="mean",
+                  positional="sinusoidal")  # fmt: skip
     if args.quick:
         return ViTConfig(image_size=64, patch_size=8, d_model=96, n_layers=4, d_ff=192,
                          drop_path=0.05, **common)  # fmt: skip
@@ -152,7 +152,8 @@ class Peer(torch.nn.Module):
 
 def build_model(name: str, args: argparse.Namespace, weights: tuple[float, ...]) -> torch.nn.Module:
     if name == "DefectViT":
-        return DefectViT(vit_config(args, weights))
+        loss = ClassLoss(class_weights=weights, label_smoothing=0.1)
+        return DefectViT(vit_config(args), loss=loss)
     import timm  # benchmark venv only
 
     size = 64 if args.quick else args.image_size

@@ -115,12 +115,17 @@ def _from_json(hint: Any, value: Any, where: str) -> Any:
 def config_from_json(cls: type, data: Any, where: str = "config") -> Any:
     """Rebuild the dataclass ``cls`` from the JSON object ``data`` written by :func:`to_json`.
 
+    Keys the class names in its ``RETIRED_KEYS`` (settings that configs written by earlier
+    versions hold and that no longer shape the model) are dropped first.
+
     Raises:
         ValueError: ``data`` is not an object, has unknown or missing keys, or ``cls``
             rejects the values (its ``__post_init__`` message is kept).
     """
     if not isinstance(data, dict):
         raise ValueError(f"{where} must be a JSON object for {cls.__qualname__}, found {data!r}")
+    retired: frozenset[str] = getattr(cls, "RETIRED_KEYS", frozenset())
+    data = {k: v for k, v in data.items() if k not in retired}
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(data) - set(fields))
     missing = sorted(set(fields) - set(data))

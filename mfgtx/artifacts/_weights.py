@@ -75,12 +75,16 @@ def from_safetensors(model: nn.Module, data: bytes) -> None:
 
     If every floating-point tensor in the file has one dtype (say ``bfloat16``) the model is
     cast to it first, so a model saved in reduced precision comes back in that precision.
+    Tensors the model names in its ``RETIRED_TENSORS`` (held by files of earlier versions,
+    no longer part of the model) are left out.
 
     Raises:
         ValueError: a name is missing from the file or unknown to the model, or a shape or
             dtype differs; the message names the first such tensor.
     """
     tensors = load_safetensors(data)  # tensors only: safetensors cannot hold code
+    retired: frozenset[str] = getattr(model, "RETIRED_TENSORS", frozenset())
+    tensors = {k: v for k, v in tensors.items() if k not in retired}
     float_dtypes = {t.dtype for t in tensors.values() if t.is_floating_point()}
     if len(float_dtypes) == 1:
         (dtype,) = float_dtypes

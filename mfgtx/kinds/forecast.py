@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from mfgtx._config import ConfigError
+from mfgtx._config import ConfigError, default_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines, forecast_baseline
 from mfgtx.data import (
@@ -74,9 +74,12 @@ class ForecastSection:
     forecasts the validation windows better than the trained Transformer, and the report says
     so; ``transformer`` always ships the Transformer).
 
-    The defaults are the job file's, sized for plant data; every one of them is passed to the
-    model config (:meth:`model_config`, the one place the model's values are validated,
-    beside the window length they must fit).
+    Each key's default is the forecaster config's (:func:`~mfgtx._config.default_of`,
+    written once in :class:`~mfgtx.models.ForecasterConfig`), sized for plant data; every
+    value is passed to the model config (:meth:`model_config`, the one place the model's
+    values are validated, beside the window length they must fit). One key has a form of its
+    own: ``linear_skip`` is ``off``, ``learned`` or ``ridge`` here (how the skip is trained)
+    and a yes/no in the model config (whether the model has one); ``off`` is ``False``.
 
     Attributes:
         targets: the sensors to forecast (default: all); the others become past covariates.
@@ -93,21 +96,23 @@ class ForecastSection:
         (4, 8, (0.1, 0.5, 0.9))
     """
 
-    horizon: int = 24
-    patch_len: int = 8
-    stride: int | None = None
-    d_model: int = 32
-    n_heads: int = 4
-    n_layers: int = 2
-    d_ff: int = 64
-    dropout: float = 0.1
-    head: Literal["direct", "autoregressive"] = "direct"
-    channel_independent: bool = True
-    quantiles: tuple[float, ...] = (0.1, 0.5, 0.9)
-    revin: bool = True
-    positional: Literal["sinusoidal", "learned", "rotary"] = "sinusoidal"
-    norm_first: bool = True
-    head_dropout: float = 0.0
+    horizon: int = default_of(ForecasterConfig, "horizon")
+    patch_len: int = default_of(ForecasterConfig, "patch_len")
+    stride: int | None = default_of(ForecasterConfig, "stride")
+    d_model: int = default_of(ForecasterConfig, "d_model")
+    n_heads: int = default_of(ForecasterConfig, "n_heads")
+    n_layers: int = default_of(ForecasterConfig, "n_layers")
+    d_ff: int = default_of(ForecasterConfig, "d_ff")
+    dropout: float = default_of(ForecasterConfig, "dropout")
+    head: Literal["direct", "autoregressive"] = default_of(ForecasterConfig, "head")
+    channel_independent: bool = default_of(ForecasterConfig, "channel_independent")
+    quantiles: tuple[float, ...] = default_of(ForecasterConfig, "quantiles")
+    revin: bool = default_of(ForecasterConfig, "revin")
+    positional: Literal["sinusoidal", "learned", "rotary"] = default_of(
+        ForecasterConfig, "positional"
+    )
+    norm_first: bool = default_of(ForecasterConfig, "norm_first")
+    head_dropout: float = default_of(ForecasterConfig, "head_dropout")
     targets: tuple[str, ...] = ()
     linear_skip: Literal["off", "learned", "ridge"] = "off"
     pick: Literal["validation", "transformer"] = "validation"

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from mfgtx._config import default_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines
 from mfgtx.calibration import class_probabilities, fit_calibration
@@ -49,7 +50,7 @@ from mfgtx.kinds._onnx import member_config as graph_config
 from mfgtx.kinds._registry import register_kind
 from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
-from mfgtx.models import SensorEncoder, SensorEncoderConfig, SensorEncoderEnsemble
+from mfgtx.models import ClassLoss, SensorEncoder, SensorEncoderConfig, SensorEncoderEnsemble
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig, fit, predict
 
@@ -60,14 +61,19 @@ __all__ = ["SENSOR", "SensorKind", "SensorPredictor", "SensorSection", "SensorSp
 class SensorSection:
     """The ``model`` section of a sensor job: the settings of
     :class:`~mfgtx.models.SensorEncoderConfig` (same names, same meaning) but ``n_channels``,
-    ``max_len``, ``n_outputs`` and ``class_weights``, which come from the data (sensors,
-    ``windows.window``, targets or classes, the training lots' class balance), and ``clip``
-    (keep a regressor's predictions within its training targets' range).
+    ``max_len`` and ``n_outputs``, which come from the data (sensors, ``windows.window``,
+    targets or classes), and ``clip`` (keep a regressor's predictions within its training
+    targets' range). A classifier trains with class weights from the training lots' class
+    balance (:class:`~mfgtx.models.ClassLoss`, beside the model config).
 
-    The defaults are the job file's, sized for plant data sets of a few dozen lots
-    (``d_model`` 32, 2 layers, ``d_ff`` 64); every one of them is passed to the model config
-    (:meth:`model_config`, the one place the values are validated, beside the window length
-    and sensors they must fit).
+    Each key's default is the encoder config's (:func:`~mfgtx._config.default_of`, written
+    once in :class:`~mfgtx.models.SensorEncoderConfig`), sized for plant data sets of a few
+    dozen lots (``d_model`` 32, 2 layers, ``d_ff`` 64); every value is passed to the model
+    config (:meth:`model_config`, the one place the values are validated, beside the window
+    length and sensors they must fit). One key keeps a default of its own: ``task`` is
+    ``classification`` in a job file (a plant's lots pass or fail; the classes come from the
+    data) and ``regression`` in the library, where a config without ``task`` is a one-output
+    regressor (``n_outputs`` 1, which a classifier cannot have).
 
     Attributes:
         clip: keep a regressor's predictions (and quantiles) within the range of its training
@@ -80,20 +86,22 @@ class SensorSection:
     """
 
     task: Literal["regression", "classification"] = "classification"
-    quantiles: tuple[float, ...] = ()
-    tokens: Literal["time", "sensor"] = "time"
-    patch_len: int = 1
-    stride: int | None = None
-    channel_independent: bool = False
-    d_model: int = 32
-    n_heads: int = 4
-    n_layers: int = 2
-    d_ff: int = 64
-    dropout: float = 0.1
-    positional: Literal["sinusoidal", "learned", "rotary"] = "sinusoidal"
-    norm_first: bool = True
-    pooling: Literal["mean", "cls"] = "mean"
-    target_scale: float = 1.0
+    quantiles: tuple[float, ...] = default_of(SensorEncoderConfig, "quantiles")
+    tokens: Literal["time", "sensor"] = default_of(SensorEncoderConfig, "tokens")
+    patch_len: int = default_of(SensorEncoderConfig, "patch_len")
+    stride: int | None = default_of(SensorEncoderConfig, "stride")
+    channel_independent: bool = default_of(SensorEncoderConfig, "channel_independent")
+    d_model: int = default_of(SensorEncoderConfig, "d_model")
+    n_heads: int = default_of(SensorEncoderConfig, "n_heads")
+    n_layers: int = default_of(SensorEncoderConfig, "n_layers")
+    d_ff: int = default_of(SensorEncoderConfig, "d_ff")
+    dropout: float = default_of(SensorEncoderConfig, "dropout")
+    positional: Literal["sinusoidal", "learned", "rotary"] = default_of(
+        SensorEncoderConfig, "positional"
+    )
+    norm_first: bool = default_of(SensorEncoderConfig, "norm_first")
+    pooling: Literal["mean", "cls"] = default_of(SensorEncoderConfig, "pooling")
+    target_scale: float = default_of(SensorEncoderConfig, "target_scale")
     clip: bool = False
 
     def model_config(
@@ -102,7 +110,6 @@ class SensorSection:
         n_channels: int,
         max_len: int,
         n_outputs: int | None = None,
-        class_weights: tuple[float, ...] | None = None,
     ) -> SensorEncoderConfig:
         """The :class:`~mfgtx.models.SensorEncoderConfig` of this section and the data's
         values (``n_outputs``: classes or targets; default 2 for a classifier, else 1).
@@ -130,7 +137,6 @@ class SensorSection:
             positional=self.positional,
             norm_first=self.norm_first,
             pooling=self.pooling,
-            class_weights=class_weights,
             target_scale=self.target_scale,
         )
 
@@ -441,11 +447,9 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             )
         try:
             config = section.model_config(
-                n_channels=len(windows.sensors),
-                max_len=windows.window,
-                n_outputs=n_outputs,
-                class_weights=class_weights,
+                n_channels=len(windows.sensors), max_len=windows.window, n_outputs=n_outputs
             )
+            loss = ClassLoss(class_weights=class_weights)  # the training lots' class balance
         except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
             raise ValueError(f"{self.section_key}: {e}") from e
         target: Literal["class", "float"] = "class" if task == "classification" else "float"
@@ -454,7 +458,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             member_train = member_config(train, k) if members else train
             key = {**(run_key or {}), "member": k} if members else run_key
             torch.manual_seed(member_train.seed)
-            encoder = SensorEncoder(config)
+            encoder = SensorEncoder(config, loss=loss)
             fits.append(
                 fit(
                     encoder,

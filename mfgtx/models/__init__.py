@@ -7,11 +7,20 @@ from mfgtx.models.ensemble import (
     SensorEncoderEnsembleConfig,
 )
 from mfgtx.models.forecaster import CausalForecaster, ForecasterConfig
+from mfgtx.models.loss import ClassLoss
 from mfgtx.models.sensor_encoder import MaskedPretraining, SensorEncoder, SensorEncoderConfig
-from mfgtx.models.vit import DefectSizeWarning, DefectViT, ViTConfig, resized_defect_px
+from mfgtx.models.vit import (
+    DefectSizeGuard,
+    DefectSizeWarning,
+    DefectViT,
+    ViTConfig,
+    resized_defect_px,
+)
 
 __all__ = [
     "CausalForecaster",
+    "ClassLoss",
+    "DefectSizeGuard",
     "DefectSizeWarning",
     "DefectViT",
     "ForecasterConfig",

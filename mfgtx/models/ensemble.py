@@ -39,8 +39,7 @@ def _check_members(n: int) -> None:
 
 @dataclass(frozen=True)
 class SensorEncoderEnsembleConfig:
-    """``n_members`` SensorEncoders of one config (``member``; its ``class_weights``, which
-    only shape the training loss, are left out)."""
+    """``n_members`` SensorEncoders of one config (``member``)."""
 
     member: SensorEncoderConfig
     n_members: int
@@ -85,13 +84,9 @@ class SensorEncoderEnsemble(nn.Module):
     @classmethod
     def of(cls, members: list[SensorEncoder]) -> SensorEncoderEnsemble:
         """An ensemble holding (copies of the weights of) trained ``members``."""
-        from dataclasses import replace
-
-        config = replace(members[0].config, class_weights=None)
-        ens = cls(SensorEncoderEnsembleConfig(config, len(members)))
+        ens = cls(SensorEncoderEnsembleConfig(members[0].config, len(members)))
         for mine, theirs in zip(ens.members, members, strict=True):
-            state = {k: v for k, v in theirs.state_dict().items() if k != "class_weights"}
-            mine.load_state_dict(state)
+            mine.load_state_dict(theirs.state_dict())
         return ens
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:

@@ -44,27 +44,33 @@ class ForecasterConfig:
             to the forecast (NLinear-style, shared across series when channel-independent;
             starts at zero), so the Transformer learns what that linear map misses.
 
+    The defaults are the ``forecast`` section's of a job file
+    (:class:`mfgtx.kinds.ForecastSection` takes them from here), sized for plant data: 24
+    steps ahead, 8-step patches, ``d_model`` 32, 4 heads, 2 layers, ``d_ff`` 64, dropout 0.1
+    and the 10 / 50 / 90 % quantiles. The PatchTST comparison size of the example below
+    names its values.
+
     Example:
         >>> cfg = ForecasterConfig(n_channels=7, context_length=512, horizon=96, patch_len=16,
         ...                        stride=8, d_model=128, n_heads=16, n_layers=3, d_ff=256,
-        ...                        dropout=0.2)
+        ...                        dropout=0.2, quantiles=())
         >>> cfg.n_patches
         63
     """
 
     n_channels: int
     context_length: int = 512
-    horizon: int = 96
-    patch_len: int = 16
+    horizon: int = 24
+    patch_len: int = 8
     stride: int | None = None
-    d_model: int = 128
-    n_heads: int = 16
-    n_layers: int = 3
-    d_ff: int = 256
-    dropout: float = 0.2
+    d_model: int = 32
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 64
+    dropout: float = 0.1
     head: Literal["direct", "autoregressive"] = "direct"
     channel_independent: bool = True
-    quantiles: tuple[float, ...] = ()
+    quantiles: tuple[float, ...] = (0.1, 0.5, 0.9)
     n_past_covariates: int = 0
     n_future_covariates: int = 0
     revin: bool = True

@@ -20,12 +20,13 @@ one token, attention mixes sensors, and positions index sensors. A window shorte
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mfgtx.models.loss import ClassLoss
 from mfgtx.nn import Encoder, StackOutput, TransformerConfig, init_weights
 
 __all__ = ["MaskedPretraining", "SensorEncoder", "SensorEncoderConfig"]
@@ -53,10 +54,16 @@ class SensorEncoderConfig:
         positional: ``"sinusoidal"``, ``"learned"`` or ``"rotary"``.
         norm_first: Pre-LN (default) or Post-LN blocks.
         pooling: ``"mean"`` over observed tokens, or a ``"cls"`` token.
-        class_weights: classification loss weight per class (rare failures weigh more).
         target_scale: regression targets are divided by this inside the model (e.g. 125 for
             RUL capped at 125), so the network works in units near 1; predictions come back
             in target units.
+
+    The defaults are the ``model`` section's of a sensor job (:class:`mfgtx.kinds.SensorSection`
+    takes them from here), sized for plant data sets of a few dozen lots: ``d_model`` 32, 2
+    layers, ``d_ff`` 64. One exception: ``task`` is ``"regression"`` here (with one output)
+    and ``"classification"`` in a job file, where the classes come from the data. A
+    classifier's class weights are its training loss's (:class:`~mfgtx.models.ClassLoss`,
+    given to :class:`SensorEncoder`), not the config's.
 
     Example:
         >>> SensorEncoderConfig(n_channels=14, max_len=30, patch_len=5).n_patches(30)
@@ -72,16 +79,19 @@ class SensorEncoderConfig:
     patch_len: int = 1
     stride: int | None = None
     channel_independent: bool = False
-    d_model: int = 64
+    d_model: int = 32
     n_heads: int = 4
-    n_layers: int = 3
-    d_ff: int = 128
+    n_layers: int = 2
+    d_ff: int = 64
     dropout: float = 0.1
     positional: Literal["sinusoidal", "learned", "rotary"] = "sinusoidal"
     norm_first: bool = True
     pooling: Literal["mean", "cls"] = "mean"
-    class_weights: tuple[float, ...] | None = None
     target_scale: float = 1.0
+
+    #: keys that configs saved by earlier versions hold and that no longer shape the model
+    #: (``class_weights`` is the training loss's now): dropped when such a bundle loads
+    RETIRED_KEYS: ClassVar[frozenset[str]] = frozenset({"class_weights"})
 
     def __post_init__(self) -> None:
         for name in ("n_channels", "max_len", "n_outputs", "patch_len"):
@@ -113,15 +123,6 @@ class SensorEncoderConfig:
             raise ValueError(
                 f"quantiles need task='regression' and values in (0, 1), found {self.quantiles}"
             )
-        if self.class_weights is not None:
-            object.__setattr__(self, "class_weights", tuple(float(w) for w in self.class_weights))
-            if self.task != "classification" or len(self.class_weights) != self.n_outputs:
-                raise ValueError(
-                    f"class_weights needs task='classification' and one weight per class "
-                    f"({self.n_outputs}), found {self.class_weights}"
-                )
-            if not all(w > 0 for w in self.class_weights):
-                raise ValueError(f"class_weights must be positive, found {self.class_weights}")
         if self.pooling not in ("mean", "cls"):
             raise ValueError(f"pooling must be 'mean' or 'cls', found {self.pooling!r}")
         if not self.target_scale > 0:
@@ -180,6 +181,8 @@ class SensorEncoder(nn.Module):
 
     Args:
         config: a :class:`SensorEncoderConfig`.
+        loss: a classifier's training loss (class weights); default: plain cross-entropy.
+            It shapes training only: a bundle keeps the config, not the loss.
 
     Example:
         >>> cfg = SensorEncoderConfig(n_channels=3, max_len=20, patch_len=4, d_model=16,
@@ -194,9 +197,20 @@ class SensorEncoder(nn.Module):
     #: how :mod:`mfgtx.explain` draws its attention maps (the ``sensor`` module there)
     explained_as = "sensor"
 
-    def __init__(self, config: SensorEncoderConfig) -> None:
+    #: tensors that bundles saved by earlier versions hold and this model no longer has
+    #: (the class weights, now the training loss's): ignored when such a bundle loads
+    RETIRED_TENSORS: ClassVar[frozenset[str]] = frozenset({"class_weights"})
+
+    def __init__(self, config: SensorEncoderConfig, *, loss: ClassLoss | None = None) -> None:
         super().__init__()
         self.config = c = config
+        self.class_loss = loss or ClassLoss()  # how a classifier trains; not saved
+        weights = self.class_loss.class_weights
+        if weights is not None and (c.task != "classification" or len(weights) != c.n_outputs):
+            raise ValueError(
+                f"class_weights needs task='classification' and one weight per class "
+                f"({c.n_outputs}), found {weights}"
+            )
         per_token = 2 * _token_width(c)  # values and their observed flags
         self.embed = nn.Linear(per_token, c.d_model)
         self.cls = nn.Parameter(torch.zeros(1, 1, c.d_model)) if c.pooling == "cls" else None
@@ -210,10 +224,6 @@ class SensorEncoder(nn.Module):
         init_weights(self.head, n_layers=c.n_layers)
         if self.quantile_head is not None:
             init_weights(self.quantile_head, n_layers=c.n_layers)
-        if c.class_weights is not None:
-            self.register_buffer("class_weights", torch.tensor(c.class_weights))
-        else:
-            self.class_weights = None
 
     # ------------------------------------------------------------------ tokens
 
@@ -337,7 +347,7 @@ class SensorEncoder(nn.Module):
         summary = self._summary(x, mask)
         if c.task == "classification":
             logits = self.head(summary).float()
-            return F.cross_entropy(logits, y.long().view(-1), weight=self.class_weights)
+            return self.class_loss(logits, y.long().view(-1))
         target = y.float().view(x.shape[0], -1) / c.target_scale  # (B, K)
         loss = F.mse_loss(self.head(summary).float(), target)
         if self.quantile_head is not None:

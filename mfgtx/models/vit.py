@@ -24,15 +24,16 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mfgtx.models.loss import ClassLoss
 from mfgtx.nn import Encoder, EncoderBlock, StackOutput, TransformerConfig, init_weights
 
-__all__ = ["DefectSizeWarning", "DefectViT", "ViTConfig", "resized_defect_px"]
+__all__ = ["DefectSizeGuard", "DefectSizeWarning", "DefectViT", "ViTConfig", "resized_defect_px"]
 
 
 class DefectSizeWarning(UserWarning):
@@ -49,7 +50,12 @@ def resized_defect_px(min_defect_px: float, source_size: int, image_size: int) -
 
 
 def _check_defect_size(
-    min_defect_px: float, source_size: int, image_size: int, patch_size: int, strict: bool
+    min_defect_px: float,
+    source_size: int,
+    image_size: int,
+    patch_size: int,
+    strict: bool,
+    stacklevel: int,
 ) -> None:
     side = resized_defect_px(min_defect_px, source_size, image_size)
     if side * 2 >= patch_size:
@@ -63,7 +69,7 @@ def _check_defect_size(
     )
     if strict:
         raise ValueError(msg)
-    warnings.warn(msg, DefectSizeWarning, stacklevel=4)
+    warnings.warn(msg, DefectSizeWarning, stacklevel=stacklevel)
 
 
 @dataclass(frozen=True)
@@ -85,25 +91,20 @@ class ViTConfig:
             stride-2 step, capped at ``d_model``).
         pooling: ``"cls"`` token or ``"mean"`` of the patch tokens.
         positional: ``"learned"`` or ``"sinusoidal"`` (2-D; needs ``d_model % 4 == 0``).
-        class_weights: loss weight per class (rare defects weigh more), or ``None``.
-        label_smoothing: cross-entropy label smoothing in ``[0, 1)``.
-        min_defect_px: small-defect guard: side in source pixels of the smallest defect that
-            must stay detectable (``None``: no check).
-        source_size: side in pixels of the images before they are resized to ``image_size``
-            (default ``image_size``: no resizing).
-        strict_defect_size: raise instead of warning when the guard fails.
 
-    Small-defect rule: a defect of ``min_defect_px`` source pixels is
-    ``min_defect_px * image_size / source_size`` pixels after resizing. It must be at least
-    half a patch side (``>= patch_size / 2``), so that it covers at least a quarter of the
-    pixels of the patch token that holds it; otherwise a :class:`DefectSizeWarning` is raised
-    (``ValueError`` with ``strict_defect_size=True``). The conv stem sees single pixels in its
-    first layers but still summarises each ``P x P`` area in one token, so the same rule
-    applies to both stems.
+    The training loss (class weights, label smoothing: :class:`~mfgtx.models.ClassLoss`,
+    given to :class:`DefectViT`) and the small-defect guard (:class:`DefectSizeGuard`, which
+    checks a config against the data) are not part of the config: they do not shape the model.
+
+    The defaults of the model's settings are the ``vit`` section's of a job file
+    (:class:`mfgtx.kinds.VitSection` takes them from here), sized for plant image sets of a
+    few hundred images: a conv stem, 8-pixel patches, 4 layers of width 64 with 4 heads,
+    ``d_ff`` 128, dropout 0.1. A ViT-Tiny names its values, as in the example below.
 
     Example:
         >>> cfg = ViTConfig(image_size=224, patch_size=16, in_chans=1, num_classes=6,
-        ...                 d_model=192, n_heads=3, n_layers=12, d_ff=768)
+        ...                 d_model=192, n_heads=3, n_layers=12, d_ff=768, dropout=0.0,
+        ...                 stem="linear")  # ViT-Tiny
         >>> cfg.grid, cfg.n_patches
         (14, 196)
         >>> ViTConfig(image_size=100, patch_size=16)
@@ -113,24 +114,25 @@ class ViTConfig:
     """
 
     image_size: int = 224
-    patch_size: int = 16
+    patch_size: int = 8
     in_chans: int = 1
     num_classes: int = 6
-    d_model: int = 192
-    n_heads: int = 3
-    n_layers: int = 12
-    d_ff: int = 768
-    dropout: float = 0.0
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 4
+    d_ff: int = 128
+    dropout: float = 0.1
     drop_path: float = 0.0
-    stem: Literal["linear", "conv"] = "linear"
+    stem: Literal["linear", "conv"] = "conv"
     stem_channels: int = 24
     pooling: Literal["cls", "mean"] = "cls"
     positional: Literal["learned", "sinusoidal"] = "learned"
-    class_weights: tuple[float, ...] | None = None
-    label_smoothing: float = 0.0
-    min_defect_px: float | None = None
-    source_size: int | None = None
-    strict_defect_size: bool = False
+
+    #: keys that configs saved by earlier versions hold and that no longer shape the model
+    #: (the training loss's and the small-defect guard's): dropped when such a bundle loads
+    RETIRED_KEYS: ClassVar[frozenset[str]] = frozenset(
+        {"class_weights", "label_smoothing", "min_defect_px", "source_size", "strict_defect_size"}
+    )
 
     def __post_init__(self) -> None:
         for name in ("image_size", "patch_size", "num_classes", "stem_channels"):
@@ -164,31 +166,6 @@ class ViTConfig:
             )
         if not 0.0 <= self.drop_path < 1.0:
             raise ValueError(f"drop_path must be in [0, 1), found {self.drop_path!r}")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ValueError(f"label_smoothing must be in [0, 1), found {self.label_smoothing!r}")
-        if self.class_weights is not None:
-            object.__setattr__(self, "class_weights", tuple(float(w) for w in self.class_weights))
-            if len(self.class_weights) != self.num_classes or not all(
-                w > 0 for w in self.class_weights
-            ):
-                raise ValueError(
-                    f"class_weights needs one positive weight per class ({self.num_classes}), "
-                    f"found {self.class_weights}"
-                )
-        if self.source_size is not None and (
-            not isinstance(self.source_size, int) or self.source_size < 1
-        ):
-            raise ValueError(f"source_size must be a positive integer, found {self.source_size!r}")
-        if self.min_defect_px is not None:
-            if not self.min_defect_px > 0:
-                raise ValueError(f"min_defect_px must be positive, found {self.min_defect_px!r}")
-            _check_defect_size(
-                self.min_defect_px,
-                self.source_size or self.image_size,
-                self.image_size,
-                self.patch_size,
-                self.strict_defect_size,
-            )
         self.transformer  # validates d_model / n_heads / d_ff / dropout  # noqa: B018
 
     @property
@@ -248,11 +225,72 @@ def sincos_2d(h: int, w: int, d_model: int, *, grid: int, base: float = 10000.0)
     return torch.cat([r, q], -1).reshape(h * w, d_model).float()  # (N, D)
 
 
+@dataclass(frozen=True)
+class DefectSizeGuard:
+    """The small-defect guard: does the smallest defect of interest survive resizing?
+
+    Args:
+        min_defect_px: side in source pixels of the smallest defect that must stay
+            detectable (``None``: no check).
+        source_size: side in pixels of the images before they are resized to the model's
+            ``image_size`` (default ``image_size``: no resizing).
+        strict_defect_size: raise instead of warning when the guard fails.
+
+    Small-defect rule: a defect of ``min_defect_px`` source pixels is
+    ``min_defect_px * image_size / source_size`` pixels after resizing. It must be at least
+    half a patch side (``>= patch_size / 2``), so that it covers at least a quarter of the
+    pixels of the patch token that holds it; otherwise :meth:`check` raises a
+    :class:`DefectSizeWarning` (``ValueError`` with ``strict_defect_size=True``). The conv stem
+    sees single pixels in its first layers but still summarises each ``P x P`` area in one
+    token, so the same rule applies to both stems.
+
+    Example:
+        >>> guard = DefectSizeGuard(min_defect_px=6, source_size=512, strict_defect_size=True)
+        >>> try:
+        ...     guard.check(ViTConfig(image_size=128, patch_size=16))
+        ... except ValueError as e:
+        ...     print(str(e).split(",")[0])
+        a defect of 6 px in 512 px images resized to 128 px is 1.5 px
+    """
+
+    min_defect_px: float | None = None
+    source_size: int | None = None
+    strict_defect_size: bool = False
+
+    def __post_init__(self) -> None:
+        if self.source_size is not None and (
+            not isinstance(self.source_size, int) or self.source_size < 1
+        ):
+            raise ValueError(f"source_size must be a positive integer, found {self.source_size!r}")
+        if self.min_defect_px is not None and not self.min_defect_px > 0:
+            raise ValueError(f"min_defect_px must be positive, found {self.min_defect_px!r}")
+
+    def check(self, config: ViTConfig) -> None:
+        """Warn (or raise, when strict) if the smallest defect is under half a patch of
+        ``config`` after resizing; nothing when ``min_defect_px`` is ``None``.
+
+        Raises:
+            ValueError: with ``strict_defect_size``, the defect is too small.
+        """
+        if self.min_defect_px is None:
+            return
+        _check_defect_size(
+            self.min_defect_px,
+            self.source_size or config.image_size,
+            config.image_size,
+            config.patch_size,
+            self.strict_defect_size,
+            stacklevel=3,  # the warning names the line that called check
+        )
+
+
 class DefectViT(nn.Module):
     """Vision Transformer classifying defect image patches.
 
     Args:
         config: a :class:`ViTConfig`.
+        loss: the training loss (class weights, label smoothing); default: plain
+            cross-entropy. It shapes training only: a bundle keeps the config, not the loss.
 
     ``forward(images (B, C, H, W)) -> logits (B, K)``; ``H`` and ``W`` must be multiples of
     ``patch_size``. For :func:`mfgtx.train.fit`, batches are dicts with ``"images"`` and
@@ -271,9 +309,20 @@ class DefectViT(nn.Module):
     #: how :mod:`mfgtx.explain` draws its attention maps (the ``vit`` module there)
     explained_as = "vit"
 
-    def __init__(self, config: ViTConfig) -> None:
+    #: tensors that bundles saved by earlier versions hold and this model no longer has
+    #: (the class weights, now the training loss's): ignored when such a bundle loads
+    RETIRED_TENSORS: ClassVar[frozenset[str]] = frozenset({"class_weights"})
+
+    def __init__(self, config: ViTConfig, *, loss: ClassLoss | None = None) -> None:
         super().__init__()
         self.config = c = config
+        self.class_loss = loss or ClassLoss()  # how it trains; not saved
+        weights = self.class_loss.class_weights
+        if weights is not None and len(weights) != c.num_classes:
+            raise ValueError(
+                f"class_weights needs one positive weight per class ({c.num_classes}), "
+                f"found {weights}"
+            )
         if c.stem == "conv":
             self.stem: nn.Module = _conv_stem(c)
             # Channels-last kernels: oneDNN then runs the stem's convolutions, BatchNorm and
@@ -295,10 +344,6 @@ class DefectViT(nn.Module):
             nn.init.normal_(self.pos, std=0.02)
         if self.cls is not None:
             nn.init.normal_(self.cls, std=0.02)
-        if c.class_weights is not None:
-            self.register_buffer("class_weights", torch.tensor(c.class_weights))
-        else:
-            self.class_weights = None
 
     @property
     def drop_rates(self) -> tuple[float, ...]:
@@ -368,9 +413,4 @@ class DefectViT(nn.Module):
 
     def loss(self, batch: dict[str, Any]) -> Tensor:
         logits = self(batch["images"]).float()
-        return F.cross_entropy(
-            logits,
-            batch["y"].long().view(-1),
-            weight=self.class_weights,
-            label_smoothing=self.config.label_smoothing,
-        )
+        return self.class_loss(logits, batch["y"].long().view(-1))

@@ -36,6 +36,7 @@ def forecaster_dir(tmp_path, monkeypatch):
             n_layers=1,
             d_ff=32,
             quantiles=(0.1, 0.5, 0.9),
+            dropout=0.2,
         )
     )
     cols = ColumnMap(lot="lot", time="timestamp", keys="line", sensors=sensors)
@@ -84,7 +85,8 @@ def test_forecast_page_with_covariates_forecasts_only_its_targets(app_env, tmp_p
     sensors = ("temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a")
     model = CausalForecaster(
         ForecasterConfig(n_channels=2, context_length=32, horizon=16, patch_len=8, d_model=16,
-                         n_heads=2, n_layers=1, d_ff=32, n_past_covariates=2)
+                         n_heads=2, n_layers=1, d_ff=32, n_past_covariates=2,
+                         dropout=0.2, quantiles=())
     )  # fmt: skip
     cols = ColumnMap(lot="lot", time="timestamp", keys="line", sensors=sensors)
     spec = _forecast_spec(cols, sensors[:2], sensors[2:])
@@ -112,7 +114,7 @@ def defect_dir(tmp_path, monkeypatch):
     torch.manual_seed(0)
     model = DefectViT(
         ViTConfig(image_size=32, patch_size=8, num_classes=3, d_model=16, n_heads=2,
-                  n_layers=1, d_ff=32)
+                  n_layers=1, d_ff=32, dropout=0.0, stem="linear")
     )  # fmt: skip
     choice = ThresholdChoice(0.0, cost_missed_defect=5.0, cost_false_alarm=1.0, tp=1, fp=1,
                              tn=1, fn=1)  # fmt: skip

@@ -242,7 +242,12 @@ def test_a_fresh_process_loads_an_mfgtx_model_bundle_with_mfgtx_load(tmp_path) -
     from mfgtx.models import SensorEncoder, SensorEncoderConfig
     from tests.bundles import save
 
-    save(tmp_path / "b", SensorEncoder(SensorEncoderConfig(n_channels=2, max_len=8)))
+    save(
+        tmp_path / "b",
+        SensorEncoder(
+            SensorEncoderConfig(n_channels=2, max_len=8, d_model=64, n_layers=3, d_ff=128)
+        ),
+    )
     code = (
         "import sys; from mfgtx.artifacts import load_bundle; from mfgtx.kinds import "
         "MODEL_CLASSES; print(type(load_bundle(sys.argv[1], classes=MODEL_CLASSES).model)"

@@ -354,7 +354,8 @@ def test_rare_defects_are_drawn_as_often_as_good_tiles_and_logged(trained) -> No
     counts = predictor.bundle.manifest["audit"]["summary"]["images"]
     assert counts["train_defect_tiles"] < 0.05 * counts["train_tiles"]  # rare
     assert predictor.bundle.manifest["split"]["balancing"] == "sampler"
-    assert predictor.model.config.class_weights is None  # never both: a plain loss
+    # never both: a sampler plan has no class weights for the loss (tests/images/test_balance.py);
+    # the loss is not saved in a bundle, so it is not checked here
     (line,) = [m for m in trained["log"] if "rare class" in m]
     assert "['defect']" in line and "each class equally often" in line
 

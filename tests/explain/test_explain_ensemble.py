@@ -42,7 +42,8 @@ def test_sensor_ensemble_maps_are_the_members_mean_and_deletion_watches_the_ense
 def test_forecaster_ensemble_maps_and_deletion() -> None:
     torch.manual_seed(0)
     cfg = ForecasterConfig(n_channels=2, context_length=32, horizon=8, patch_len=8, stride=4,
-                           d_model=16, n_heads=2, n_layers=1, d_ff=32)  # fmt: skip
+                           d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.2,
+                           quantiles=())  # fmt: skip
     ens = ForecasterEnsemble.of([CausalForecaster(cfg) for _ in range(2)]).eval()
     past = torch.randn(1, 32, 2)
     maps = attention_maps(ens, past)

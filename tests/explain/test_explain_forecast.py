@@ -12,7 +12,7 @@ from mfgtx.models import CausalForecaster, ForecasterConfig
 def cfg(**kw) -> ForecasterConfig:
     base = dict(
         n_channels=2, context_length=32, horizon=8, patch_len=8, stride=4, d_model=16,
-        n_heads=2, n_layers=2, d_ff=32, dropout=0.1,
+        n_heads=2, n_layers=2, d_ff=32, dropout=0.1, quantiles=(),
     )  # fmt: skip
     return ForecasterConfig(**(base | kw))
 

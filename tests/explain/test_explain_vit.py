@@ -19,7 +19,7 @@ from mfgtx.models import DefectViT, ViTConfig
 def cfg(**kw) -> ViTConfig:
     base = dict(
         image_size=32, patch_size=8, in_chans=1, num_classes=3, d_model=16, n_heads=2,
-        n_layers=2, d_ff=32, dropout=0.1,
+        n_layers=2, d_ff=32, dropout=0.1, stem="linear",
     )  # fmt: skip
     return ViTConfig(**(base | kw))
 

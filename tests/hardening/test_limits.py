@@ -94,7 +94,7 @@ def vit_bundle(tmp_path_factory) -> Path:
     torch.manual_seed(0)
     out = tmp_path_factory.mktemp("vit") / "vit"
     config = ViTConfig(image_size=16, patch_size=8, num_classes=2, d_model=8, n_heads=2,
-                       n_layers=1, d_ff=16)  # fmt: skip
+                       n_layers=1, d_ff=16, dropout=0.0, stem="linear")  # fmt: skip
     spec = VitSpec(image_size=16, mode="L", min_size=8, mean=0.5, std=0.5,
                    class_names=("none", "pit"), good_class=None)  # fmt: skip
     save(out, DefectViT(config), spec=spec)

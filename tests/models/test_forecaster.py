@@ -42,6 +42,7 @@ def cfg(**kw) -> ForecasterConfig:
         n_layers=2,
         d_ff=32,
         dropout=0.0,
+        quantiles=(),
     )
     return ForecasterConfig(**(base | kw))
 
@@ -62,6 +63,7 @@ def test_the_patchtst_comparison_configuration_is_valid() -> None:
         n_layers=3,
         d_ff=256,
         dropout=0.2,
+        quantiles=(),
     )
     assert c.n_patches == 63 and c.transformer.head_dim == 8
     assert CausalForecaster(c).eval()(torch.randn(1, 512, 7)).shape == (1, 96, 7)

@@ -27,7 +27,8 @@ def model_of(*, wild: bool = False, **kw) -> CausalForecaster:
     """A tiny forecaster; ``wild``: weights far from their small initial values, so that every
     token moves the output well above float rounding (a fresh model barely attends)."""
     base = dict(n_channels=2, context_length=32, horizon=8, patch_len=8, stride=4, d_model=16,
-                n_heads=2, n_layers=2, d_ff=32, dropout=0.0, head="autoregressive")  # fmt: skip
+                n_heads=2, n_layers=2, d_ff=32, dropout=0.0, head="autoregressive",
+                quantiles=())  # fmt: skip
     model = CausalForecaster(ForecasterConfig(**(base | kw))).eval()
     if wild:
         with torch.no_grad():

@@ -88,7 +88,7 @@ def test_dropping_the_all_true_mask_changes_no_prediction() -> None:
 def test_forecaster_training_is_causal_by_flag_never_by_mask(sdpa_calls, head, ci) -> None:
     c = ForecasterConfig(n_channels=2, context_length=16, horizon=8, patch_len=4, d_model=16,
                          n_heads=2, n_layers=2, d_ff=32, head=head, channel_independent=ci,
-                         n_past_covariates=1, quantiles=(0.1, 0.9))  # fmt: skip
+                         n_past_covariates=1, quantiles=(0.1, 0.9), dropout=0.2)  # fmt: skip
     model = CausalForecaster(c)
     batch = {"x": torch.randn(3, 16, 2), "y": torch.randn(3, 8, 2),
              "past_covariates": torch.randn(3, 16, 1)}  # fmt: skip
@@ -99,7 +99,8 @@ def test_forecaster_training_is_causal_by_flag_never_by_mask(sdpa_calls, head, c
 
 def test_cached_generation_needs_no_mask_at_all(sdpa_calls) -> None:
     c = ForecasterConfig(n_channels=1, context_length=16, horizon=12, patch_len=4, d_model=16,
-                         n_heads=2, n_layers=1, d_ff=32, head="autoregressive")  # fmt: skip
+                         n_heads=2, n_layers=1, d_ff=32, head="autoregressive",
+                         dropout=0.2, quantiles=())  # fmt: skip
     CausalForecaster(c).eval()(torch.randn(2, 16, 1))
     prefill, *steps = sdpa_calls
     assert prefill == {"mask": False, "causal": True, "T": 4, "S": 4}
@@ -111,7 +112,8 @@ def test_cached_generation_needs_no_mask_at_all(sdpa_calls) -> None:
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 def test_vit_attention_has_no_mask(sdpa_calls, stem, pooling) -> None:
     c = ViTConfig(image_size=16, patch_size=4, num_classes=3, d_model=16, n_heads=2,
-                  n_layers=2, d_ff=32, stem=stem, pooling=pooling, drop_path=0.1)  # fmt: skip
+                  n_layers=2, d_ff=32, stem=stem, pooling=pooling, drop_path=0.1,
+                  dropout=0.0)  # fmt: skip
     model = DefectViT(c).train()
     model.loss({"images": torch.randn(4, 1, 16, 16), "y": torch.tensor([0, 1, 2, 0])}).backward()
     assert len(sdpa_calls) == 2 and not any(c["mask"] or c["causal"] for c in sdpa_calls)

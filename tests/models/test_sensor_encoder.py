@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from mfgtx.models import MaskedPretraining, SensorEncoder, SensorEncoderConfig
+from mfgtx.models import ClassLoss, MaskedPretraining, SensorEncoder, SensorEncoderConfig
 from mfgtx.train import TrainConfig, fit
 from tests.bundles import load as load_bundle
 from tests.bundles import save as save_bundle
@@ -72,10 +73,35 @@ def test_missing_values_are_not_read_as_zeros() -> None:
 
 
 def test_classification_head_and_class_weights() -> None:
-    model = SensorEncoder(cfg(task="classification", n_outputs=2, class_weights=(1.0, 5.0)))
+    config = cfg(task="classification", n_outputs=2)
+    torch.manual_seed(0)
+    model = SensorEncoder(config, loss=ClassLoss(class_weights=(1.0, 5.0)))
+    torch.manual_seed(0)
+    plain = SensorEncoder(config)
     batch = {"x": torch.randn(8, 24, 3), "y": torch.tensor([0, 1] * 4)}
     assert model(batch["x"]).shape == (8, 2)
-    assert torch.isfinite(model.loss(batch))
+    weighted = model.loss(batch)
+    assert torch.isfinite(weighted)
+    # the weights shape the loss, not the model: same weights, same logits, another loss
+    torch.testing.assert_close(model(batch["x"]), plain(batch["x"]))
+    logits = plain(batch["x"]).float()
+    expected = F.cross_entropy(logits, batch["y"], weight=torch.tensor([1.0, 5.0]))
+    torch.testing.assert_close(weighted, expected)
+    assert not torch.allclose(weighted, plain.loss(batch))
+    assert "class_weights" not in model.state_dict()  # a bundle keeps no loss
+
+
+@pytest.mark.parametrize(
+    ("kw", "weights", "match"),
+    [
+        ({}, (1.0, 2.0), "class_weights needs task='classification'"),
+        ({"task": "classification", "n_outputs": 3}, (1.0, 2.0), "one weight per class \\(3\\)"),
+        ({"task": "classification", "n_outputs": 2}, (1.0, 0.0), "must be positive"),
+    ],
+)
+def test_class_weights_must_fit_the_classifier(kw, weights, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        SensorEncoder(cfg(**kw), loss=ClassLoss(class_weights=weights))
 
 
 def test_quantiles_are_ordered_and_trained() -> None:
@@ -164,7 +190,6 @@ def test_bundle_round_trip_gives_identical_predictions(tmp_path: Path) -> None:
         ({"n_channels": 0}, "n_channels must be a positive integer"),
         ({"task": "classification", "n_outputs": 1}, "n_outputs >= 2"),
         ({"quantiles": (0.5, 1.2)}, "quantiles"),
-        ({"class_weights": (1.0, 2.0)}, "class_weights needs task='classification'"),
         ({"d_model": 10, "n_heads": 3}, "d_model=10 is not divisible by n_heads=3"),
         ({"patch_len": 30}, "patch_len=30 exceeds max_len=24"),
         ({"tokens": "sensor", "patch_len": 4}, "tokens='sensor' makes one token per sensor"),

@@ -12,14 +12,14 @@ import torch
 from mfgtx.calibration import CalibrationWarning, TemperatureScaler, choose_threshold
 from mfgtx.images import ImageDataset
 from mfgtx.metrics import log_loss
-from mfgtx.models import DefectSizeWarning, DefectViT, ViTConfig
+from mfgtx.models import ClassLoss, DefectSizeGuard, DefectSizeWarning, DefectViT, ViTConfig
 from mfgtx.train import TrainConfig, fit, predict
 from tests.bundles import load as load_bundle
 from tests.bundles import save as save_bundle
 
 TINY = ViTConfig(
     image_size=32, patch_size=8, in_chans=1, num_classes=3, d_model=16, n_heads=2, n_layers=2,
-    d_ff=32,
+    d_ff=32, dropout=0.0, stem="linear",
 )  # fmt: skip
 
 
@@ -39,7 +39,7 @@ def tiny(**changes) -> ViTConfig:
 def test_vit_tiny_config_is_valid() -> None:
     cfg = ViTConfig(
         image_size=224, patch_size=16, in_chans=1, num_classes=6, d_model=192, n_heads=3,
-        n_layers=12, d_ff=768,
+        n_layers=12, d_ff=768, dropout=0.0, stem="linear",
     )  # fmt: skip
     assert cfg.n_patches == 196
     model = DefectViT(cfg)
@@ -181,7 +181,6 @@ def test_encoder_forward_equals_the_block_loop_it_replaced(changes) -> None:
         ("num_classes", 1, "num_classes must be >= 2"),
         ("stem", "resnet", "stem must be"),
         ("drop_path", 1.0, "drop_path must be in"),
-        ("class_weights", (1.0, 2.0), "one positive weight per class"),
         ("n_heads", 3, "not divisible by n_heads"),
         ("d_model", 18, "divisible by 4"),
     ],
@@ -199,23 +198,38 @@ def test_conv_stem_needs_power_of_two_patch() -> None:
         ViTConfig(image_size=36, patch_size=12, stem="conv", d_model=16, n_heads=2)
 
 
+def test_class_weights_must_fit_the_classes() -> None:
+    with pytest.raises(ValueError, match=r"one positive weight per class \(3\)"):
+        DefectViT(tiny(), loss=ClassLoss(class_weights=(1.0, 2.0)))
+    with pytest.raises(ValueError, match="label_smoothing must be in"):
+        ClassLoss(label_smoothing=1.0)
+
+
+def _guard(image_size: int, patch_size: int, **kw) -> None:
+    DefectSizeGuard(**kw).check(tiny(image_size=image_size, patch_size=patch_size))
+
+
 def test_small_defect_guard_warns_below_half_a_patch_and_refuses_when_strict() -> None:
     # 512-px source images resized to 128: a 6-px defect becomes 1.5 px, patch 16 -> warn
     with pytest.warns(
         DefectSizeWarning, match=r"6 px in 512 px images resized to 128 px is 1.5 px"
     ):
-        tiny(image_size=128, patch_size=16, min_defect_px=6, source_size=512)
+        _guard(128, 16, min_defect_px=6, source_size=512)
     with pytest.raises(ValueError, match=r"image_size \(>= 683\)"):
-        tiny(image_size=128, patch_size=16, min_defect_px=6, source_size=512,
-             strict_defect_size=True)  # fmt: skip
+        _guard(128, 16, min_defect_px=6, source_size=512, strict_defect_size=True)
     # exactly half a patch (32 px -> 8 px with patch 16) passes silently
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        tiny(image_size=128, patch_size=16, min_defect_px=32, source_size=512)
-        tiny(image_size=128, patch_size=8, min_defect_px=16, source_size=512)
-        tiny(image_size=128, patch_size=16, min_defect_px=8)  # no resizing
+        _guard(128, 16, min_defect_px=32, source_size=512)
+        _guard(128, 8, min_defect_px=16, source_size=512)
+        _guard(128, 16, min_defect_px=8)  # no resizing
+        _guard(128, 16, min_defect_px=None, source_size=512)  # no guard
     with pytest.warns(DefectSizeWarning):
-        tiny(image_size=128, patch_size=16, min_defect_px=31.9, source_size=512)
+        _guard(128, 16, min_defect_px=31.9, source_size=512)
+    with pytest.raises(ValueError, match="min_defect_px must be positive"):
+        DefectSizeGuard(min_defect_px=0)
+    with pytest.raises(ValueError, match="source_size must be a positive integer"):
+        DefectSizeGuard(min_defect_px=4, source_size=0)
 
 
 def _toy_images(n: int, seed: int) -> tuple[torch.Tensor, np.ndarray]:
@@ -237,7 +251,9 @@ def trained() -> tuple[DefectViT, ImageDataset]:
     torch.manual_seed(0)
     x, y = _toy_images(48, seed=1)
     data = ImageDataset(x, y)
-    model = DefectViT(tiny(stem="conv", pooling="mean", class_weights=(1.0, 1.0, 2.0)))
+    model = DefectViT(
+        tiny(stem="conv", pooling="mean"), loss=ClassLoss(class_weights=(1.0, 1.0, 2.0))
+    )
     fit(model, data, data, TrainConfig(epochs=20, batch_size=16, lr=5e-3, patience=None,
                                       progress="off", precision="fp32", warmup_fraction=0.1))  # fmt: skip
     return model, data

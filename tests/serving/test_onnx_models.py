@@ -77,7 +77,7 @@ def test_forecasters_export_exactly(head, tmp_path) -> None:
     """The autoregressive head exports its greedy generation (the point forecast), unrolled."""
     cfg = ForecasterConfig(n_channels=2, context_length=32, horizon=8, patch_len=8, stride=4,
                            d_model=16, n_heads=2, n_layers=1, d_ff=32, n_past_covariates=1,
-                           quantiles=(0.1, 0.5, 0.9), head=head)  # fmt: skip
+                           quantiles=(0.1, 0.5, 0.9), head=head, dropout=0.2)  # fmt: skip
     torch.manual_seed(0)
     predictor = _predictor("forecast", CausalForecaster(cfg))
     past, observed = _gaps(3, 32, 2)
@@ -89,7 +89,7 @@ def test_forecasters_export_exactly(head, tmp_path) -> None:
 @pytest.mark.parametrize("extra", [{"stem": "conv", "pooling": "cls"}, {"positional": "learned"}])
 def test_defect_vits_export_exactly(extra, tmp_path) -> None:
     cfg = ViTConfig(image_size=32, patch_size=8, num_classes=3, d_model=16, n_heads=2,
-                    n_layers=2, d_ff=32, **extra)  # fmt: skip
+                    n_layers=2, d_ff=32, **({"dropout": 0.0, "stem": "linear"} | extra))  # fmt: skip
     torch.manual_seed(0)
     predictor = _predictor("vit", DefectViT(cfg), image_size=32)
     images = np.random.default_rng(0).normal(size=(3, 1, 32, 32)).astype(np.float32)

@@ -29,6 +29,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import mfgtx.nn.mha
 from mfgtx.models import (
     CausalForecaster,
+    ClassLoss,
     DefectViT,
     ForecasterConfig,
     MaskedPretraining,
@@ -145,6 +146,7 @@ def forecaster_configs() -> list[dict[str, Any]]:
 def forecaster_of(kw: dict[str, Any]) -> tuple[CausalForecaster, dict[str, torch.Tensor]]:
     kw = dict(kw)
     skip = kw.pop("skip", "off")
+    kw = {"quantiles": (), **kw}
     c = ForecasterConfig(n_channels=2, context_length=16, horizon=8, patch_len=4, d_model=16,
                          n_heads=2, n_layers=LAYERS, d_ff=32, dropout=0.1,
                          linear_skip=skip != "off", **kw)  # fmt: skip
@@ -178,10 +180,12 @@ def vit_configs() -> list[dict[str, Any]]:
 
 
 def vit_of(kw: dict[str, Any]) -> tuple[DefectViT, dict[str, torch.Tensor]]:
+    kw = {"stem": "linear", **kw}
     c = ViTConfig(image_size=16, patch_size=4, num_classes=3, d_model=16, n_heads=2,
-                  n_layers=LAYERS, d_ff=32, dropout=0.1, label_smoothing=0.1, **kw)  # fmt: skip
+                  n_layers=LAYERS, d_ff=32, dropout=0.1, **kw)  # fmt: skip
     images = torch.randn(4, c.in_chans, 16, 16)
-    return DefectViT(c), {"images": images, "y": torch.tensor([0, 1, 2, 0])}
+    model = DefectViT(c, loss=ClassLoss(label_smoothing=0.1))
+    return model, {"images": images, "y": torch.tensor([0, 1, 2, 0])}
 
 
 @pytest.mark.parametrize("kw", vit_configs(), ids=str)

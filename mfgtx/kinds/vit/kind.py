@@ -269,8 +269,8 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
                 image_size=images.image_size,
                 in_chans=1 if images.mode == "L" else 3,
                 num_classes=len(names),
-                class_weights=class_weights(labels[prep.train], len(names)),
             )
+            loss = section.loss(class_weights(labels[prep.train], len(names)))
         except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
             raise ValueError(f"{self.section_key}: {e}") from e
         augment = SurfaceAugment(rot90=images.rot90) if images.augment else None
@@ -279,7 +279,7 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
             return ImageDataset(prep.images[idx], labels[idx], augment=aug, mean=MEAN, std=STD)
 
         torch.manual_seed(train.seed)
-        model = DefectViT(config)
+        model = DefectViT(config, loss=loss)
         fitted = fit(
             model, data(prep.train, augment), data(prep.val), train, on_step=on_step,
             run_key=run_key,
@@ -375,8 +375,8 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
                 image_size=images.image_size,
                 in_chans=1 if images.mode == "L" else 3,
                 num_classes=2,
-                class_weights=balancing.class_weights,
             )
+            loss = section.loss(balancing.class_weights)
         except ValueError as e:
             raise ValueError(f"{self.section_key}: {e}") from e
         # no random crop: a pit at a tile's edge would be cut off and keep its label
@@ -384,7 +384,7 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
             SurfaceAugment(rot90=images.rot90, crop_scale=(1.0, 1.0)) if images.augment else None
         )
         torch.manual_seed(train.seed)
-        model = DefectViT(config)
+        model = DefectViT(config, loss=loss)
         fitted = fit(
             model, prep.dataset(train_rows, augment), prep.dataset(val_rows), train,
             on_step=on_step, run_key=run_key, sample_weights=draw,
