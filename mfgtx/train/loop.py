@@ -627,15 +627,24 @@ def _save(run: _Run, state: _RunState) -> None:
     run.env.barrier()
 
 
+def _current(model: nn.Module, state: dict[str, Tensor]) -> dict[str, Tensor]:
+    """``state`` without the tensors ``model`` names in ``RETIRED_TENSORS`` (held by
+    checkpoints of earlier versions, no longer part of the model), as bundles are read."""
+    retired: frozenset[str] = getattr(model, "RETIRED_TENSORS", frozenset())
+    if not retired:
+        return state
+    return {k: v for k, v in state.items() if k not in retired}
+
+
 def _restore(run: _Run, path: Path) -> _RunState:
     ckpt = load_checkpoint(path)
     _check_resumable(ckpt, run.config, path)
     _check_run_key(ckpt.get("run_key", {}), run.run_key, path)
-    run.model.load_state_dict(ckpt["model"])
+    run.model.load_state_dict(_current(run.model, ckpt["model"]))
     run.optimizer.load_state_dict(ckpt["optimizer"])
     run.scheduler.load_state_dict(ckpt["scheduler"])
     if run.average is not None:
-        run.average.load_state_dict(ckpt["average"])
+        run.average.load_state_dict(_current(run.model, ckpt["average"]))
     _set_rng_state(ckpt["rng"])
     log.info("resumed from %s after epoch %d", path, int(ckpt["epoch"]))
     return _RunState(
@@ -644,7 +653,7 @@ def _restore(run: _Run, path: Path) -> _RunState:
         best_loss=float(ckpt["best_loss"]),
         best_epoch=int(ckpt["best_epoch"]),
         bad_epochs=int(ckpt["bad_epochs"]),
-        best_state=ckpt["best_state"],
+        best_state=None if ckpt["best_state"] is None else _current(run.model, ckpt["best_state"]),
         history=[dict(h) for h in ckpt["history"]],
         precision=ckpt.get("precision"),
         compiled=ckpt.get("compiled"),
