@@ -76,6 +76,10 @@ JUDGING_ONLY = ("calibration", "images.views")
 #: what it holds: not part of :func:`run_key` either.
 READ_ONLY = ("chunk_rows", "chunk_mb", "max_inflated_mb", "max_lot_rows")
 
+#: Column settings that only label what is shown (the units on the dashboard's axes; nothing
+#: is converted): not part of :func:`run_key`, so naming units never stops a ``--resume``.
+LABEL_ONLY = ("units",)
+
 
 def run_key(config: JobConfig, kind: Kind, *fingerprint: Any) -> dict[str, Any]:
     """What a training run's weights depend on besides the training loop's settings: the
@@ -92,6 +96,9 @@ def run_key(config: JobConfig, kind: Kind, *fingerprint: Any) -> dict[str, Any]:
         if name and isinstance(key.get(section), dict):
             key[section].pop(name, None)
     key["ensemble"] = (job.get("train") or {}).get("ensemble")
+    if isinstance(key.get("data"), dict) and isinstance(key["data"].get("columns"), dict):
+        for name in LABEL_ONLY:
+            key["data"]["columns"].pop(name, None)
     if isinstance(key.get("data"), dict):  # how the input is read does not change it
         for source in (key["data"].get("source"), (key["data"].get("labels") or {}).get("source")):
             if isinstance(source, dict):
