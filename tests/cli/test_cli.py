@@ -144,7 +144,7 @@ def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
 
 
 def test_app_runs_streamlit_on_the_given_script(tmp_path) -> None:
-    from mfgtx.cli import _app_command
+    from mfgtx.cli.app import _app_command
 
     script = tmp_path / "main.py"
     script.write_text("")
@@ -154,7 +154,7 @@ def test_app_runs_streamlit_on_the_given_script(tmp_path) -> None:
 
 
 def test_app_is_pointed_at_the_demo_bundles_and_data(tmp_path) -> None:
-    from mfgtx.cli import _app_env
+    from mfgtx.cli.app import _app_env
 
     (tmp_path / "models").mkdir()
     env = _app_env(str(tmp_path), "sample_data")
@@ -206,7 +206,7 @@ def test_demo_quick_trains_then_starts_and_stops_the_dashboard(plant, tmp_path) 
 
 
 def test_app_command_pins_the_plant_network_settings() -> None:
-    from mfgtx.cli import _app_command
+    from mfgtx.cli.app import _app_command
 
     script = ROOT / "app" / "main.py"
     cmd = _app_command(script, None)
