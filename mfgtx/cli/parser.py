@@ -63,12 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("train", parents=[common], help="train a model and write its bundle")
-    p.add_argument(
+    kind = p.add_argument(
         "kind",
         choices=_KINDS,
+        metavar="KIND",  # add_argument formats the choices to check them: not the kinds yet
         help="sensor: SensorEncoder (quality, RUL); forecast: CausalForecaster; vit: DefectViT; "
         "or a kind a plugin registers (MFGTX_KINDS, entry points mfgtx.kinds)",
     )
+    kind.metavar = None  # usage and help list the kinds, read when they are shown
     _job_args(p)
     p.add_argument(
         "--resume", action="store_true", help="continue a killed run from its checkpoint"

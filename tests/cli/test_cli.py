@@ -35,6 +35,24 @@ def test_python_dash_m_mfgtx_runs_the_command() -> None:
     assert done.returncode == 0 and done.stdout.startswith("mfgtx ")
 
 
+def test_version_imports_no_model() -> None:
+    """``mfgtx --version`` answers without importing torch, a model or a kind: the kinds
+    ``train`` accepts are read only when a command or its help needs them."""
+    code = (
+        "import sys\n"
+        "from mfgtx.cli import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('torch', 'mfgtx.models', 'mfgtx.kinds') if m in sys.modules]\n"
+        "print('imported:', heavy)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "imported: []" in done.stdout, done.stdout
+
+
 def test_usage_error_exits_2(capsys) -> None:
     assert main(["train", "nonsense", "job.yaml"]) == 2
     assert "invalid choice" in capsys.readouterr().err
