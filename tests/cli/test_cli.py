@@ -35,6 +35,24 @@ def test_python_dash_m_mfgtx_runs_the_command() -> None:
     assert done.returncode == 0 and done.stdout.startswith("mfgtx ")
 
 
+def test_version_imports_no_model() -> None:
+    """``mfgtx --version`` answers without importing torch, a model or a kind: the kinds
+    ``train`` accepts are read only when a command or its help needs them."""
+    code = (
+        "import sys\n"
+        "from mfgtx.cli import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('torch', 'mfgtx.models', 'mfgtx.kinds') if m in sys.modules]\n"
+        "print('imported:', heavy)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "imported: []" in done.stdout, done.stdout
+
+
 def test_usage_error_exits_2(capsys) -> None:
     assert main(["train", "nonsense", "job.yaml"]) == 2
     assert "invalid choice" in capsys.readouterr().err
@@ -144,7 +162,7 @@ def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
 
 
 def test_app_runs_streamlit_on_the_given_script(tmp_path) -> None:
-    from mfgtx.cli import _app_command
+    from mfgtx.cli.app import _app_command
 
     script = tmp_path / "main.py"
     script.write_text("")
@@ -154,7 +172,7 @@ def test_app_runs_streamlit_on_the_given_script(tmp_path) -> None:
 
 
 def test_app_is_pointed_at_the_demo_bundles_and_data(tmp_path) -> None:
-    from mfgtx.cli import _app_env
+    from mfgtx.cli.app import _app_env
 
     (tmp_path / "models").mkdir()
     env = _app_env(str(tmp_path), "sample_data")
@@ -206,7 +224,7 @@ def test_demo_quick_trains_then_starts_and_stops_the_dashboard(plant, tmp_path) 
 
 
 def test_app_command_pins_the_plant_network_settings() -> None:
-    from mfgtx.cli import _app_command
+    from mfgtx.cli.app import _app_command
 
     script = ROOT / "app" / "main.py"
     cmd = _app_command(script, None)

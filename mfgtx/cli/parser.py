@@ -1,0 +1,161 @@
+"""The argparse tree of the ``mfgtx`` command: every command, its flags and its handler.
+
+Building it imports no model: the kinds ``train`` accepts are read when argparse first asks
+(:class:`_KindNames`), so that ``mfgtx --version`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+import mfgtx
+from mfgtx.cli import app, bench, bundle, demo, jobs
+
+__all__ = ["build_parser"]
+
+
+class _KindNames:
+    """The names of the registered kinds (:data:`mfgtx.kinds.KINDS`, with the plugins
+    ``MFGTX_KINDS`` and the ``mfgtx.kinds`` entry points name), read when argparse first asks,
+    so that ``mfgtx --version`` imports no model."""
+
+    def _names(self) -> list[str]:
+        from mfgtx.kinds import KINDS
+
+        return list(KINDS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+
+_KINDS = _KindNames()
+
+
+def _job_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", help="YAML job file (see pipelines/configs/)")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a key of the job file, e.g. --set train.epochs=3 (repeatable)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``mfgtx`` parser; each command's handler is its ``func`` default."""
+    parser = argparse.ArgumentParser(
+        prog="mfgtx",
+        description="Manufacturing analytics on Transformer models.",
+        epilog="Exit codes: 0 success, 2 bad input or config, 1 failure, 143/130 stopped by "
+        "SIGTERM/SIGINT (a summary line says so; train continues with --resume).",
+    )
+    parser.add_argument("--version", action="version", version=f"mfgtx {mfgtx.__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    parser.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
+    # the same two flags after the command (pipelines/*.py put the command first)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("train", parents=[common], help="train a model and write its bundle")
+    kind = p.add_argument(
+        "kind",
+        choices=_KINDS,
+        metavar="KIND",  # add_argument formats the choices to check them: not the kinds yet
+        help="sensor: SensorEncoder (quality, RUL); forecast: CausalForecaster; vit: DefectViT; "
+        "or a kind a plugin registers (MFGTX_KINDS, entry points mfgtx.kinds)",
+    )
+    kind.metavar = None  # usage and help list the kinds, read when they are shown
+    _job_args(p)
+    p.add_argument(
+        "--resume", action="store_true", help="continue a killed run from its checkpoint"
+    )
+    p.set_defaults(func=jobs.train)
+
+    p = sub.add_parser(
+        "evaluate", parents=[common], help="judge a bundle against baselines on the test lots"
+    )
+    _job_args(p)
+    p.add_argument("--report", help="also write the report as JSON to this file")
+    p.set_defaults(func=jobs.evaluate)
+
+    p = sub.add_parser("score", parents=[common], help="write a bundle's predictions for new data")
+    _job_args(p)
+    p.set_defaults(func=jobs.score)
+
+    p = sub.add_parser("audit", parents=[common], help="check a split configuration for leakage")
+    _job_args(p)
+    p.set_defaults(func=jobs.audit)
+
+    p = sub.add_parser(
+        "bench", parents=[common], help="measure a bundle's scoring throughput (windows/s)"
+    )
+    _job_args(p)
+    p.add_argument("--repeats", type=int, default=3, help="timed passes (default 3)")
+    p.add_argument(
+        "--onnx",
+        metavar="FILE.onnx",
+        help="time the model in PyTorch eager and this export of it (mfgtx export) in "
+        "onnxruntime, side by side",
+    )
+    p.set_defaults(func=bench.bench)
+
+    p = sub.add_parser(
+        "export", parents=[common], help="write a bundle's model as a plain ONNX file"
+    )
+    p.add_argument("bundle", help="the bundle directory")
+    p.add_argument("--format", choices=("onnx",), default="onnx", help="onnx (the default)")
+    p.add_argument("--out", help="the .onnx file (default: BUNDLE.onnx beside the bundle)")
+    p.set_defaults(func=bundle.export)
+
+    p = sub.add_parser(
+        "sign",
+        parents=[common],
+        help="sign a reviewed bundle with this plant's key (MFGTX_BUNDLE_KEY_FILE)",
+    )
+    p.add_argument("bundle", help="the bundle directory")
+    p.set_defaults(func=bundle.sign)
+
+    p = sub.add_parser(
+        "hash-password",
+        parents=[common],
+        help="hash a dashboard password for app_password_hash in the secrets file",
+    )
+    p.set_defaults(func=app.hash_password)
+
+    p = sub.add_parser("app", parents=[common], help="start the Streamlit dashboard")
+    p.add_argument("--path", default="app/main.py", help="the app script (default app/main.py)")
+    p.add_argument("--results", help="folder of scored results for the dashboard")
+    p.add_argument("--port", type=int, help="server port")
+    p.add_argument(
+        "--address",
+        help="interface to serve (default 127.0.0.1, this computer only); any other needs "
+        "sign-in configured (README, 'Plant network')",
+    )
+    p.set_defaults(func=app.app)
+
+    p = sub.add_parser(
+        "demo",
+        parents=[common],
+        help="train small models on sample_data, score, open the dashboard",
+    )
+    p.add_argument("--quick", action="store_true", help="tiny models, two epochs (a smoke test)")
+    p.add_argument("--no-app", action="store_true", help="do not start the dashboard")
+    p.add_argument("--retrain", action="store_true", help="train even if the bundles exist")
+    p.add_argument(
+        "--data", default="sample_data", help="sample plant folder (default sample_data)"
+    )
+    p.add_argument(
+        "--out",
+        help="output folder, in place of the job files' runs/sample (default; --quick: "
+        "runs/sample-quick)",
+    )
+    p.add_argument("--app", default="app/main.py", help="the app script (default app/main.py)")
+    p.add_argument("--port", type=int, help="dashboard port (default: Streamlit's, 8501)")
+    p.set_defaults(func=demo.demo)
+    return parser
