@@ -9,6 +9,7 @@ import warnings
 import pytest
 
 from mfgtx import cli
+from mfgtx.cli import jobs as job_commands
 from mfgtx.jobs import ConfigError
 from mfgtx.jobs._schema import load_yaml
 
@@ -20,7 +21,7 @@ def test_cli_shows_a_warning_as_one_plain_line(monkeypatch, capsys) -> None:
         )
         return 0
 
-    monkeypatch.setattr(cli, "_audit", audit)
+    monkeypatch.setattr(job_commands, "audit", audit)
     assert cli.main(["audit", "job.yaml"]) == 0
     err = capsys.readouterr().err
     lines = [x for x in err.splitlines() if "warning" in x]
