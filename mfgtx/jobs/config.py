@@ -23,14 +23,15 @@ Every key is checked; see :func:`load_config`.
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from mfgtx._config import default_of
 from mfgtx._files import expand_path
 from mfgtx.data import ColumnMap, RegimePlan, Windowing
+from mfgtx.data.io import CsvFormat
 from mfgtx.jobs._schema import (
     MAX_YAML_CHARS,
     ConfigError,
@@ -109,22 +110,7 @@ class SourceSection:
     encoding: str = "utf-8"
 
     def __post_init__(self) -> None:
-        if self.delimiter not in ("auto", "tab") and (
-            len(self.delimiter) != 1 or self.delimiter in '"\r\n'
-        ):
-            raise ValueError(
-                f"delimiter: one character (such as ',' or ';'), 'tab' or 'auto', found "
-                f"{self.delimiter!r}"
-            )
-        if self.decimal == "," and self.delimiter == ",":
-            raise ValueError("decimal ',' needs another delimiter than ',' (such as ';')")
-        try:
-            codecs.lookup(self.encoding)
-        except LookupError:
-            raise ValueError(
-                f"encoding: {self.encoding!r} is not a text encoding Python knows (such as "
-                "utf-8, cp1252, latin-1)"
-            ) from None
+        CsvFormat(self.delimiter, self.decimal, self.encoding)  # the reader's own checks
         csv_options = (self.delimiter, self.decimal, self.encoding) != ("auto", ".", "utf-8")
         if csv_options and (self.url is not None or self.format in ("parquet", "cmapss")):
             raise ValueError("delimiter, decimal and encoding are for CSV files")
@@ -296,35 +282,35 @@ class TrainSection:
     """The ``train`` section: the settings of :class:`~mfgtx.train.TrainConfig` (same names,
     same meaning) but ``resume`` (the ``--resume`` flag), and ``ensemble``
     (:class:`EnsembleSection`). ``checkpoint_dir`` defaults to ``<bundle>.ckpt`` next to the
-    bundle; ``batch_size`` to 32 (plant data sets are small); every other default is the
-    library's.
+    bundle; ``batch_size`` to 32 (plant data sets are small: the one key whose job default is
+    not the library's); every other default is read from ``TrainConfig``.
 
     Every value is known when the job file is read, so the section builds its
     :class:`~mfgtx.train.TrainConfig` then (validating it, once; :attr:`config`) and
     :func:`train_config` gives it with the checkpoint folder and ``--resume`` flag of a run.
     """
 
-    epochs: int = 20
+    epochs: int = default_of(TrainConfig, "epochs")
     batch_size: int = 32
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    betas: tuple[float, float] = (0.9, 0.999)
-    warmup_fraction: float = 0.05
-    min_lr_ratio: float = 0.0
-    grad_clip: float | None = 1.0
-    ema_decay: float | None = None
-    patience: int | None = 5
-    max_minutes: float | None = None
-    min_delta: float = 0.0
-    seed: int = 0
-    deterministic: bool = False
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
-    compile: Literal["off", "auto", "on"] = "off"
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    checkpoint_dir: str | None = None
-    num_workers: int = 0
-    progress: Literal["auto", "bar", "log", "off"] = "auto"
-    log_every: int = 50
+    lr: float = default_of(TrainConfig, "lr")
+    weight_decay: float = default_of(TrainConfig, "weight_decay")
+    betas: tuple[float, float] = default_of(TrainConfig, "betas")
+    warmup_fraction: float = default_of(TrainConfig, "warmup_fraction")
+    min_lr_ratio: float = default_of(TrainConfig, "min_lr_ratio")
+    grad_clip: float | None = default_of(TrainConfig, "grad_clip")
+    ema_decay: float | None = default_of(TrainConfig, "ema_decay")
+    patience: int | None = default_of(TrainConfig, "patience")
+    max_minutes: float | None = default_of(TrainConfig, "max_minutes")
+    min_delta: float = default_of(TrainConfig, "min_delta")
+    seed: int = default_of(TrainConfig, "seed")
+    deterministic: bool = default_of(TrainConfig, "deterministic")
+    precision: Literal["auto", "fp32", "bf16"] = default_of(TrainConfig, "precision")
+    compile: Literal["off", "auto", "on"] = default_of(TrainConfig, "compile")
+    device: Literal["auto", "cpu", "cuda"] = default_of(TrainConfig, "device")
+    checkpoint_dir: str | None = default_of(TrainConfig, "checkpoint_dir")
+    num_workers: int = default_of(TrainConfig, "num_workers")
+    progress: Literal["auto", "bar", "log", "off"] = default_of(TrainConfig, "progress")
+    log_every: int = default_of(TrainConfig, "log_every")
     ensemble: EnsembleSection | None = None
 
     def __post_init__(self) -> None:
