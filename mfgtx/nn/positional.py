@@ -236,7 +236,10 @@ class RelativePositionBias(nn.Module):
         k_pos = torch.arange(key_len, device=device)
         rel = k_pos[None, :] - q_pos[:, None]  # (T, S)
         bias = self.embedding(self.bucket(rel))  # (T, S, H)
-        return bias.permute(2, 0, 1).unsqueeze(0)  # (1, H, T, S)
+        # contiguous: CUDA's fused kernels take a bias only when its last dimension is dense;
+        # the permuted view (stride H) sent every training step of the learned bias to the
+        # math kernel (benchmarks/gpu_check.py on an H200, torch 2.11)
+        return bias.permute(2, 0, 1).unsqueeze(0).contiguous()  # (1, H, T, S)
 
 
 def alibi_slopes(n_heads: int) -> Tensor:
