@@ -1,10 +1,9 @@
 """The labels of a bundle's data: its labelled windows, read by its recorded job exactly as
 training read them, and one lot's known result in words.
 
-This is the one module of the app that runs a job of :mod:`mfgtx.jobs` (reading the recorded
-job's data with its labels joined); the import-linter contract "app does not import
-mfgtx.jobs" names it as the one exception, until a kind reads a recorded job's labelled data
-itself.
+The recorded job and its data are read through :mod:`mfgtx.jobfile` (a job file and the data
+it names, read; never written), so the app runs no job of :mod:`mfgtx.jobs` (the
+import-linter contract "app does not import mfgtx.jobs" has no exception).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ def labelled_windows(bundle_id: str, path: str) -> tuple[Any, str, tuple[str, ..
     Raises:
         DataError: the bundle records no job (saved from Python), or its data is gone.
     """
-    from mfgtx.jobs import read_windows, recorded_job
+    from mfgtx.jobfile import read_windows, recorded_job
 
     predictor = _load(bundle_id, path)
     job = recorded_job(predictor.bundle.manifest)

@@ -49,8 +49,8 @@ import _harness
 import numpy as np
 import torch
 
+from mfgtx.jobfile.config import train_config
 from mfgtx.jobs import load_config
-from mfgtx.jobs.config import train_config
 from mfgtx.kinds import (
     VIT,
     Trained,

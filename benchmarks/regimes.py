@@ -30,8 +30,8 @@ import pandas as pd
 
 import mfgtx
 from mfgtx.baselines import fit_baselines
-from mfgtx.jobs.config import load_config
-from mfgtx.jobs.prepare import read_windows, split
+from mfgtx.jobfile.config import load_config
+from mfgtx.jobfile.prepare import read_windows, split
 from mfgtx.jobs.train import train
 from mfgtx.kinds import SENSOR, cross_fit
 

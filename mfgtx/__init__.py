@@ -3,8 +3,8 @@
 Subpackages: :mod:`mfgtx.nn` (the Transformer library), :mod:`mfgtx.models` (the sensor
 encoder, the forecaster, the defect ViT), :mod:`mfgtx.data` (sensor tables and windows),
 :mod:`mfgtx.split` (leakage-safe splitting and its audit), :mod:`mfgtx.train` (the training
-engine), :mod:`mfgtx.kinds` (one module per model kind; :func:`load`), :mod:`mfgtx.jobs`
-(the ``mfgtx`` command's jobs).
+engine), :mod:`mfgtx.kinds` (one module per model kind; :func:`load`), :mod:`mfgtx.jobfile`
+(a job file and the data it names, read), :mod:`mfgtx.jobs` (the ``mfgtx`` command's jobs).
 """
 
 from __future__ import annotations

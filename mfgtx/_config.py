@@ -3,7 +3,7 @@ below every layer.
 
 A job file's sections are frozen dataclasses written out in the modules that own them (a
 kind's model section, e.g. :class:`mfgtx.kinds.VitSection`; the job's other sections in
-:mod:`mfgtx.jobs.config`); a model section builds its model's config with a typed method
+:mod:`mfgtx.jobfile.config`); a model section builds its model's config with a typed method
 (``section.model_config(...)``) that adds what the data decides. A model section's key takes
 its default from the model config's field of the same name (:func:`default_of`), so that each
 default is written once, in the model config.

@@ -9,8 +9,8 @@ import argparse
 import sys
 
 from mfgtx.data import DataError
-from mfgtx.jobs.config import SourceSection
-from mfgtx.jobs.sources import copy_to_sql
+from mfgtx.jobfile.config import SourceSection
+from mfgtx.jobs.copy_sql import copy_to_sql
 
 
 def main(argv: list[str] | None = None) -> int:

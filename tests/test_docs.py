@@ -44,7 +44,7 @@ def test_job_file_reference_lists_every_key() -> None:
     gen = _generator()
     text = gen.render()
     walked = dict(gen.sections())
-    from mfgtx.jobs import JobConfig, SourceSection
+    from mfgtx.jobfile import JobConfig, SourceSection
 
     assert walked["data.source"] is SourceSection and walked[""] is JobConfig
     assert "evaluate.truth" in walked and "images.tiles" in walked and "train" in walked

@@ -2,7 +2,7 @@
 
 This package is the presentation layer of the command: it is the one place in the package
 that writes to stdout (:mod:`mfgtx.cli.output`); the library itself only logs (to stderr).
-Every job command reads a YAML job file (see :mod:`mfgtx.jobs.config`), takes
+Every job command reads a YAML job file (see :mod:`mfgtx.jobfile.config`), takes
 ``--set key=value`` overrides, and ends with one JSON summary line on stdout.
 
 One module per concept: :mod:`~mfgtx.cli.parser` (the argparse tree),

@@ -49,7 +49,7 @@ def _bench_onnx(args: argparse.Namespace) -> int:
     import torch
 
     from mfgtx.artifacts import BundleError
-    from mfgtx.jobs.prepare import read_windows
+    from mfgtx.jobfile.prepare import read_windows
     from mfgtx.jobs.score import load_predictor
     from mfgtx.serving import compare_throughput, load_onnx
 

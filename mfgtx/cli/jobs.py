@@ -1,6 +1,6 @@
 """``mfgtx train | score | audit | evaluate``: the commands that run a job file.
 
-Each reads a YAML job file (see :mod:`mfgtx.jobs.config`) with its ``--set key=value``
+Each reads a YAML job file (see :mod:`mfgtx.jobfile.config`) with its ``--set key=value``
 overrides, runs the job in :mod:`mfgtx.jobs`, writes what a person reads, and ends with one
 JSON summary line on stdout.
 """

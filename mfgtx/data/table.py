@@ -9,7 +9,7 @@ Every message about a row names it as the user finds it (:class:`Where`): the li
 file as a text editor numbers it (header = line 1; a value with a line break inside quotes
 takes two lines), the row of a Parquet file or query, or ``row N of the frame`` (its 0-based
 position) for a DataFrame. A DataFrame read from files carries its rows' places in the
-columns ``_file`` and ``_line`` (:data:`FILE`, :data:`LINE`, as :mod:`mfgtx.jobs.sources`
+columns ``_file`` and ``_line`` (:data:`FILE`, :data:`LINE`, as :mod:`mfgtx.jobfile.sources`
 adds them); a DataFrame with ``_line`` alone numbers rows of an earlier frame.
 
 Nothing is dropped or filled silently. Bad input raises :class:`~mfgtx.data.DataError`

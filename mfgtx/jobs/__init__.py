@@ -1,18 +1,29 @@
 """mfgtx.jobs: batch jobs behind the ``mfgtx`` command (train, evaluate, score, audit).
 
 A job is described by one YAML file read into frozen, validated dataclasses
-(:func:`load_config`); the command line only parses arguments, calls these functions and
-prints their summaries. Inputs come from CSV/Parquet files or folders (read by
-:mod:`mfgtx.data.io`) and SQL databases, lot by lot (:mod:`mfgtx.jobs.sources`); scores go
-to Parquet/CSV files or SQL tables, replaced by key (:mod:`mfgtx.jobs.sinks`).
+(:func:`load_config`, from :mod:`mfgtx.jobfile`, re-exported here); the command line only
+parses arguments, calls these functions and prints their summaries. Inputs are read by
+:mod:`mfgtx.jobfile` (files through :mod:`mfgtx.data.io`, SQL databases read-only, lot by
+lot); this package runs the jobs and writes what they produce: bundles, scores to
+Parquet/CSV files or SQL tables, replaced by key (:mod:`mfgtx.jobs.sinks`).
 """
 
+from mfgtx.jobfile import (
+    FILE,
+    LINE,
+    ConfigError,
+    JobConfig,
+    SourceSection,
+    csv_delimiter,
+    load_config,
+    read_csv_bytes,
+    read_windows,
+    recorded_job,
+    without_position,
+)
 from mfgtx.jobs._lock import LockedError, output_lock
-from mfgtx.jobs.config import ConfigError, JobConfig, SourceSection, load_config, recorded_job
 from mfgtx.jobs.evaluate import audit_split, bench, evaluate
-from mfgtx.jobs.prepare import read_windows
 from mfgtx.jobs.score import score
-from mfgtx.jobs.sources import FILE, LINE, csv_delimiter, read_csv_bytes, without_position
 from mfgtx.jobs.train import TrainOutcome, train
 
 __all__ = [

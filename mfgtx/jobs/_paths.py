@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mfgtx._files import expand_path, replace_problem
-from mfgtx.jobs._schema import ConfigError
+from mfgtx.jobfile._schema import ConfigError
 
 __all__ = ["PathRules", "bundle_root", "expand_argument", "job_inputs"]
 
@@ -99,7 +99,7 @@ class PathRules:
             fine: a missing input is reported when it is read).
         bundle: the job's bundle directory, if any.
         written: ``{path: as the user wrote it}`` for messages
-            (:attr:`~mfgtx.jobs.config.JobConfig.paths_as_written`).
+            (:attr:`~mfgtx.jobfile.config.JobConfig.paths_as_written`).
     """
 
     def __init__(
@@ -118,7 +118,7 @@ class PathRules:
 
     @classmethod
     def of(cls, config: Any, *, bundle: str | os.PathLike[str] | None = None) -> PathRules:
-        """The rules of a job file (a :class:`~mfgtx.jobs.config.JobConfig`): its inputs,
+        """The rules of a job file (a :class:`~mfgtx.jobfile.config.JobConfig`): its inputs,
         and its paths as the user wrote them."""
         return cls(
             config.source_file,
@@ -259,7 +259,8 @@ class PathRules:
     ) -> None:
         """Check a SQL output table: not one of ``reads`` (``(key, source)`` with ``url`` and
         ``table``), and if it exists one mfgtx created."""
-        from mfgtx.jobs._sql import same_table, table_problem
+        from mfgtx.jobfile._sql import same_table
+        from mfgtx.jobs._sql import table_problem
 
         for in_key, src in reads:
             src_url, src_table = getattr(src, "url", None), getattr(src, "table", None)

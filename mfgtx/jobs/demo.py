@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mfgtx.jobs._schema import build, load_yaml
-from mfgtx.jobs.config import JobConfig, _read_job_file
+from mfgtx.jobfile._schema import build, load_yaml
+from mfgtx.jobfile.config import JobConfig, _read_job_file
 
 __all__ = ["CONFIGS", "DATA", "OUT", "demo_configs", "demo_jobs", "run_demo"]
 

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from mfgtx.data import DataError
-from mfgtx.jobs.config import ConfigError, JobConfig
-from mfgtx.jobs.prepare import read_windows
-from mfgtx.jobs.sources import describe
+from mfgtx.jobfile.config import ConfigError, JobConfig
+from mfgtx.jobfile.prepare import read_windows
+from mfgtx.jobfile.sources import describe
 from mfgtx.kinds import Kind, job_kind
 
 __all__ = ["audit_split", "bench", "evaluate", "job_kind"]
@@ -69,7 +69,7 @@ def _external_windows(
     """The external source cut as the bundle reads it: its windows, one error row per lot
     that could not be scored (too short, bad values), and every lot id the source holds."""
     from mfgtx.data import Windows
-    from mfgtx.jobs.sources import FILE, LINE, iter_lot_frames, without_position
+    from mfgtx.jobfile.sources import FILE, LINE, iter_lot_frames, without_position
 
     assert config.evaluate is not None and config.data is not None
     source = config.evaluate.source
@@ -124,7 +124,7 @@ def _evaluate_external(config: JobConfig, predictor: Any, kind: Kind) -> tuple[d
     from dataclasses import replace
 
     from mfgtx.data import SensorScaler, Windows
-    from mfgtx.jobs.truth import read_truth
+    from mfgtx.jobfile.truth import read_truth
 
     ev = config.evaluate
     assert ev is not None

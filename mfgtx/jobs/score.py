@@ -3,7 +3,7 @@
 The job reads the input and writes the output; the bundle's predictor
 (:func:`mfgtx.load`, :mod:`mfgtx.kinds`) turns each batch of input into output rows, as it
 does for the dashboard and for Python users. Sensor rows (SensorEncoder and CausalForecaster
-bundles) are read lot-complete chunk by chunk (:func:`~mfgtx.jobs.sources.iter_lot_frames`);
+bundles) are read lot-complete chunk by chunk (:func:`~mfgtx.jobfile.sources.iter_lot_frames`);
 a bad value, a bad lot or a lot shorter than the window goes to the errors file with its lot,
 file and line, and the rest of the batch is still scored. Images (DefectViT bundles) are read
 a batch at a time; a file that is not a usable image goes to the errors file. The output is
@@ -25,10 +25,10 @@ import pandas as pd
 
 from mfgtx._files import remove_leftovers
 from mfgtx.data import DataError, DataWarning
+from mfgtx.jobfile.config import ConfigError, JobConfig
+from mfgtx.jobfile.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, without_position
 from mfgtx.jobs._lock import output_lock
-from mfgtx.jobs.config import ConfigError, JobConfig
 from mfgtx.jobs.sinks import describe_sink, write_errors, write_scores
-from mfgtx.jobs.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, without_position
 from mfgtx.kinds import JobScores
 
 __all__ = ["ScoreOutcome", "check_score_outputs", "load_predictor", "score"]

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from mfgtx._files import NotWrittenByMfgtx, atomic_write, replace_problem
-from mfgtx.jobs.config import SinkSection
+from mfgtx.jobfile.config import SinkSection
 
 __all__ = ["KEYS", "describe_sink", "write_errors", "write_scores", "write_text"]
 
@@ -83,7 +83,8 @@ def _merge(old: pd.DataFrame | None, new: pd.DataFrame, keys: tuple[str, ...]) -
 def _write_sql(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...]) -> None:
     import sqlalchemy as sa
 
-    from mfgtx.jobs._sql import lock_table, output_index, resolve_table, table_problem, write_engine
+    from mfgtx.jobfile._sql import resolve_table
+    from mfgtx.jobs._sql import lock_table, output_index, table_problem, write_engine
 
     schema, name = resolve_table(str(sink.table))
     engine = write_engine(str(sink.url))

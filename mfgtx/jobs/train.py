@@ -1,7 +1,7 @@
 """``train``: data -> split and audit -> fit -> calibrate -> compare with baselines -> bundle.
 
 One job for every model kind (:mod:`mfgtx.kinds`): this module reads the job's data (sensor
-rows through :mod:`mfgtx.jobs.prepare`, or labelled images), hands it to the kind, and
+rows through :mod:`mfgtx.jobfile.prepare`, or labelled images), hands it to the kind, and
 writes the kind's bundle atomically (the old one stays until the new one is complete). The
 bundle directory is checked against the job's inputs first and locked while it is written.
 Training checkpoints go to ``train.checkpoint_dir`` (default ``<bundle>.ckpt``) after every
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from mfgtx.data import DataError
-from mfgtx.jobs.config import ConfigError, JobConfig, train_config, with_absolute_paths
-from mfgtx.jobs.prepare import read_windows
+from mfgtx.jobfile.config import ConfigError, JobConfig, train_config, with_absolute_paths
+from mfgtx.jobfile.prepare import read_windows
 from mfgtx.kinds import FitSetup, Fitted, Kind, job_kind, kind_named
 
 __all__ = ["TrainOutcome", "check_train_outputs", "run_key", "train"]

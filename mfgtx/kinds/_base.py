@@ -419,7 +419,7 @@ class JobSettings(Protocol):
 
 
 #: The jobs' reading of a job's sensor rows as a kind cuts them
-#: (:func:`mfgtx.jobs.prepare.read_windows`).
+#: (:func:`mfgtx.jobfile.prepare.read_windows`).
 RowReader = Callable[["Kind[Any, Any, Any]"], "tuple[Windows, ColumnMap]"]
 #: The jobs' scoring of a job's sensor rows, lot by lot, with a window predictor.
 RowScorer = Callable[[Any, Any], "JobScores"]

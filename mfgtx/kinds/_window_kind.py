@@ -3,7 +3,7 @@
 Shape legend: ``N`` windows, ``T`` window rows, ``C`` sensors.
 
 A window kind trains on the windows the job reads from its sensor rows (the jobs read them,
-:func:`mfgtx.jobs.prepare.read_windows`, cut as :meth:`WindowKind.cut` says), splits them by
+:func:`mfgtx.jobfile.prepare.read_windows`, cut as :meth:`WindowKind.cut` says), splits them by
 lot and time, and is judged on the test lots beside the baselines of its task. A kind adds
 its model: :meth:`WindowKind.cut`, :meth:`~WindowKind.need`, :meth:`~WindowKind.fit`,
 :meth:`~WindowKind.judge` and its predictor; everything else here is the same for every

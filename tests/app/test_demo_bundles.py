@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import mfgtx
-from mfgtx.jobs.sources import read_frame, without_position
+from mfgtx.jobfile.sources import read_frame, without_position
 
 from .conftest import MAIN
 from .test_dashboard import INTERNAL, _specs, _texts

@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from mfgtx.data import ColumnMap, DataError, read_table
-from mfgtx.jobs.config import SourceSection
-from mfgtx.jobs.sources import csv_delimiter, read_csv_bytes, read_frame, without_position
+from mfgtx.jobfile.config import SourceSection
+from mfgtx.jobfile.sources import csv_delimiter, read_csv_bytes, read_frame, without_position
 
 PLAIN = "lot,time,temp \u00b0C,pressure\nA,2026-01-01 00:00,1.5,2\nA,2026-01-01 01:00,-0.25,1e-3\n"
 

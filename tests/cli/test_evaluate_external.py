@@ -213,7 +213,7 @@ def test_a_labelled_test_source_needs_no_truth_table(trained, tmp_path):
 
 
 def test_the_evaluate_section_is_checked(tmp_path):
-    from mfgtx.jobs.config import ConfigError
+    from mfgtx.jobfile.config import ConfigError
 
     job = fleet_job(tmp_path)
     job["evaluate"]["truth"]["formt"] = "csv"

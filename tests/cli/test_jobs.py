@@ -13,8 +13,8 @@ import sqlalchemy as sa
 
 from mfgtx.artifacts import BundleError
 from mfgtx.cli import main
-from mfgtx.jobs.config import SourceSection
-from mfgtx.jobs.sources import copy_to_sql
+from mfgtx.jobfile.config import SourceSection
+from mfgtx.jobs.copy_sql import copy_to_sql
 from tests.cli.conftest import SENSORS, quality_job, summary, write_job
 
 
@@ -267,8 +267,8 @@ def _windows_table(windows) -> pd.DataFrame:
 
 
 def test_training_reads_in_lot_chunks_with_the_same_windows(plant, tmp_path, caplog) -> None:
+    from mfgtx.jobfile.prepare import read_windows
     from mfgtx.jobs import load_config
-    from mfgtx.jobs.prepare import read_windows
     from mfgtx.kinds import SENSOR
 
     def load_windows(config):
@@ -294,8 +294,8 @@ def test_training_reads_in_lot_chunks_with_the_same_windows(plant, tmp_path, cap
 def test_last_per_lot_judges_each_test_lot_as_it_ends(plant, tmp_path) -> None:
     """``split.evaluate_on: last_per_lot``: each validation and test lot is judged by the
     window ending at its last row, though a stride of 30 steps over it."""
+    from mfgtx.jobfile.prepare import read_windows, split
     from mfgtx.jobs import load_config
-    from mfgtx.jobs.prepare import read_windows, split
     from mfgtx.kinds import SENSOR
 
     job = quality_job(plant, tmp_path, windows={"window": 40, "stride": 30})

@@ -13,8 +13,8 @@ import pytest
 import mfgtx
 from mfgtx.cli import main
 from mfgtx.data import ColumnMap
+from mfgtx.jobfile.prepare import read_windows, split
 from mfgtx.jobs import ConfigError, load_config, train
-from mfgtx.jobs.prepare import read_windows, split
 from mfgtx.kinds import SENSOR
 from mfgtx.kinds.sensor import SensorSpec
 from tests.cli.conftest import summary, write_job

@@ -143,8 +143,8 @@ def test_a_row_without_a_lot_id_is_listed_never_dropped(quality_bundle, plant, t
 
 
 def test_training_refuses_mixed_time_kinds_across_chunks(plant, tmp_path) -> None:
+    from mfgtx.jobfile.prepare import read_windows
     from mfgtx.jobs import load_config
-    from mfgtx.jobs.prepare import read_windows
     from mfgtx.kinds import FORECAST
     from tests.cli.conftest import write_job
     from tests.cli.test_jobs_forecast_vit import forecast_job

@@ -19,8 +19,8 @@ from PIL import Image
 from mfgtx.cli import main
 from mfgtx.data import DataError
 from mfgtx.images import MAX_IMAGE_BYTES, ImageError, read_image_file, read_zip_member
-from mfgtx.jobs.config import SourceSection
-from mfgtx.jobs.sources import iter_lot_frames, read_csv_bytes, read_frame
+from mfgtx.jobfile.config import SourceSection
+from mfgtx.jobfile.sources import iter_lot_frames, read_csv_bytes, read_frame
 from tests.cli.conftest import summary, write_job
 
 

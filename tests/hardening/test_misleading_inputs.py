@@ -208,8 +208,8 @@ def test_a_score_job_names_the_line_where_a_key_changes_within_a_lot(
 
 
 def test_training_names_the_file_line_of_a_bad_value(plant, tmp_path) -> None:
+    from mfgtx.jobfile.prepare import read_windows
     from mfgtx.jobs import load_config
-    from mfgtx.jobs.prepare import read_windows
     from mfgtx.kinds import SENSOR
     from tests.cli.conftest import quality_job, write_job
 

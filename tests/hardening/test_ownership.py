@@ -494,8 +494,8 @@ def test_a_table_mfgtx_created_takes_the_next_run_under_any_spelling(
 def test_the_source_table_under_another_spelling_is_refused(
     quality_bundle, tmp_path, monkeypatch, capsys, output
 ) -> None:
-    from mfgtx.jobs.config import SourceSection
-    from mfgtx.jobs.sources import copy_to_sql
+    from mfgtx.jobfile.config import SourceSection
+    from mfgtx.jobs.copy_sql import copy_to_sql
 
     job, _ = quality_bundle
     db = tmp_path / "plant.db"
@@ -512,8 +512,8 @@ def test_the_source_table_under_another_spelling_is_refused(
 
 
 def test_a_copy_replaces_only_a_table_it_created(tmp_path, capsys) -> None:
-    from mfgtx.jobs.config import SourceSection
-    from mfgtx.jobs.sources import copy_to_sql
+    from mfgtx.jobfile.config import SourceSection
+    from mfgtx.jobs.copy_sql import copy_to_sql
     from pipelines.load_sqlite import main as load_sqlite
 
     plant = tmp_path / "plant.csv"
@@ -616,8 +616,8 @@ def test_postgres_tables_are_named_and_owned_as_the_server_resolves_them(
 ) -> None:
     import uuid
 
-    from mfgtx.jobs.config import SourceSection
-    from mfgtx.jobs.sources import copy_to_sql
+    from mfgtx.jobfile.config import SourceSection
+    from mfgtx.jobs.copy_sql import copy_to_sql
 
     job, _ = quality_bundle
     tag = uuid.uuid4().hex[:8]

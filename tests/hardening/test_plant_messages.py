@@ -10,8 +10,8 @@ import pytest
 
 from mfgtx import cli
 from mfgtx.cli import jobs as job_commands
+from mfgtx.jobfile._schema import load_yaml
 from mfgtx.jobs import ConfigError
-from mfgtx.jobs._schema import load_yaml
 
 
 def test_cli_shows_a_warning_as_one_plain_line(monkeypatch, capsys) -> None:

@@ -20,10 +20,11 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
+from mfgtx.jobfile._sql import read_engine
+from mfgtx.jobfile.config import SourceSection
+from mfgtx.jobfile.sources import read_frame
 from mfgtx.jobs import ConfigError, load_config
-from mfgtx.jobs._sql import read_engine
-from mfgtx.jobs.config import SourceSection
-from mfgtx.jobs.sources import copy_to_sql, read_frame
+from mfgtx.jobs.copy_sql import copy_to_sql
 from tests.cli.conftest import summary
 
 ROOT = Path(__file__).resolve().parents[2]

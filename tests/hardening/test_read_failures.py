@@ -18,8 +18,8 @@ import pytest
 
 from mfgtx.cli import main
 from mfgtx.data import DataError, io
-from mfgtx.jobs.config import SourceSection
-from mfgtx.jobs.sources import read_csv_bytes, read_frame
+from mfgtx.jobfile.config import SourceSection
+from mfgtx.jobfile.sources import read_csv_bytes, read_frame
 from tests.cli.conftest import summary
 
 #: Failures whose text is empty or says nothing to a plant engineer, as libraries raise them.
@@ -192,8 +192,8 @@ def test_the_errors_file_names_lines_as_whole_numbers(tmp_path) -> None:
 def test_a_lot_cut_short_by_a_file_that_stops_is_listed_not_scored(tmp_path) -> None:
     import gzip
 
-    from mfgtx.jobs.config import SourceSection
-    from mfgtx.jobs.sources import iter_lot_frames
+    from mfgtx.jobfile.config import SourceSection
+    from mfgtx.jobfile.sources import iter_lot_frames
 
     path = tmp_path / "plant.csv.gz"
     with gzip.open(path, "wt") as f:  # 400 lots of 100 rows, about 1.5 MB of text

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from mfgtx.jobfile._sql import read_engine
+from mfgtx.jobfile.config import SourceSection
+from mfgtx.jobfile.sources import read_frame
 from mfgtx.jobs import ConfigError, load_config
-from mfgtx.jobs._sql import read_engine
-from mfgtx.jobs.config import SourceSection
-from mfgtx.jobs.sources import read_frame
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_a_table_name_that_is_not_a_name_is_refused(db) -> None:
 
 
 def test_schema_qualified_tables_and_safe_error_file_names(db) -> None:
-    from mfgtx.jobs._sql import safe_slug
+    from mfgtx.jobfile._sql import safe_slug
 
     config = load_config(None, [f"score.output={{url: 'sqlite:///{db}', table: main.scores}}"])
     assert config.score.errors_path().name == "plant.main.scores.errors.csv"

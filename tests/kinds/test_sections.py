@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from mfgtx.jobs.config import TrainSection, train_config
+from mfgtx.jobfile.config import TrainSection, train_config
 from mfgtx.kinds import ForecastSection, SensorSection, VitSection
 from mfgtx.models import (
     ClassLoss,

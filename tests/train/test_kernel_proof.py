@@ -1,7 +1,7 @@
 """Proof by PyTorch's own profiler events that every model trains on the CPU flash kernel.
 
 For each model and each configuration a job file can ask for (``ModelSection``,
-``ForecastSection``, ``VitSection`` in :mod:`mfgtx.jobs.config`), one training step (loss,
+``ForecastSection``, ``VitSection`` in :mod:`mfgtx.jobfile.config`), one training step (loss,
 backward, optimizer step) must run exactly one flash forward and one flash backward per
 attention layer, and no math kernel, without a :class:`~mfgtx.nn.KernelWarning`. The proof is
 two-sided: the last tests bypass SDPA in four ways (math kernel, hand-written softmax,

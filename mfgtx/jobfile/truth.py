@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from mfgtx.data import DataError
-from mfgtx.jobs.config import SourceSection, TruthSection
-from mfgtx.jobs.sources import FILE, LINE, read_frame
+from mfgtx.jobfile.config import SourceSection, TruthSection
+from mfgtx.jobfile.sources import FILE, LINE, read_frame
 
 __all__ = ["read_truth"]
 

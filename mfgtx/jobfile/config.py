@@ -32,7 +32,7 @@ from mfgtx._config import default_of
 from mfgtx._files import expand_path
 from mfgtx.data import ColumnMap, RegimePlan, Windowing
 from mfgtx.data.io import CsvFormat
-from mfgtx.jobs._schema import (
+from mfgtx.jobfile._schema import (
     MAX_YAML_CHARS,
     ConfigError,
     build,
@@ -40,7 +40,7 @@ from mfgtx.jobs._schema import (
     parse_override,
     set_key,
 )
-from mfgtx.jobs._sql import check_query, check_table_name, check_url, safe_slug
+from mfgtx.jobfile._sql import check_query, check_table_name, check_url, safe_slug
 from mfgtx.kinds import ForecastSection, ImagesSection, SensorSection, VitSection
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig

@@ -25,8 +25,8 @@ from mfgtx.data import (
     Windows,
     read_table,
 )
-from mfgtx.jobs.config import ConfigError, JobConfig
-from mfgtx.jobs.sources import (
+from mfgtx.jobfile.config import ConfigError, JobConfig
+from mfgtx.jobfile.sources import (
     UngroupedLotsError,
     add_segments,
     describe,

@@ -41,7 +41,7 @@ from mfgtx.data.io import (
     without_position,
 )
 from mfgtx.data.io import csv_delimiter as _csv_delimiter
-from mfgtx.jobs.config import DataSection, SourceSection
+from mfgtx.jobfile.config import DataSection, SourceSection
 
 __all__ = [
     "FILE",
@@ -49,12 +49,12 @@ __all__ = [
     "WHOLE",
     "UngroupedLotsError",
     "add_segments",
-    "copy_to_sql",
     "csv_delimiter",
     "csv_format",
     "describe",
     "iter_lot_frames",
     "prepare",
+    "read_chunks",
     "read_csv_bytes",
     "read_frame",
     "without_position",
@@ -114,7 +114,7 @@ def _cmapss_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
 def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.DataFrame]:
     import sqlalchemy as sa
 
-    from mfgtx.jobs._sql import read_engine, resolve_table
+    from mfgtx.jobfile._sql import read_engine, resolve_table
 
     try:
         engine = read_engine(str(source.url))  # cannot write, whatever the query says
@@ -168,7 +168,7 @@ def _file_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
                         file=file.name) from e  # fmt: skip
 
 
-def _chunks(
+def read_chunks(
     source: SourceSection,
     order: tuple[str, ...] = (),
     problems: list[dict[str, object]] | None = None,
@@ -209,7 +209,7 @@ _CUT_OFF = "mfgtx_cut_off"
 
 
 def _cut_off(name: str) -> pd.DataFrame:
-    """The mark :func:`_chunks` yields after a file that stopped while it was read."""
+    """The mark :func:`read_chunks` yields after a file that stopped while it was read."""
     mark = pd.DataFrame()
     mark.attrs[_CUT_OFF] = name
     return mark
@@ -217,7 +217,7 @@ def _cut_off(name: str) -> pd.DataFrame:
 
 def read_frame(source: SourceSection) -> pd.DataFrame:
     """The whole source as one DataFrame (with the ``_line`` column)."""
-    parts = list(_chunks(source))
+    parts = list(read_chunks(source))
     if not parts:
         raise DataError(f"{describe(source)}: no rows")
     return pd.concat(parts, ignore_index=True)
@@ -301,7 +301,7 @@ def iter_lot_frames(
         if time is None:
             raise ValueError("segment needs the time column")
         order = (time,)
-    for chunk in _chunks(source, order, problems):
+    for chunk in read_chunks(source, order, problems):
         if _CUT_OFF in chunk.attrs:  # the file stopped: its last lot may be incomplete
             if carry is not None and len(carry) and problems is not None:
                 lot_id = str(carry[lot].iloc[0])
@@ -442,46 +442,3 @@ def prepare(
             times = pd.to_datetime(frame[cols.time], utc=True, format="ISO8601")
         frame[cols.label_time] = times.groupby(frame[cols.lot]).transform("max")
     return frame
-
-
-def copy_to_sql(source: SourceSection, url: str, table: str, *, replace: bool = False) -> int:
-    """Copy a file source into a SQL table (to try SQL inputs, or to stage an export).
-
-    Values are copied as read: text from CSV, typed values from Parquet. Returns the rows
-    written. A table this function creates carries the index ``mfgtx_copy_<table>``, its
-    mark; ``replace`` drops an existing table first, and only one with that mark: a table
-    mfgtx did not create is refused (``ValueError``), and nothing is written. Otherwise rows
-    are appended. The name is used as the database resolves it (``Sensors`` is ``sensors``).
-    """
-    import sqlalchemy as sa
-
-    from mfgtx.jobs._sql import check_table_name, copy_index, copy_problem, resolve_table
-
-    schema, name = resolve_table(check_table_name(table, "table"))
-    engine = sa.create_engine(url)
-    try:
-        n = 0
-        with engine.begin() as conn:
-            exists = sa.inspect(conn).has_table(name, schema=schema)
-            if exists and replace:
-                problem = copy_problem(conn, schema, name)
-                if problem is not None:
-                    raise ValueError(f"table {table!r} {problem}; nothing was written")
-            for i, chunk in enumerate(_chunks(source)):
-                mode = "replace" if replace and i == 0 else "append"
-                without_position(chunk).to_sql(
-                    name, conn, schema=schema, if_exists=mode, index=False
-                )
-                if i == 0 and (replace or not exists):
-                    q = conn.dialect.identifier_preparer
-                    where = q.quote_schema(schema) + "." if schema else ""
-                    index, column = q.quote(copy_index(name)), q.quote(str(chunk.columns[0]))
-                    if conn.dialect.name == "sqlite":  # SQLite puts the schema on the index
-                        create = f"CREATE INDEX {where}{index} ON {q.quote(name)} ({column})"
-                    else:
-                        create = f"CREATE INDEX {index} ON {where}{q.quote(name)} ({column})"
-                    conn.execute(sa.text(create))
-                n += len(chunk)
-        return n
-    finally:
-        engine.dispose()
