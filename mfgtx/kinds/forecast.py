@@ -75,9 +75,13 @@ class ForecastSection:
     so; ``transformer`` always ships the Transformer).
 
     Each key's default is the forecaster config's (:func:`~mfgtx._config.default_of`,
-    written once in :class:`~mfgtx.models.ForecasterConfig`), sized for plant data; every
-    value is passed to the model config (:meth:`model_config`, the one place the model's
-    values are validated, beside the window length they must fit). One key has a form of its
+    written once in :class:`~mfgtx.models.ForecasterConfig`), sized for plant data. The
+    forecaster's rules that no data decides (``d_model`` divisible by ``n_heads``, an
+    autoregressive ``horizon`` a multiple of the stride, ``linear_skip`` only with
+    ``head: direct`` ...) refuse a value when the job file is read
+    (:meth:`~mfgtx.models.ForecasterConfig.check`, the config's own); every value is passed to
+    the model config (:meth:`model_config`), which checks it again beside the window length
+    it must fit. One key has a form of its
     own: ``linear_skip`` is ``off``, ``learned`` or ``ridge`` here (how the skip is trained)
     and a yes/no in the model config (whether the model has one); ``off`` is ``False``.
 
@@ -118,10 +122,8 @@ class ForecastSection:
     pick: Literal["validation", "transformer"] = "validation"
 
     def __post_init__(self) -> None:
-        if self.linear_skip == "ridge" and self.head != "direct":
-            raise ValueError(
-                "linear_skip: ridge needs head: direct (it adds to the direct forecast)"
-            )
+        # the forecaster's own rules, refused when the job file is read (not after the data)
+        ForecasterConfig.check(self, linear_skip=self.linear_skip != "off")
 
     def model_config(
         self,

@@ -35,7 +35,7 @@ from mfgtx.kinds.vit.report import compare_images
 from mfgtx.kinds.vit.section import VitSection
 from mfgtx.kinds.vit.spec import MEAN, STD, VitSpec
 from mfgtx.kinds.vit.tiles import TILE_CLASSES, PreparedTiles
-from mfgtx.models import DefectViT
+from mfgtx.models import DefectViT, ViTConfig
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig, fit, predict
 
@@ -77,6 +77,10 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
         job.require("images")
         if job.train.ensemble is not None:
             raise ConfigError(f"{job.source_file}: train.ensemble: is for sensor and forecast jobs")
+        try:  # the image size is the job's too, not the data's: refused before any image
+            ViTConfig.check(self.section(job), image_size=job.images.image_size)
+        except ValueError as e:
+            raise ConfigError(f"{job.source_file}: images.image_size, vit.patch_size: {e}") from e
 
     def read(self, job: JobSettings, rows: RowReader) -> PreparedImages | PreparedTiles:
         job.require("images")
