@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mfgtx.artifacts import Bundle, BundleError, load_bundle
-from mfgtx.kinds._base import (
+from mfgtx.kinds._kind import (
     CrossFit,
     FitSetup,
     Fitted,

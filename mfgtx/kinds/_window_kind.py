@@ -31,7 +31,7 @@ from mfgtx.data import (
     Windowing,
     Windows,
 )
-from mfgtx.kinds._base import (
+from mfgtx.kinds._kind import (
     FitSetup,
     Fitted,
     JobScores,

@@ -36,7 +36,7 @@ from mfgtx.data import (
     Windowing,
     Windows,
 )
-from mfgtx.kinds._base import (
+from mfgtx.kinds._kind import (
     Fitted,
     JobSettings,
     Trained,
@@ -468,7 +468,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         regimes: RegimePlan | None = None,
     ) -> Fitted:
         """Split and audit the forecast ``windows``, train the forecaster (``members``:
-        an ensemble cross-fitted by lot, :func:`~mfgtx.kinds._base.cross_fit`; after the frozen
+        an ensemble cross-fitted by lot, :func:`~mfgtx.kinds._kind.cross_fit`; after the frozen
         ridge map with ``linear_skip: ridge``), and compare it with the forecast baselines
         and the band's interval coverage on the test windows whose horizon was recorded.
         Operating ``regimes`` are for the sensor kind only (refused).

@@ -36,7 +36,7 @@ from mfgtx.data import (
     Windowing,
     Windows,
 )
-from mfgtx.kinds._base import (
+from mfgtx.kinds._kind import (
     Fitted,
     Trained,
     learning_split,
@@ -421,7 +421,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         regimes: RegimePlan | None = None,
     ) -> Fitted:
         """Split and audit ``windows``, train the encoder (or ``members`` encoders
-        cross-fitted by lot, :func:`~mfgtx.kinds._base.cross_fit`), calibrate a classifier on
+        cross-fitted by lot, :func:`~mfgtx.kinds._kind.cross_fit`), calibrate a classifier on
         the validation lots (an ensemble: on each member's own validation lots), and compare
         it with the baselines on the test lots. With ``regimes`` the regimes and per-regime
         statistics are fitted on the training rows and the model (and the baselines) read

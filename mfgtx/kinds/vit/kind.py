@@ -16,7 +16,7 @@ import torch
 from mfgtx._config import ConfigError
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.calibration import Calibration, choose_threshold, fit_calibration
-from mfgtx.kinds._base import (
+from mfgtx.kinds._kind import (
     FitSetup,
     Fitted,
     JobScores,

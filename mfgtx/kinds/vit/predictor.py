@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 from mfgtx.calibration import class_probabilities
-from mfgtx.kinds._base import (
+from mfgtx.kinds._kind import (
     Predictor,
     Scored,
 )
