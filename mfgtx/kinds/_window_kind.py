@@ -31,20 +31,11 @@ from mfgtx.data import (
     Windowing,
     Windows,
 )
-from mfgtx.kinds._kind import (
-    FitSetup,
-    Fitted,
-    JobScores,
-    JobSettings,
-    Kind,
-    RowReader,
-    RowScorer,
-    SectionT,
-    SpecT,
-    SplitWindows,
-    cross_fit,
-    split_windows,
-)
+from mfgtx.kinds._fitting import Fitted
+from mfgtx.kinds._job import FitSetup, JobScores, JobSettings, RowReader, RowScorer
+from mfgtx.kinds._kind import Kind, SectionT
+from mfgtx.kinds._predictor import SpecT
+from mfgtx.kinds._split import SplitWindows, cross_fit, split_windows
 from mfgtx.split import AuditReport, LeakageError, SplitPlan
 
 __all__ = ["WindowData", "WindowKind"]

@@ -36,19 +36,13 @@ from mfgtx.data import (
     Windowing,
     Windows,
 )
-from mfgtx.kinds._kind import (
-    Fitted,
-    JobSettings,
-    Trained,
-    learning_split,
-    member_config,
-    merged_fit,
-    target_values,
-    time_text,
-)
+from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
+from mfgtx.kinds._job import JobSettings
 from mfgtx.kinds._onnx import Forecast, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
+from mfgtx.kinds._predictor import Trained, time_text
 from mfgtx.kinds._registry import register_kind
+from mfgtx.kinds._split import learning_split, target_values
 from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
 from mfgtx.kinds.sensor import _columns_dict, columns_from
@@ -468,7 +462,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         regimes: RegimePlan | None = None,
     ) -> Fitted:
         """Split and audit the forecast ``windows``, train the forecaster (``members``:
-        an ensemble cross-fitted by lot, :func:`~mfgtx.kinds._kind.cross_fit`; after the frozen
+        an ensemble cross-fitted by lot, :func:`~mfgtx.kinds.cross_fit`; after the frozen
         ridge map with ``linear_skip: ridge``), and compare it with the forecast baselines
         and the band's interval coverage on the test windows whose horizon was recorded.
         Operating ``regimes`` are for the sensor kind only (refused).

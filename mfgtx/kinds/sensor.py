@@ -36,18 +36,12 @@ from mfgtx.data import (
     Windowing,
     Windows,
 )
-from mfgtx.kinds._kind import (
-    Fitted,
-    Trained,
-    learning_split,
-    member_config,
-    merged_fit,
-    target_values,
-    time_text,
-)
+from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
 from mfgtx.kinds._onnx import Sensor, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
+from mfgtx.kinds._predictor import Trained, time_text
 from mfgtx.kinds._registry import register_kind
+from mfgtx.kinds._split import learning_split, target_values
 from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
 from mfgtx.models import ClassLoss, SensorEncoder, SensorEncoderConfig, SensorEncoderEnsemble
@@ -421,7 +415,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         regimes: RegimePlan | None = None,
     ) -> Fitted:
         """Split and audit ``windows``, train the encoder (or ``members`` encoders
-        cross-fitted by lot, :func:`~mfgtx.kinds._kind.cross_fit`), calibrate a classifier on
+        cross-fitted by lot, :func:`~mfgtx.kinds.cross_fit`), calibrate a classifier on
         the validation lots (an ensemble: on each member's own validation lots), and compare
         it with the baselines on the test lots. With ``regimes`` the regimes and per-regime
         statistics are fitted on the training rows and the model (and the baselines) read

@@ -11,7 +11,7 @@ import pytest
 from mfgtx.artifacts import BundleError
 from mfgtx.data import RegimePlan
 from mfgtx.kinds import FORECAST, SENSOR, ForecastSection, SensorPredictor, Trained
-from mfgtx.kinds._kind import target_values
+from mfgtx.kinds._split import target_values
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig
 

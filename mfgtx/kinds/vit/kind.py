@@ -16,18 +16,12 @@ import torch
 from mfgtx._config import ConfigError
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.calibration import Calibration, choose_threshold, fit_calibration
-from mfgtx.kinds._kind import (
-    FitSetup,
-    Fitted,
-    JobScores,
-    JobSettings,
-    Kind,
-    RowReader,
-    RowScorer,
-    Trained,
-)
+from mfgtx.kinds._fitting import Fitted
+from mfgtx.kinds._job import FitSetup, JobScores, JobSettings, RowReader, RowScorer
+from mfgtx.kinds._kind import Kind
 from mfgtx.kinds._onnx import Vit
 from mfgtx.kinds._onnx import member_config as graph_config
+from mfgtx.kinds._predictor import Trained
 from mfgtx.kinds._registry import register_kind
 from mfgtx.kinds.vit.images import ImagesSection, PreparedImages, image_records, prepare_images
 from mfgtx.kinds.vit.predictor import VitPredictor
