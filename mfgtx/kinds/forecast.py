@@ -72,12 +72,12 @@ class ForecastSection:
     written once in :class:`~mfgtx.models.ForecasterConfig`), sized for plant data. The
     forecaster's rules that no data decides (``d_model`` divisible by ``n_heads``, an
     autoregressive ``horizon`` a multiple of the stride, ``linear_skip`` only with
-    ``head: direct`` ...) refuse a value when the job file is read
-    (:meth:`~mfgtx.models.ForecasterConfig.check`, the config's own); every value is passed to
-    the model config (:meth:`model_config`), which checks it again beside the window length
-    it must fit. One key has a form of its
-    own: ``linear_skip`` is ``off``, ``learned`` or ``ridge`` here (how the skip is trained)
-    and a yes/no in the model config (whether the model has one); ``off`` is ``False``.
+    ``head: direct`` ...) refuse a value when the job file is read (the model config's own
+    :meth:`~mfgtx.models.ForecasterConfig.check`); every value is passed to the model config
+    (:meth:`model_config`), which checks it again beside the window length it must fit. One
+    key has a form of its own: ``linear_skip`` is ``off``, ``learned`` or ``ridge`` here (how
+    the skip is trained) and a yes/no in the model config (whether the model has one);
+    ``off`` is ``False``.
 
     Attributes:
         targets: the sensors to forecast (default: all); the others become past covariates.

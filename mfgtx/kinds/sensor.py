@@ -64,13 +64,13 @@ class SensorSection:
     once in :class:`~mfgtx.models.SensorEncoderConfig`), sized for plant data sets of a few
     dozen lots (``d_model`` 32, 2 layers, ``d_ff`` 64). The encoder's rules that no data
     decides (``d_model`` divisible by ``n_heads``, ``tokens: sensor`` without patches ...)
-    refuse a value when the job file is read (:meth:`~mfgtx.models.SensorEncoderConfig.check`,
-    the config's own); every value is passed to the model config (:meth:`model_config`),
-    which checks it again beside the window length and sensors it must fit. One key keeps a
-    default of its own: ``task`` is ``classification`` in a job file (a plant's lots pass or
-    fail; the classes come from the data) and ``regression`` in the library, where a config
-    without ``task`` is a one-output regressor (``n_outputs`` 1, which a classifier cannot
-    have).
+    refuse a value when the job file is read (the model config's own
+    :meth:`~mfgtx.models.SensorEncoderConfig.check`); every value is passed to the model
+    config (:meth:`model_config`), which checks it again beside the window length and sensors
+    it must fit. One key keeps a default of its own: ``task`` is ``classification`` in a job
+    file (a plant's lots pass or fail; the classes come from the data) and ``regression`` in
+    the library, where a config without ``task`` is a one-output regressor (``n_outputs`` 1,
+    which a classifier cannot have).
 
     Attributes:
         clip: keep a regressor's predictions (and quantiles) within the range of its training

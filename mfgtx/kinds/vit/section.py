@@ -46,8 +46,8 @@ class VitSection:
     :class:`~mfgtx.models.DefectSizeGuard`), sized for plant image sets of a few hundred
     images (a conv stem, 8-pixel patches, 4 layers of width 64). The ViT's rules that no data
     decides (``d_model`` divisible by ``n_heads``, a power-of-two ``patch_size`` for the conv
-    stem ...), the loss's and the guard's refuse a value when the job file is read
-    (:meth:`~mfgtx.models.ViTConfig.check`, the config's own, and the loss's and guard's own
+    stem ...), the loss's and the guard's refuse a value when the job file is read (the model
+    config's own :meth:`~mfgtx.models.ViTConfig.check`, the loss's and the guard's own
     checks); :meth:`model_config` checks the values again beside the image size they must
     fit.
     """
