@@ -24,7 +24,7 @@ from pathlib import Path
 
 from mfgtx.artifacts import Bundle, BundleError, load_bundle
 from mfgtx.kinds._fitting import Fitted
-from mfgtx.kinds._job import FitSetup, JobScores, JobSettings
+from mfgtx.kinds._job import FitRequest, FitSetup, JobScores, JobSettings
 from mfgtx.kinds._kind import Kind
 from mfgtx.kinds._predictor import InputSpec, Predictor, Scored, Trained
 from mfgtx.kinds._registry import (
@@ -52,6 +52,7 @@ __all__ = [
     "SENSOR",
     "VIT",
     "CrossFit",
+    "FitRequest",
     "FitSetup",
     "Fitted",
     "ForecastPredictor",

@@ -10,18 +10,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 import pandas as pd
 
-from mfgtx.data import ColumnMap, Windowing, Windows
+from mfgtx.data import ColumnMap, RegimePlan, Windowing, Windows
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig
 
 if TYPE_CHECKING:
     from mfgtx.kinds._kind import Kind
 
-__all__ = ["FitSetup", "JobScores", "JobSettings", "RowReader", "RowScorer"]
+__all__ = [
+    "FitRequest",
+    "FitSetup",
+    "JobScores",
+    "JobSettings",
+    "RowReader",
+    "RowScorer",
+    "SectionT",
+]
+
+#: A kind's job-file section (its frozen dataclass).
+SectionT = TypeVar("SectionT")
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,50 @@ class FitSetup:
     run_key: dict[str, Any] | None = None
     on_step: Any = None
     judge: bool = True
+
+
+@dataclass(frozen=True)
+class FitRequest(Generic[SectionT]):
+    """What a kind's ``fit`` is asked to do besides reading its data: one training run's
+    settings, built once from the job and its :class:`FitSetup` (:meth:`Kind.fit_request
+    <mfgtx.kinds.Kind.fit_request>`), or by hand from Python.
+
+    Attributes:
+        section: the kind's job-file section (its model's settings, e.g. a
+            :class:`~mfgtx.kinds.SensorSection`).
+        plan: how the data is split by lot and time (the job's ``split``).
+        train: the :class:`~mfgtx.train.TrainConfig` (epochs, seed, checkpoints, resume ...).
+        cost_ratio: a classifier's cost of a missed defect in false alarms, which places its
+            decision threshold (``calibration.cost_ratio``); ``None``: no threshold.
+        run_key: what the weights depend on (saved in checkpoints; ``--resume`` checks it);
+            ``None``: not checked.
+        on_step: called with ``(step, loss)`` after every optimiser step, or ``None``.
+        judge: calibrate and compare with the baselines; ``False`` on the other processes
+            under ``torchrun`` (rank 0 judges and writes).
+        members: train an ensemble of this many models cross-fitted by lot
+            (``train.ensemble.members``); ``None``: one model. A kind without ensembles
+            refuses it (:meth:`~mfgtx.kinds.Kind.check_train`).
+        regimes: the operating regimes fitted on the training rows (``data.regimes``), or
+            ``None``; a kind that does not take them (``takes_regimes``) refuses them.
+
+    Example:
+        >>> from mfgtx.kinds import SensorSection
+        >>> from mfgtx.split import SplitPlan
+        >>> from mfgtx.train import TrainConfig
+        >>> request = FitRequest(SensorSection(d_model=16), SplitPlan(), TrainConfig(epochs=2))
+        >>> request.section.d_model, request.members, request.judge
+        (16, None, True)
+    """
+
+    section: SectionT
+    plan: SplitPlan
+    train: TrainConfig
+    cost_ratio: float | None = None
+    run_key: dict[str, Any] | None = None
+    on_step: Any = None
+    judge: bool = True
+    members: int | None = None
+    regimes: RegimePlan | None = None
 
 
 class JobSettings(Protocol):

@@ -24,14 +24,22 @@ from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import EvaluationReport
 from mfgtx.data import SensorScaler, Windows
 from mfgtx.kinds._fitting import Fitted
-from mfgtx.kinds._job import FitSetup, JobScores, JobSettings, RowReader, RowScorer
+from mfgtx.kinds._job import (
+    FitRequest,
+    FitSetup,
+    JobScores,
+    JobSettings,
+    RowReader,
+    RowScorer,
+    SectionT,
+)
 from mfgtx.kinds._predictor import Predictor, SpecT
 from mfgtx.split import AuditReport
 
 __all__ = ["DataT", "Kind", "SectionT"]
 
 
-SectionT = TypeVar("SectionT")
+#: What a kind trains and is judged on (windows, prepared images).
 DataT = TypeVar("DataT")
 
 
@@ -100,6 +108,22 @@ class Kind(ABC, Generic[SectionT, SpecT, DataT]):
         return section
 
     # ------------------------------------------------------------------ training
+
+    def fit_request(self, job: JobSettings, setup: FitSetup) -> FitRequest[SectionT]:
+        """What :meth:`train` asks the kind's ``fit``: the job's section, split, calibration,
+        ensemble and regimes, and ``setup``'s training settings."""
+        ensemble = job.train.ensemble
+        return FitRequest(
+            section=self.section(job),
+            plan=job.split,
+            train=setup.train,
+            cost_ratio=job.calibration.cost_ratio,
+            run_key=setup.run_key,
+            on_step=setup.on_step,
+            judge=setup.judge,
+            members=ensemble.members if ensemble is not None else None,
+            regimes=job.data.regimes if job.data is not None else None,
+        )
 
     def check_train(self, job: JobSettings) -> None:
         """Refuse, before any data is read, job settings this kind cannot train with.

@@ -30,14 +30,13 @@ from mfgtx.baselines import compare, fit_baselines, forecast_baseline
 from mfgtx.data import (
     ColumnMap,
     ForecastWindows,
-    RegimePlan,
     SensorScaler,
     SensorTable,
     Windowing,
     Windows,
 )
 from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
-from mfgtx.kinds._job import JobSettings
+from mfgtx.kinds._job import FitRequest, JobSettings
 from mfgtx.kinds._onnx import Forecast, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
 from mfgtx.kinds._predictor import Trained, time_text
@@ -48,8 +47,7 @@ from mfgtx.kinds._windows import WindowPredictor, batches
 from mfgtx.kinds.sensor import _columns_dict, columns_from
 from mfgtx.metrics import interval_coverage
 from mfgtx.models import CausalForecaster, ForecasterConfig, ForecasterEnsemble
-from mfgtx.split import SplitPlan
-from mfgtx.train import TrainConfig, fit
+from mfgtx.train import fit
 
 __all__ = ["FORECAST", "ForecastKind", "ForecastPredictor", "ForecastSection", "ForecastSpec"]
 
@@ -449,17 +447,8 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         self,
         windows: Windows,
         columns: ColumnMap,
-        *,
-        section: ForecastSection,
         windowing: Windowing,
-        plan: SplitPlan,
-        train: TrainConfig,
-        cost_ratio: float | None = None,
-        run_key: dict[str, Any] | None = None,
-        on_step: Any = None,
-        judge: bool = True,
-        members: int | None = None,
-        regimes: RegimePlan | None = None,
+        request: FitRequest[ForecastSection],
     ) -> Fitted:
         """Split and audit the forecast ``windows``, train the forecaster (``members``:
         an ensemble cross-fitted by lot, :func:`~mfgtx.kinds.cross_fit`; after the frozen
@@ -471,7 +460,8 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
             LeakageError: the split fails its audit.
             ValueError: settings that do not fit the data (naming them).
         """
-        if regimes is not None:
+        section, members = request.section, request.members
+        if request.regimes is not None:
             raise ValueError(
                 "data.regimes: operating regimes are for sensor jobs (mfgtx train sensor), "
                 "not forecast"
@@ -481,7 +471,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
                 "windows.min_rows: forecasts need every context row of their lot; leave "
                 f"min_rows out of a forecast job (found {windowing.min_rows})"
             )
-        ls = learning_split(windows, plan, members)
+        ls = learning_split(windows, request.plan, members)
         splits, scaler, report_audit = ls.splits, ls.scaler, ls.report
         test_all, learn, counts = ls.test, ls.learn, ls.counts
         targets = tuple(windows.targets)
@@ -511,8 +501,8 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         labelled = windows.labelled()
         trained, fits, picks = [], [], []
         for k, (fit_on, val) in enumerate(splits):
-            member_train = member_config(train, k) if members else train
-            key = {**(run_key or {}), "member": k} if members else run_key
+            member_train = member_config(request.train, k) if members else request.train
+            key = {**(request.run_key or {}), "member": k} if members else request.run_key
             torch.manual_seed(member_train.seed)
             forecaster = CausalForecaster(config)
             if section.linear_skip == "ridge":  # the linear forecast first; training the rest
@@ -532,7 +522,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
                     dataset(fit_on),
                     dataset(val),
                     member_train,
-                    on_step=on_step,
+                    on_step=request.on_step,
                     run_key=key,
                 )
             )
@@ -550,11 +540,14 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
             fit=merged_fit(fits) if members else fits[0],
             report=None,
             audit=report_audit,
-            split={**plan.to_dict(), **({"ensemble_members": members} if members else {})},
+            split={
+                **request.plan.to_dict(),
+                **({"ensemble_members": members} if members else {}),
+            },
             counts={**counts, "test": len(test)},
-            train_config=train,
+            train_config=request.train,
         )
-        if not judge:
+        if not request.judge:
             return result
         predictor = ForecastPredictor(self, Trained(model), spec)
         learned = np.intersect1d(learn, labelled)

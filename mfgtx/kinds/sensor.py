@@ -28,7 +28,6 @@ from mfgtx.calibration import class_probabilities, fit_calibration
 from mfgtx.data import (
     ColumnMap,
     DataError,
-    RegimePlan,
     Regimes,
     SensorScaler,
     SensorTable,
@@ -37,6 +36,7 @@ from mfgtx.data import (
     Windows,
 )
 from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
+from mfgtx.kinds._job import FitRequest
 from mfgtx.kinds._onnx import Sensor, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
 from mfgtx.kinds._predictor import Trained, time_text
@@ -45,8 +45,7 @@ from mfgtx.kinds._split import learning_split, target_values
 from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
 from mfgtx.models import ClassLoss, SensorEncoder, SensorEncoderConfig, SensorEncoderEnsemble
-from mfgtx.split import SplitPlan
-from mfgtx.train import TrainConfig, fit, predict
+from mfgtx.train import fit, predict
 
 __all__ = ["SENSOR", "SensorKind", "SensorPredictor", "SensorSection", "SensorSpec"]
 
@@ -402,17 +401,8 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         self,
         windows: Windows,
         columns: ColumnMap,
-        *,
-        section: SensorSection,
         windowing: Windowing,
-        plan: SplitPlan,
-        train: TrainConfig,
-        cost_ratio: float | None = None,
-        run_key: dict[str, Any] | None = None,
-        on_step: Any = None,
-        judge: bool = True,
-        members: int | None = None,
-        regimes: RegimePlan | None = None,
+        request: FitRequest[SensorSection],
     ) -> Fitted:
         """Split and audit ``windows``, train the encoder (or ``members`` encoders
         cross-fitted by lot, :func:`~mfgtx.kinds.cross_fit`), calibrate a classifier on
@@ -425,8 +415,9 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             LeakageError: the split fails its audit.
             ValueError: settings that do not fit the data (naming them).
         """
+        section, members = request.section, request.members
         task = section.task
-        ls = learning_split(windows, plan, members, regimes=regimes)
+        ls = learning_split(windows, request.plan, members, regimes=request.regimes)
         windows, fitted_regimes, splits, learn, test = (
             ls.windows, ls.regimes, ls.splits, ls.learn, ls.test,
         )  # fmt: skip
@@ -456,8 +447,8 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         target: Literal["class", "float"] = "class" if task == "classification" else "float"
         trained, fits = [], []
         for k, (fit_on, val) in enumerate(splits):
-            member_train = member_config(train, k) if members else train
-            key = {**(run_key or {}), "member": k} if members else run_key
+            member_train = member_config(request.train, k) if members else request.train
+            key = {**(request.run_key or {}), "member": k} if members else request.run_key
             torch.manual_seed(member_train.seed)
             encoder = SensorEncoder(config, loss=loss)
             fits.append(
@@ -466,7 +457,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
                     WindowDataset(windows, fit_on, scaler, target=target),
                     WindowDataset(windows, val, scaler, target=target),
                     member_train,
-                    on_step=on_step,
+                    on_step=request.on_step,
                     run_key=key,
                 )
             )
@@ -488,16 +479,19 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             fit=merged_fit(fits) if members else fits[0],
             report=None,
             audit=report_audit,
-            split={**plan.to_dict(), **({"ensemble_members": members} if members else {})},
+            split={
+                **request.plan.to_dict(),
+                **({"ensemble_members": members} if members else {}),
+            },
             counts=counts,
-            train_config=train,
+            train_config=request.train,
             extra_metrics={"ensemble_members": float(members)} if members else {},
         )
-        if not judge:  # other processes under torchrun: rank 0 judges and writes
+        if not request.judge:  # other processes under torchrun: rank 0 judges and writes
             return result
         calibration = None
         if task == "classification":  # on validation lots none of the judged models trained on
-            last = plan.evaluate_on == "last_per_lot"
+            last = request.plan.evaluate_on == "last_per_lot"
             logits, labels = [], []
             for member, (_, val) in zip(trained, splits, strict=True):
                 val = windows.last_per_lot(val) if last else val
@@ -505,7 +499,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
                 logits.append(predict(member, ds).numpy())
                 labels.append(target_values(windows)[val, 0])
             calibration = fit_calibration(
-                np.concatenate(logits), np.concatenate(labels), cost_ratio=cost_ratio
+                np.concatenate(logits), np.concatenate(labels), cost_ratio=request.cost_ratio
             )
         predictor = SensorPredictor(self, Trained(model, calibration), spec)
         report, _ = self.judge(predictor, windows, learn, test, scaler=scaler)
