@@ -55,8 +55,8 @@ class FitSetup:
 @dataclass(frozen=True)
 class FitRequest(Generic[SectionT]):
     """What a kind's ``fit`` is asked to do besides reading its data: one training run's
-    settings, built once from the job and its :class:`FitSetup` (:meth:`Kind.fit_request
-    <mfgtx.kinds.Kind.fit_request>`), or by hand from Python.
+    settings, built once from the job and its :class:`FitSetup`
+    (:meth:`~mfgtx.kinds.Kind.fit_request`), or by hand from Python.
 
     Attributes:
         section: the kind's job-file section (its model's settings, e.g. a
@@ -74,7 +74,8 @@ class FitRequest(Generic[SectionT]):
             (``train.ensemble.members``); ``None``: one model. A kind without ensembles
             refuses it (:meth:`~mfgtx.kinds.Kind.check_train`).
         regimes: the operating regimes fitted on the training rows (``data.regimes``), or
-            ``None``; a kind that does not take them (``takes_regimes``) refuses them.
+            ``None``; the jobs refuse them for a kind that does not take them
+            (``takes_regimes``) before reading its rows.
 
     Example:
         >>> from mfgtx.kinds import SensorSection
