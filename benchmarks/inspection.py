@@ -53,6 +53,7 @@ from mfgtx.jobfile.config import train_config
 from mfgtx.jobs import load_config
 from mfgtx.kinds import (
     VIT,
+    FitRequest,
     Trained,
     VitPredictor,
     baseline_scorers,
@@ -132,10 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             fold = replace(prep, train=train, val=val, test=test)
             tc = replace(train_config(config.train, None), seed=seed, progress="off")
             t1 = time.perf_counter()
-            fitted = VIT.fit(
-                fold, images=images, section=config.vit, plan=config.split, train=tc,
-                cost_ratio=cost, judge=True,
-            )  # fmt: skip
+            fitted = VIT.fit(fold, images, FitRequest(config.vit, config.split, tc, cost))
             vit = VitPredictor(VIT, Trained(fitted.model, fitted.calibration), fitted.spec)
             cal = fitted.calibration
             thr = 0.5 if cal is None or cal.threshold is None else cal.threshold.threshold

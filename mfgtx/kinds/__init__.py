@@ -23,21 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from mfgtx.artifacts import Bundle, BundleError, load_bundle
-from mfgtx.kinds._base import (
-    CrossFit,
-    FitSetup,
-    Fitted,
-    InputSpec,
-    JobScores,
-    JobSettings,
-    Kind,
-    Predictor,
-    Scored,
-    SplitWindows,
-    Trained,
-    cross_fit,
-    split_windows,
-)
+from mfgtx.kinds._fitting import Fitted
+from mfgtx.kinds._job import FitRequest, FitSetup, JobScores, JobSettings
+from mfgtx.kinds._kind import Kind
+from mfgtx.kinds._predictor import InputSpec, Predictor, Scored, Trained
 from mfgtx.kinds._registry import (
     KINDS,
     job_kind,
@@ -47,6 +36,7 @@ from mfgtx.kinds._registry import (
     model_classes,
     register_kind,
 )
+from mfgtx.kinds._split import CrossFit, SplitWindows, cross_fit, split_windows
 from mfgtx.kinds._window_kind import WindowData, WindowKind
 from mfgtx.kinds._windows import WindowPredictor, WindowSpec
 from mfgtx.kinds.forecast import FORECAST, ForecastPredictor, ForecastSection, ForecastSpec
@@ -62,6 +52,7 @@ __all__ = [
     "SENSOR",
     "VIT",
     "CrossFit",
+    "FitRequest",
     "FitSetup",
     "Fitted",
     "ForecastPredictor",

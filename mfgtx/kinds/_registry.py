@@ -21,7 +21,8 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from mfgtx._config import ConfigError
-from mfgtx.kinds._base import JobSettings, Kind
+from mfgtx.kinds._job import JobSettings
+from mfgtx.kinds._kind import Kind
 
 __all__ = [
     "ENTRY_POINTS",

@@ -25,27 +25,24 @@ from mfgtx.baselines import EvaluationReport
 from mfgtx.data import (
     ColumnMap,
     DataError,
-    RegimePlan,
     SensorScaler,
     SensorTable,
     Windowing,
     Windows,
 )
-from mfgtx.kinds._base import (
+from mfgtx.kinds._fitting import Fitted
+from mfgtx.kinds._job import (
+    FitRequest,
     FitSetup,
-    Fitted,
     JobScores,
     JobSettings,
-    Kind,
     RowReader,
     RowScorer,
-    SectionT,
-    SpecT,
-    SplitWindows,
-    cross_fit,
-    split_windows,
 )
-from mfgtx.split import AuditReport, LeakageError, SplitPlan
+from mfgtx.kinds._kind import Kind, SectionT
+from mfgtx.kinds._predictor import SpecT
+from mfgtx.kinds._split import SplitWindows, cross_fit, split_windows
+from mfgtx.split import AuditReport, LeakageError
 
 __all__ = ["WindowData", "WindowKind"]
 
@@ -105,19 +102,11 @@ class WindowKind(Kind[SectionT, SpecT, WindowData], Generic[SectionT, SpecT]):
         self,
         windows: Windows,
         columns: ColumnMap,
-        *,
-        section: SectionT,
         windowing: Windowing,
-        plan: SplitPlan,
-        train: Any,
-        cost_ratio: float | None = None,
-        run_key: dict[str, Any] | None = None,
-        on_step: Any = None,
-        judge: bool = True,
-        members: int | None = None,
-        regimes: RegimePlan | None = None,
+        request: FitRequest[SectionT],
     ) -> Fitted:
-        """Split, audit, fit, calibrate and judge ``windows`` (``members``: an ensemble
+        """Split, audit, fit, calibrate and judge ``windows`` (read with ``columns``, cut as
+        ``windowing`` says) as ``request`` asks (``request.members``: an ensemble
         cross-fitted by lot)."""
 
     @abstractmethod
@@ -164,22 +153,7 @@ class WindowKind(Kind[SectionT, SpecT, WindowData], Generic[SectionT, SpecT]):
         return tuple(np.ascontiguousarray(p) for p in parts)
 
     def train(self, data: WindowData, job: JobSettings, setup: FitSetup) -> Fitted:
-        ensemble = job.train.ensemble
-        regimes = job.data.regimes if job.data is not None else None
-        return self.fit(
-            data.windows,
-            data.columns,
-            section=self.section(job),
-            windowing=job.windows,
-            plan=job.split,
-            train=setup.train,
-            cost_ratio=job.calibration.cost_ratio,
-            run_key=setup.run_key,
-            on_step=setup.on_step,
-            judge=setup.judge,
-            members=ensemble.members if ensemble is not None else None,
-            **({"regimes": regimes} if regimes else {}),
-        )
+        return self.fit(data.windows, data.columns, job.windows, self.fit_request(job, setup))
 
     def audit(self, job: JobSettings, data: WindowData) -> tuple[dict[str, Any], AuditReport]:
         windows = data.windows

@@ -43,7 +43,7 @@ from mfgtx.data import (
     read_table,
 )
 from mfgtx.data.table import FILE, LINE, Where, check_names
-from mfgtx.kinds._base import InputSpec, Predictor, Scored, error_row
+from mfgtx.kinds._predictor import InputSpec, Predictor, Scored, error_row
 
 __all__ = ["WindowPredictor", "WindowSpec"]
 

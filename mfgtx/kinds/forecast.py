@@ -30,32 +30,24 @@ from mfgtx.baselines import compare, fit_baselines, forecast_baseline
 from mfgtx.data import (
     ColumnMap,
     ForecastWindows,
-    RegimePlan,
     SensorScaler,
     SensorTable,
     Windowing,
     Windows,
 )
-from mfgtx.kinds._base import (
-    Fitted,
-    JobSettings,
-    Trained,
-    learning_split,
-    member_config,
-    merged_fit,
-    target_values,
-    time_text,
-)
+from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
+from mfgtx.kinds._job import FitRequest, JobSettings
 from mfgtx.kinds._onnx import Forecast, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
+from mfgtx.kinds._predictor import Trained, time_text
 from mfgtx.kinds._registry import register_kind
+from mfgtx.kinds._split import learning_split, target_values
 from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
 from mfgtx.kinds.sensor import _columns_dict, columns_from
 from mfgtx.metrics import interval_coverage
 from mfgtx.models import CausalForecaster, ForecasterConfig, ForecasterEnsemble
-from mfgtx.split import SplitPlan
-from mfgtx.train import TrainConfig, fit
+from mfgtx.train import fit
 
 __all__ = ["FORECAST", "ForecastKind", "ForecastPredictor", "ForecastSection", "ForecastSpec"]
 
@@ -75,11 +67,15 @@ class ForecastSection:
     so; ``transformer`` always ships the Transformer).
 
     Each key's default is the forecaster config's (:func:`~mfgtx._config.default_of`,
-    written once in :class:`~mfgtx.models.ForecasterConfig`), sized for plant data; every
-    value is passed to the model config (:meth:`model_config`, the one place the model's
-    values are validated, beside the window length they must fit). One key has a form of its
-    own: ``linear_skip`` is ``off``, ``learned`` or ``ridge`` here (how the skip is trained)
-    and a yes/no in the model config (whether the model has one); ``off`` is ``False``.
+    written once in :class:`~mfgtx.models.ForecasterConfig`), sized for plant data. The
+    forecaster's rules that no data decides (``d_model`` divisible by ``n_heads``, an
+    autoregressive ``horizon`` a multiple of the stride, ``linear_skip`` only with
+    ``head: direct`` ...) refuse a value when the job file is read (the model config's own
+    :meth:`~mfgtx.models.ForecasterConfig.check`); every value is passed to the model config
+    (:meth:`model_config`), which checks it again beside the window length it must fit. One
+    key has a form of its own: ``linear_skip`` is ``off``, ``learned`` or ``ridge`` here (how
+    the skip is trained) and a yes/no in the model config (whether the model has one);
+    ``off`` is ``False``.
 
     Attributes:
         targets: the sensors to forecast (default: all); the others become past covariates.
@@ -118,10 +114,8 @@ class ForecastSection:
     pick: Literal["validation", "transformer"] = "validation"
 
     def __post_init__(self) -> None:
-        if self.linear_skip == "ridge" and self.head != "direct":
-            raise ValueError(
-                "linear_skip: ridge needs head: direct (it adds to the direct forecast)"
-            )
+        # the forecaster's own rules, refused when the job file is read (not after the data)
+        ForecasterConfig.check(self, linear_skip=self.linear_skip != "off")
 
     def model_config(
         self,
@@ -453,20 +447,11 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         self,
         windows: Windows,
         columns: ColumnMap,
-        *,
-        section: ForecastSection,
         windowing: Windowing,
-        plan: SplitPlan,
-        train: TrainConfig,
-        cost_ratio: float | None = None,
-        run_key: dict[str, Any] | None = None,
-        on_step: Any = None,
-        judge: bool = True,
-        members: int | None = None,
-        regimes: RegimePlan | None = None,
+        request: FitRequest[ForecastSection],
     ) -> Fitted:
         """Split and audit the forecast ``windows``, train the forecaster (``members``:
-        an ensemble cross-fitted by lot, :func:`~mfgtx.kinds._base.cross_fit`; after the frozen
+        an ensemble cross-fitted by lot, :func:`~mfgtx.kinds.cross_fit`; after the frozen
         ridge map with ``linear_skip: ridge``), and compare it with the forecast baselines
         and the band's interval coverage on the test windows whose horizon was recorded.
         Operating ``regimes`` are for the sensor kind only (refused).
@@ -475,7 +460,8 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
             LeakageError: the split fails its audit.
             ValueError: settings that do not fit the data (naming them).
         """
-        if regimes is not None:
+        section, members = request.section, request.members
+        if request.regimes is not None:
             raise ValueError(
                 "data.regimes: operating regimes are for sensor jobs (mfgtx train sensor), "
                 "not forecast"
@@ -485,7 +471,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
                 "windows.min_rows: forecasts need every context row of their lot; leave "
                 f"min_rows out of a forecast job (found {windowing.min_rows})"
             )
-        ls = learning_split(windows, plan, members)
+        ls = learning_split(windows, request.plan, members)
         splits, scaler, report_audit = ls.splits, ls.scaler, ls.report
         test_all, learn, counts = ls.test, ls.learn, ls.counts
         targets = tuple(windows.targets)
@@ -515,8 +501,8 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         labelled = windows.labelled()
         trained, fits, picks = [], [], []
         for k, (fit_on, val) in enumerate(splits):
-            member_train = member_config(train, k) if members else train
-            key = {**(run_key or {}), "member": k} if members else run_key
+            member_train = member_config(request.train, k) if members else request.train
+            key = {**(request.run_key or {}), "member": k} if members else request.run_key
             torch.manual_seed(member_train.seed)
             forecaster = CausalForecaster(config)
             if section.linear_skip == "ridge":  # the linear forecast first; training the rest
@@ -536,7 +522,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
                     dataset(fit_on),
                     dataset(val),
                     member_train,
-                    on_step=on_step,
+                    on_step=request.on_step,
                     run_key=key,
                 )
             )
@@ -554,11 +540,14 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
             fit=merged_fit(fits) if members else fits[0],
             report=None,
             audit=report_audit,
-            split={**plan.to_dict(), **({"ensemble_members": members} if members else {})},
+            split={
+                **request.plan.to_dict(),
+                **({"ensemble_members": members} if members else {}),
+            },
             counts={**counts, "test": len(test)},
-            train_config=train,
+            train_config=request.train,
         )
-        if not judge:
+        if not request.judge:
             return result
         predictor = ForecastPredictor(self, Trained(model), spec)
         learned = np.intersect1d(learn, labelled)

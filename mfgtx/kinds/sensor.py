@@ -28,7 +28,6 @@ from mfgtx.calibration import class_probabilities, fit_calibration
 from mfgtx.data import (
     ColumnMap,
     DataError,
-    RegimePlan,
     Regimes,
     SensorScaler,
     SensorTable,
@@ -36,23 +35,17 @@ from mfgtx.data import (
     Windowing,
     Windows,
 )
-from mfgtx.kinds._base import (
-    Fitted,
-    Trained,
-    learning_split,
-    member_config,
-    merged_fit,
-    target_values,
-    time_text,
-)
+from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
+from mfgtx.kinds._job import FitRequest
 from mfgtx.kinds._onnx import Sensor, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
+from mfgtx.kinds._predictor import Trained, time_text
 from mfgtx.kinds._registry import register_kind
+from mfgtx.kinds._split import learning_split, target_values
 from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
 from mfgtx.models import ClassLoss, SensorEncoder, SensorEncoderConfig, SensorEncoderEnsemble
-from mfgtx.split import SplitPlan
-from mfgtx.train import TrainConfig, fit, predict
+from mfgtx.train import fit, predict
 
 __all__ = ["SENSOR", "SensorKind", "SensorPredictor", "SensorSection", "SensorSpec"]
 
@@ -68,12 +61,15 @@ class SensorSection:
 
     Each key's default is the encoder config's (:func:`~mfgtx._config.default_of`, written
     once in :class:`~mfgtx.models.SensorEncoderConfig`), sized for plant data sets of a few
-    dozen lots (``d_model`` 32, 2 layers, ``d_ff`` 64); every value is passed to the model
-    config (:meth:`model_config`, the one place the values are validated, beside the window
-    length and sensors they must fit). One key keeps a default of its own: ``task`` is
-    ``classification`` in a job file (a plant's lots pass or fail; the classes come from the
-    data) and ``regression`` in the library, where a config without ``task`` is a one-output
-    regressor (``n_outputs`` 1, which a classifier cannot have).
+    dozen lots (``d_model`` 32, 2 layers, ``d_ff`` 64). The encoder's rules that no data
+    decides (``d_model`` divisible by ``n_heads``, ``tokens: sensor`` without patches ...)
+    refuse a value when the job file is read (the model config's own
+    :meth:`~mfgtx.models.SensorEncoderConfig.check`); every value is passed to the model
+    config (:meth:`model_config`), which checks it again beside the window length and sensors
+    it must fit. One key keeps a default of its own: ``task`` is ``classification`` in a job
+    file (a plant's lots pass or fail; the classes come from the data) and ``regression`` in
+    the library, where a config without ``task`` is a one-output regressor (``n_outputs`` 1,
+    which a classifier cannot have).
 
     Attributes:
         clip: keep a regressor's predictions (and quantiles) within the range of its training
@@ -103,6 +99,10 @@ class SensorSection:
     pooling: Literal["mean", "cls"] = default_of(SensorEncoderConfig, "pooling")
     target_scale: float = default_of(SensorEncoderConfig, "target_scale")
     clip: bool = False
+
+    def __post_init__(self) -> None:
+        # the encoder's own rules, refused when the job file is read (not after the data)
+        SensorEncoderConfig.check(self)
 
     def model_config(
         self,
@@ -401,20 +401,11 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         self,
         windows: Windows,
         columns: ColumnMap,
-        *,
-        section: SensorSection,
         windowing: Windowing,
-        plan: SplitPlan,
-        train: TrainConfig,
-        cost_ratio: float | None = None,
-        run_key: dict[str, Any] | None = None,
-        on_step: Any = None,
-        judge: bool = True,
-        members: int | None = None,
-        regimes: RegimePlan | None = None,
+        request: FitRequest[SensorSection],
     ) -> Fitted:
         """Split and audit ``windows``, train the encoder (or ``members`` encoders
-        cross-fitted by lot, :func:`~mfgtx.kinds._base.cross_fit`), calibrate a classifier on
+        cross-fitted by lot, :func:`~mfgtx.kinds.cross_fit`), calibrate a classifier on
         the validation lots (an ensemble: on each member's own validation lots), and compare
         it with the baselines on the test lots. With ``regimes`` the regimes and per-regime
         statistics are fitted on the training rows and the model (and the baselines) read
@@ -424,8 +415,9 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             LeakageError: the split fails its audit.
             ValueError: settings that do not fit the data (naming them).
         """
+        section, members = request.section, request.members
         task = section.task
-        ls = learning_split(windows, plan, members, regimes=regimes)
+        ls = learning_split(windows, request.plan, members, regimes=request.regimes)
         windows, fitted_regimes, splits, learn, test = (
             ls.windows, ls.regimes, ls.splits, ls.learn, ls.test,
         )  # fmt: skip
@@ -455,8 +447,8 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         target: Literal["class", "float"] = "class" if task == "classification" else "float"
         trained, fits = [], []
         for k, (fit_on, val) in enumerate(splits):
-            member_train = member_config(train, k) if members else train
-            key = {**(run_key or {}), "member": k} if members else run_key
+            member_train = member_config(request.train, k) if members else request.train
+            key = {**(request.run_key or {}), "member": k} if members else request.run_key
             torch.manual_seed(member_train.seed)
             encoder = SensorEncoder(config, loss=loss)
             fits.append(
@@ -465,7 +457,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
                     WindowDataset(windows, fit_on, scaler, target=target),
                     WindowDataset(windows, val, scaler, target=target),
                     member_train,
-                    on_step=on_step,
+                    on_step=request.on_step,
                     run_key=key,
                 )
             )
@@ -487,16 +479,19 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             fit=merged_fit(fits) if members else fits[0],
             report=None,
             audit=report_audit,
-            split={**plan.to_dict(), **({"ensemble_members": members} if members else {})},
+            split={
+                **request.plan.to_dict(),
+                **({"ensemble_members": members} if members else {}),
+            },
             counts=counts,
-            train_config=train,
+            train_config=request.train,
             extra_metrics={"ensemble_members": float(members)} if members else {},
         )
-        if not judge:  # other processes under torchrun: rank 0 judges and writes
+        if not request.judge:  # other processes under torchrun: rank 0 judges and writes
             return result
         calibration = None
         if task == "classification":  # on validation lots none of the judged models trained on
-            last = plan.evaluate_on == "last_per_lot"
+            last = request.plan.evaluate_on == "last_per_lot"
             logits, labels = [], []
             for member, (_, val) in zip(trained, splits, strict=True):
                 val = windows.last_per_lot(val) if last else val
@@ -504,7 +499,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
                 logits.append(predict(member, ds).numpy())
                 labels.append(target_values(windows)[val, 0])
             calibration = fit_calibration(
-                np.concatenate(logits), np.concatenate(labels), cost_ratio=cost_ratio
+                np.concatenate(logits), np.concatenate(labels), cost_ratio=request.cost_ratio
             )
         predictor = SensorPredictor(self, Trained(model, calibration), spec)
         report, _ = self.judge(predictor, windows, learn, test, scaler=scaler)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from mfgtx.nn import TransformerConfig
 
@@ -80,7 +80,7 @@ class ForecasterConfig:
     linear_skip: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("n_channels", "context_length", "horizon", "patch_len"):
+        for name in ("n_channels", "context_length"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, found {v!r}")
@@ -88,44 +88,72 @@ class ForecasterConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"{name} must be an integer >= 0, found {v!r}")
-        if self.stride is not None and (
-            not isinstance(self.stride, int) or isinstance(self.stride, bool) or self.stride < 1
-        ):
-            raise ValueError(f"stride must be a positive integer or None, found {self.stride!r}")
+        object.__setattr__(self, "quantiles", tuple(float(q) for q in self.quantiles))
+        ForecasterConfig.check(self, linear_skip=self.linear_skip)
         if self.patch_len > self.context_length:
             raise ValueError(
                 f"patch_len={self.patch_len} exceeds context_length={self.context_length}"
             )
-        if self.patch_stride > self.patch_len:
-            raise ValueError(
-                f"stride={self.stride} exceeds patch_len={self.patch_len}: steps between patches "
-                "would never be read"
-            )
-        if self.head not in ("direct", "autoregressive"):
-            raise ValueError(f"head must be 'direct' or 'autoregressive', found {self.head!r}")
-        if self.head == "autoregressive" and self.horizon % self.patch_stride:
-            raise ValueError(
-                f"head='autoregressive' generates {self.patch_stride} steps (stride) at a time: "
-                f"horizon={self.horizon} must be a multiple of it"
-            )
-        if self.linear_skip and self.head != "direct":
-            raise ValueError("linear_skip needs head='direct' (it adds to the direct forecast)")
         if self.n_future_covariates and self.horizon < self.patch_stride:
             raise ValueError(
                 f"known-future covariates are read {self.patch_stride} steps (stride) ahead of "
                 f"each patch: horizon={self.horizon} must be at least that"
             )
-        object.__setattr__(self, "quantiles", tuple(float(q) for q in self.quantiles))
-        q = self.quantiles
+
+    @staticmethod
+    def check(settings: ForecasterSettings, *, linear_skip: bool) -> None:
+        """Refuse settings the forecaster cannot take whatever the data: each field's range
+        and the rules between fields that no data decides (the series, context length and
+        covariates are checked by the config itself).
+
+        The config calls it, and so does a forecast job's ``forecast`` section
+        (:class:`mfgtx.kinds.ForecastSection`, same names; ``linear_skip`` is given apart,
+        as whether the model has a skip) when the job file is read: one copy of each rule,
+        refused before any data is read.
+
+        Raises:
+            ValueError: naming the field, its value and what is expected.
+
+        Example:
+            >>> ForecasterConfig(n_channels=2, head="autoregressive", linear_skip=True)
+            Traceback (most recent call last):
+            ...
+            ValueError: linear_skip needs head='direct' (it adds to the direct forecast)
+        """
+        s = settings
+        for name in ("horizon", "patch_len"):
+            v = getattr(s, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, found {v!r}")
+        if s.stride is not None and (
+            not isinstance(s.stride, int) or isinstance(s.stride, bool) or s.stride < 1
+        ):
+            raise ValueError(f"stride must be a positive integer or None, found {s.stride!r}")
+        stride = s.stride or s.patch_len
+        if stride > s.patch_len:
+            raise ValueError(
+                f"stride={s.stride} exceeds patch_len={s.patch_len}: steps between patches "
+                "would never be read"
+            )
+        if s.head not in ("direct", "autoregressive"):
+            raise ValueError(f"head must be 'direct' or 'autoregressive', found {s.head!r}")
+        if s.head == "autoregressive" and s.horizon % stride:
+            raise ValueError(
+                f"head='autoregressive' generates {stride} steps (stride) at a time: "
+                f"horizon={s.horizon} must be a multiple of it"
+            )
+        if linear_skip and s.head != "direct":
+            raise ValueError("linear_skip needs head='direct' (it adds to the direct forecast)")
+        q = tuple(float(v) for v in s.quantiles)
         if not all(0 < v < 1 for v in q) or any(b <= a for a, b in itertools.pairwise(q)):
             raise ValueError(f"quantiles must be ascending values in (0, 1), found {q}")
-        if not 0.0 <= self.head_dropout < 1.0:
-            raise ValueError(f"head_dropout must be in [0, 1), found {self.head_dropout!r}")
-        if self.positional not in ("sinusoidal", "learned", "rotary"):
+        if not 0.0 <= s.head_dropout < 1.0:
+            raise ValueError(f"head_dropout must be in [0, 1), found {s.head_dropout!r}")
+        if s.positional not in ("sinusoidal", "learned", "rotary"):
             raise ValueError(
-                f"positional must be 'sinusoidal', 'learned' or 'rotary', found {self.positional!r}"
+                f"positional must be 'sinusoidal', 'learned' or 'rotary', found {s.positional!r}"
             )
-        self.transformer  # validates d_model / n_heads / d_ff / dropout  # noqa: B018
+        _stack(s)  # the Transformer's own rules: d_model / n_heads / d_ff / dropout ...
 
     @property
     def patch_stride(self) -> int:
@@ -138,13 +166,52 @@ class ForecasterConfig:
 
     @property
     def transformer(self) -> TransformerConfig:
-        return TransformerConfig(
-            d_model=self.d_model,
-            n_heads=self.n_heads,
-            n_layers=self.n_layers,
-            d_ff=self.d_ff,
-            dropout=self.dropout,
-            norm_first=self.norm_first,
-            positional=self.positional,
-            max_len=self.n_patches + math.ceil(self.horizon / self.patch_stride) + 1,
-        )
+        tokens = self.n_patches + math.ceil(self.horizon / self.patch_stride) + 1
+        return _stack(self, max_len=tokens)
+
+
+class ForecasterSettings(Protocol):
+    """The settings of a :class:`ForecasterConfig` that no data decides, but
+    ``linear_skip``: the config's own, or those of a job section with the same names
+    (:meth:`ForecasterConfig.check`)."""
+
+    @property
+    def horizon(self) -> int: ...
+    @property
+    def patch_len(self) -> int: ...
+    @property
+    def stride(self) -> int | None: ...
+    @property
+    def d_model(self) -> int: ...
+    @property
+    def n_heads(self) -> int: ...
+    @property
+    def n_layers(self) -> int: ...
+    @property
+    def d_ff(self) -> int: ...
+    @property
+    def dropout(self) -> float: ...
+    @property
+    def head(self) -> str: ...
+    @property
+    def quantiles(self) -> tuple[float, ...]: ...
+    @property
+    def head_dropout(self) -> float: ...
+    @property
+    def positional(self) -> Literal["sinusoidal", "learned", "rotary"]: ...
+    @property
+    def norm_first(self) -> bool: ...
+
+
+def _stack(s: ForecasterSettings, max_len: int = 2048) -> TransformerConfig:
+    """The decoder stack's config of ``s`` (``max_len``: tokens, which the data decides)."""
+    return TransformerConfig(
+        d_model=s.d_model,
+        n_heads=s.n_heads,
+        n_layers=s.n_layers,
+        d_ff=s.d_ff,
+        dropout=s.dropout,
+        norm_first=s.norm_first,
+        positional=s.positional,
+        max_len=max_len,
+    )

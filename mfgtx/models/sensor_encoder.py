@@ -20,7 +20,7 @@ one token, attention mixes sensors, and positions index sensors. A window shorte
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -94,40 +94,64 @@ class SensorEncoderConfig:
     RETIRED_KEYS: ClassVar[frozenset[str]] = frozenset({"class_weights"})
 
     def __post_init__(self) -> None:
-        for name in ("n_channels", "max_len", "n_outputs", "patch_len"):
+        for name in ("n_channels", "max_len", "n_outputs"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, found {v!r}")
-        if self.stride is not None and (not isinstance(self.stride, int) or self.stride < 1):
-            raise ValueError(f"stride must be a positive integer or None, found {self.stride!r}")
-        if self.tokens not in ("time", "sensor"):
-            raise ValueError(f"tokens must be 'time' or 'sensor', found {self.tokens!r}")
-        if self.tokens == "sensor" and (
-            self.patch_len != 1 or self.stride is not None or self.channel_independent
+        object.__setattr__(self, "quantiles", tuple(float(q) for q in self.quantiles))
+        SensorEncoderConfig.check(self)
+        if self.patch_len > self.max_len:
+            raise ValueError(f"patch_len={self.patch_len} exceeds max_len={self.max_len}")
+        if self.task == "classification" and self.n_outputs < 2:
+            raise ValueError(f"classification needs n_outputs >= 2 classes, found {self.n_outputs}")
+
+    @staticmethod
+    def check(settings: EncoderSettings) -> None:
+        """Refuse settings the encoder cannot take whatever the data: each field's range and
+        the rules between fields that no data decides (the window length, sensors and
+        outputs are checked by the config itself).
+
+        The config calls it, and so does a sensor job's ``model`` section
+        (:class:`mfgtx.kinds.SensorSection`, same names) when the job file is read: one copy
+        of each rule, refused before any data is read.
+
+        Raises:
+            ValueError: naming the field, its value and what is expected.
+
+        Example:
+            >>> SensorEncoderConfig(n_channels=3, d_model=30, n_heads=4)
+            Traceback (most recent call last):
+            ...
+            ValueError: d_model=30 is not divisible by n_heads=4
+        """
+        s = settings
+        if not isinstance(s.patch_len, int) or isinstance(s.patch_len, bool) or s.patch_len < 1:
+            raise ValueError(f"patch_len must be a positive integer, found {s.patch_len!r}")
+        if s.stride is not None and (not isinstance(s.stride, int) or s.stride < 1):
+            raise ValueError(f"stride must be a positive integer or None, found {s.stride!r}")
+        if s.tokens not in ("time", "sensor"):
+            raise ValueError(f"tokens must be 'time' or 'sensor', found {s.tokens!r}")
+        if s.tokens == "sensor" and (
+            s.patch_len != 1 or s.stride is not None or s.channel_independent
         ):
             raise ValueError(
                 "tokens='sensor' makes one token per sensor: leave patch_len=1, stride=None and "
-                f"channel_independent=False, found patch_len={self.patch_len}, "
-                f"stride={self.stride}, channel_independent={self.channel_independent}"
+                f"channel_independent=False, found patch_len={s.patch_len}, "
+                f"stride={s.stride}, channel_independent={s.channel_independent}"
             )
-        if self.patch_len > self.max_len:
-            raise ValueError(f"patch_len={self.patch_len} exceeds max_len={self.max_len}")
-        if self.task not in ("regression", "classification"):
-            raise ValueError(f"task must be 'regression' or 'classification', found {self.task!r}")
-        if self.task == "classification" and self.n_outputs < 2:
-            raise ValueError(f"classification needs n_outputs >= 2 classes, found {self.n_outputs}")
-        object.__setattr__(self, "quantiles", tuple(float(q) for q in self.quantiles))
-        if self.quantiles and (
-            self.task != "regression" or not all(0 < q < 1 for q in self.quantiles)
+        if s.task not in ("regression", "classification"):
+            raise ValueError(f"task must be 'regression' or 'classification', found {s.task!r}")
+        if s.quantiles and (
+            s.task != "regression" or not all(0 < float(q) < 1 for q in s.quantiles)
         ):
             raise ValueError(
-                f"quantiles need task='regression' and values in (0, 1), found {self.quantiles}"
+                f"quantiles need task='regression' and values in (0, 1), found {s.quantiles}"
             )
-        if self.pooling not in ("mean", "cls"):
-            raise ValueError(f"pooling must be 'mean' or 'cls', found {self.pooling!r}")
-        if not self.target_scale > 0:
-            raise ValueError(f"target_scale must be positive, found {self.target_scale}")
-        self.transformer  # validates d_model / n_heads / positional  # noqa: B018
+        if s.pooling not in ("mean", "cls"):
+            raise ValueError(f"pooling must be 'mean' or 'cls', found {s.pooling!r}")
+        if not s.target_scale > 0:
+            raise ValueError(f"target_scale must be positive, found {s.target_scale}")
+        _stack(s)  # the Transformer's own rules: d_model / n_heads / positional ...
 
     @property
     def patch_stride(self) -> int:
@@ -141,16 +165,57 @@ class SensorEncoderConfig:
 
     @property
     def transformer(self) -> TransformerConfig:
-        return TransformerConfig(
-            d_model=self.d_model,
-            n_heads=self.n_heads,
-            n_layers=self.n_layers,
-            d_ff=self.d_ff,
-            dropout=self.dropout,
-            norm_first=self.norm_first,
-            positional=self.positional,
-            max_len=self.n_patches(self.max_len) + 1,
-        )
+        return _stack(self, max_len=self.n_patches(self.max_len) + 1)
+
+
+class EncoderSettings(Protocol):
+    """The settings of a :class:`SensorEncoderConfig` that no data decides: the config's own,
+    or those of a job section with the same names (:meth:`SensorEncoderConfig.check`)."""
+
+    @property
+    def task(self) -> str: ...
+    @property
+    def quantiles(self) -> tuple[float, ...]: ...
+    @property
+    def tokens(self) -> str: ...
+    @property
+    def patch_len(self) -> int: ...
+    @property
+    def stride(self) -> int | None: ...
+    @property
+    def channel_independent(self) -> bool: ...
+    @property
+    def d_model(self) -> int: ...
+    @property
+    def n_heads(self) -> int: ...
+    @property
+    def n_layers(self) -> int: ...
+    @property
+    def d_ff(self) -> int: ...
+    @property
+    def dropout(self) -> float: ...
+    @property
+    def positional(self) -> Literal["sinusoidal", "learned", "rotary"]: ...
+    @property
+    def norm_first(self) -> bool: ...
+    @property
+    def pooling(self) -> str: ...
+    @property
+    def target_scale(self) -> float: ...
+
+
+def _stack(s: EncoderSettings, max_len: int = 2048) -> TransformerConfig:
+    """The encoder stack's config of ``s`` (``max_len``: tokens, which the data decides)."""
+    return TransformerConfig(
+        d_model=s.d_model,
+        n_heads=s.n_heads,
+        n_layers=s.n_layers,
+        d_ff=s.d_ff,
+        dropout=s.dropout,
+        norm_first=s.norm_first,
+        positional=s.positional,
+        max_len=max_len,
+    )
 
 
 class Tokens(NamedTuple):

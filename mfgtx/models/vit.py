@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal, Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -135,7 +135,7 @@ class ViTConfig:
     )
 
     def __post_init__(self) -> None:
-        for name in ("image_size", "patch_size", "num_classes", "stem_channels"):
+        for name in ("image_size", "num_classes"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, found {v!r}")
@@ -143,30 +143,56 @@ class ViTConfig:
             raise ValueError(f"in_chans must be 1 (grey) or 3 (RGB), found {self.in_chans!r}")
         if self.num_classes < 2:
             raise ValueError(f"num_classes must be >= 2, found {self.num_classes}")
-        if self.image_size % self.patch_size:
+        ViTConfig.check(self, image_size=self.image_size)
+
+    @staticmethod
+    def check(settings: ViTSettings, *, image_size: int | None = None) -> None:
+        """Refuse settings the ViT cannot take whatever the data: each field's range and the
+        rules between fields that no data decides; with ``image_size``, also that it is a
+        multiple of ``patch_size`` (the channels and classes are checked by the config).
+
+        The config calls it, and so does a ViT job's ``vit`` section
+        (:class:`mfgtx.kinds.VitSection`, same names) when the job file is read: one copy of
+        each rule, refused before any image is read.
+
+        Raises:
+            ValueError: naming the field, its value and what is expected.
+
+        Example:
+            >>> ViTConfig(d_model=30, n_heads=4)
+            Traceback (most recent call last):
+            ...
+            ValueError: d_model=30 is not divisible by n_heads=4
+        """
+        s = settings
+        for name in ("patch_size", "stem_channels"):
+            v = getattr(s, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, found {v!r}")
+        if image_size is not None and image_size % s.patch_size:
             raise ValueError(
-                f"image_size={self.image_size} is not a multiple of patch_size={self.patch_size}"
+                f"image_size={image_size} is not a multiple of patch_size={s.patch_size}"
             )
-        if self.stem not in ("linear", "conv"):
-            raise ValueError(f"stem must be 'linear' or 'conv', found {self.stem!r}")
-        if self.stem == "conv" and self.patch_size & (self.patch_size - 1):
+        if s.stem not in ("linear", "conv"):
+            raise ValueError(f"stem must be 'linear' or 'conv', found {s.stem!r}")
+        if s.stem == "conv" and s.patch_size & (s.patch_size - 1):
             raise ValueError(
                 f"stem='conv' halves the image per layer: patch_size must be a power of two, "
-                f"found {self.patch_size}"
+                f"found {s.patch_size}"
             )
-        if self.pooling not in ("cls", "mean"):
-            raise ValueError(f"pooling must be 'cls' or 'mean', found {self.pooling!r}")
-        if self.positional not in ("learned", "sinusoidal"):
+        if s.pooling not in ("cls", "mean"):
+            raise ValueError(f"pooling must be 'cls' or 'mean', found {s.pooling!r}")
+        if s.positional not in ("learned", "sinusoidal"):
             raise ValueError(
-                f"positional must be 'learned' or 'sinusoidal', found {self.positional!r}"
+                f"positional must be 'learned' or 'sinusoidal', found {s.positional!r}"
             )
-        if self.positional == "sinusoidal" and self.d_model % 4:
+        if s.positional == "sinusoidal" and s.d_model % 4:
             raise ValueError(
-                f"2-D sinusoidal positions need d_model divisible by 4, found {self.d_model}"
+                f"2-D sinusoidal positions need d_model divisible by 4, found {s.d_model}"
             )
-        if not 0.0 <= self.drop_path < 1.0:
-            raise ValueError(f"drop_path must be in [0, 1), found {self.drop_path!r}")
-        self.transformer  # validates d_model / n_heads / d_ff / dropout  # noqa: B018
+        if not 0.0 <= s.drop_path < 1.0:
+            raise ValueError(f"drop_path must be in [0, 1), found {s.drop_path!r}")
+        _stack(s)  # the Transformer's own rules: d_model / n_heads / d_ff / dropout ...
 
     @property
     def grid(self) -> int:
@@ -179,18 +205,51 @@ class ViTConfig:
 
     @property
     def transformer(self) -> TransformerConfig:
-        return TransformerConfig(
-            d_model=self.d_model,
-            n_heads=self.n_heads,
-            n_layers=self.n_layers,
-            d_ff=self.d_ff,
-            dropout=self.dropout,
-            activation="gelu",
-            norm_first=True,
-            positional="none",  # the model adds 2-D positions itself
-            layer_norm_eps=1e-6,
-            drop_path=self.drop_path,
-        )
+        return _stack(self)
+
+
+class ViTSettings(Protocol):
+    """The settings of a :class:`ViTConfig` that no data decides: the config's own, or those
+    of a job section with the same names (:meth:`ViTConfig.check`)."""
+
+    @property
+    def patch_size(self) -> int: ...
+    @property
+    def d_model(self) -> int: ...
+    @property
+    def n_heads(self) -> int: ...
+    @property
+    def n_layers(self) -> int: ...
+    @property
+    def d_ff(self) -> int: ...
+    @property
+    def dropout(self) -> float: ...
+    @property
+    def drop_path(self) -> float: ...
+    @property
+    def stem(self) -> str: ...
+    @property
+    def stem_channels(self) -> int: ...
+    @property
+    def pooling(self) -> str: ...
+    @property
+    def positional(self) -> str: ...
+
+
+def _stack(s: ViTSettings) -> TransformerConfig:
+    """The encoder stack's config of ``s`` (Pre-LN, GELU; the model adds 2-D positions)."""
+    return TransformerConfig(
+        d_model=s.d_model,
+        n_heads=s.n_heads,
+        n_layers=s.n_layers,
+        d_ff=s.d_ff,
+        dropout=s.dropout,
+        activation="gelu",
+        norm_first=True,
+        positional="none",  # the model adds 2-D positions itself
+        layer_norm_eps=1e-6,
+        drop_path=s.drop_path,
+    )
 
 
 def _conv_stem(c: ViTConfig) -> nn.Sequential:

@@ -10,8 +10,15 @@ import pytest
 
 from mfgtx.artifacts import BundleError
 from mfgtx.data import RegimePlan
-from mfgtx.kinds import FORECAST, SENSOR, ForecastSection, SensorPredictor, Trained
-from mfgtx.kinds._base import target_values
+from mfgtx.kinds import (
+    FORECAST,
+    SENSOR,
+    FitRequest,
+    ForecastSection,
+    SensorPredictor,
+    Trained,
+)
+from mfgtx.kinds._split import target_values
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig
 
@@ -26,11 +33,8 @@ def test_a_forecast_refuses_operating_regimes_before_reading_its_windows() -> No
         FORECAST.fit(
             None,  # never read: the regimes are refused first
             None,
-            section=ForecastSection(),
-            windowing=None,
-            plan=SplitPlan(),
-            train=TrainConfig(),
-            regimes=RegimePlan(column="grade"),
+            None,
+            FitRequest(ForecastSection(), SplitPlan(), TrainConfig(), regimes=RegimePlan("grade")),
         )
 
 
@@ -54,3 +58,29 @@ def test_an_old_sensor_bundle_without_its_scaler_names_what_it_lacks() -> None:
     with pytest.raises(BundleError, match=r"runs/old was written by an earlier mfgtx.*"
                        r"\(missing \['data_schema', 'scaler'\]\); retrain it"):  # fmt: skip
         SENSOR.spec_from_bundle(old)
+
+
+def test_a_kind_asks_its_fit_with_the_job_s_settings_in_one_frozen_request(tmp_path) -> None:
+    import dataclasses
+
+    from mfgtx.jobs import load_config
+    from mfgtx.kinds import FitSetup
+
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "forecast:\n  horizon: 4\ntrain:\n  ensemble:\n    members: 3\n"
+        "calibration:\n  cost_ratio: 7\nsplit:\n  gap: 2\n",
+        encoding="utf-8",
+    )
+    job = load_config(path)
+    on_step = print
+    setup = FitSetup(TrainConfig(epochs=2), run_key={"k": 1}, on_step=on_step, judge=False)
+    request = FORECAST.fit_request(job, setup)
+    assert isinstance(request, FitRequest)
+    assert request.section is job.forecast and request.plan is job.split
+    assert (request.train, request.run_key, request.on_step, request.judge) == (
+        setup.train, {"k": 1}, on_step, False,
+    )  # fmt: skip
+    assert (request.cost_ratio, request.members, request.regimes) == (7.0, 3, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.members = 1  # type: ignore[misc]

@@ -122,8 +122,11 @@ def test_the_loss_and_guard_keys_of_a_vit_section_reach_the_loss_and_the_guard()
 
 
 def test_a_forecast_section_refuses_ridge_without_a_direct_head() -> None:
-    with pytest.raises(ValueError, match="linear_skip: ridge needs head: direct"):
-        ForecastSection(linear_skip="ridge", head="autoregressive")
+    # the forecaster's own rule (ForecasterConfig.check): ridge and learned are a skip alike
+    for skip in ("ridge", "learned"):
+        with pytest.raises(ValueError, match=r"linear_skip needs head='direct'"):
+            ForecastSection(linear_skip=skip, head="autoregressive")
+    ForecastSection(linear_skip="off", head="autoregressive")
 
 
 def test_a_setting_the_model_cannot_take_is_named_when_training(plant, tmp_path, capsys) -> None:

@@ -16,18 +16,19 @@ import torch
 from mfgtx._config import ConfigError
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.calibration import Calibration, choose_threshold, fit_calibration
-from mfgtx.kinds._base import (
+from mfgtx.kinds._fitting import Fitted
+from mfgtx.kinds._job import (
+    FitRequest,
     FitSetup,
-    Fitted,
     JobScores,
     JobSettings,
-    Kind,
     RowReader,
     RowScorer,
-    Trained,
 )
+from mfgtx.kinds._kind import Kind
 from mfgtx.kinds._onnx import Vit
 from mfgtx.kinds._onnx import member_config as graph_config
+from mfgtx.kinds._predictor import Trained
 from mfgtx.kinds._registry import register_kind
 from mfgtx.kinds.vit.images import ImagesSection, PreparedImages, image_records, prepare_images
 from mfgtx.kinds.vit.predictor import VitPredictor
@@ -35,9 +36,8 @@ from mfgtx.kinds.vit.report import compare_images
 from mfgtx.kinds.vit.section import VitSection
 from mfgtx.kinds.vit.spec import MEAN, STD, VitSpec
 from mfgtx.kinds.vit.tiles import TILE_CLASSES, PreparedTiles
-from mfgtx.models import DefectViT
-from mfgtx.split import SplitPlan
-from mfgtx.train import TrainConfig, fit, predict
+from mfgtx.models import DefectViT, ViTConfig
+from mfgtx.train import fit, predict
 
 __all__ = ["VIT", "FittedTiles", "VitKind"]
 
@@ -77,6 +77,10 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
         job.require("images")
         if job.train.ensemble is not None:
             raise ConfigError(f"{job.source_file}: train.ensemble: is for sensor and forecast jobs")
+        try:  # the image size is the job's too, not the data's: refused before any image
+            ViTConfig.check(self.section(job), image_size=job.images.image_size)
+        except ValueError as e:
+            raise ConfigError(f"{job.source_file}: images.image_size, vit.patch_size: {e}") from e
 
     def read(self, job: JobSettings, rows: RowReader) -> PreparedImages | PreparedTiles:
         job.require("images")
@@ -113,17 +117,7 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
     def train(
         self, data: PreparedImages | PreparedTiles, job: JobSettings, setup: FitSetup
     ) -> Fitted:
-        return self.fit(
-            data,
-            images=job.images,
-            section=self.section(job),
-            plan=job.split,
-            train=setup.train,
-            cost_ratio=job.calibration.cost_ratio,
-            run_key=setup.run_key,
-            on_step=setup.on_step,
-            judge=setup.judge,
-        )
+        return self.fit(data, job.images, self.fit_request(job, setup))
 
     def audit(
         self, job: JobSettings, data: PreparedImages | PreparedTiles
@@ -235,15 +229,8 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
     def fit(
         self,
         prep: PreparedImages | PreparedTiles,
-        *,
         images: ImagesSection,
-        section: VitSection,
-        plan: SplitPlan,
-        train: TrainConfig,
-        cost_ratio: float | None = None,
-        run_key: dict[str, Any] | None = None,
-        on_step: Any = None,
-        judge: bool = True,
+        request: FitRequest[VitSection],
     ) -> Fitted:
         """Train the ViT on ``prep``'s training images (checkpoint on its validation
         images), calibrate, and compare it with the image baselines on its test images.
@@ -259,18 +246,15 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
         if not audit_report.passed:
             raise LeakageError(audit_report)
         if isinstance(prep, PreparedTiles):
-            return self._fit_tiles(
-                prep, audit_report, images=images, section=section, plan=plan, train=train,
-                cost_ratio=cost_ratio, run_key=run_key, on_step=on_step, judge=judge,
-            )  # fmt: skip
+            return self._fit_tiles(prep, audit_report, images, request)
         names, labels = prep.names, prep.labels
         try:
-            config = section.model_config(
+            config = request.section.model_config(
                 image_size=images.image_size,
                 in_chans=1 if images.mode == "L" else 3,
                 num_classes=len(names),
             )
-            loss = section.loss(class_weights(labels[prep.train], len(names)))
+            loss = request.section.loss(class_weights(labels[prep.train], len(names)))
         except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
             raise ValueError(f"{self.section_key}: {e}") from e
         augment = SurfaceAugment(rot90=images.rot90) if images.augment else None
@@ -278,11 +262,11 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
         def data(idx: np.ndarray, aug: Any = None) -> Any:
             return ImageDataset(prep.images[idx], labels[idx], augment=aug, mean=MEAN, std=STD)
 
-        torch.manual_seed(train.seed)
+        torch.manual_seed(request.train.seed)
         model = DefectViT(config, loss=loss)
         fitted = fit(
-            model, data(prep.train, augment), data(prep.val), train, on_step=on_step,
-            run_key=run_key,
+            model, data(prep.train, augment), data(prep.val), request.train,
+            on_step=request.on_step, run_key=request.run_key,
         )  # fmt: skip
         spec = VitSpec(
             image_size=images.image_size,
@@ -295,9 +279,9 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
             views=images.views,
         )
         split_info = {
-            **plan.to_dict(),
+            **request.plan.to_dict(),
             "method": prep.split.method,
-            "seed": train.seed,
+            "seed": request.train.seed,
             "duplicate_files_across_sets": prep.duplicates_across,
         }
         result = Fitted(
@@ -308,15 +292,15 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
             audit=audit_report,
             split=split_info,
             counts=prep.counts,
-            train_config=train,
+            train_config=request.train,
         )
-        if not judge:
+        if not request.judge:
             return result
         good = None if images.good_class is None else names.index(images.good_class)
         val_logits = predict(model, data(prep.val)).numpy()
         calibration = fit_calibration(
-            val_logits, labels[prep.val], cost_ratio=cost_ratio if good is not None else None,
-            good_class=good,
+            val_logits, labels[prep.val],
+            cost_ratio=request.cost_ratio if good is not None else None, good_class=good,
         )  # fmt: skip
         predictor = VitPredictor(self, Trained(model, calibration), spec)
         if images.views > 1 and calibration is not None and calibration.threshold is not None:
@@ -330,15 +314,8 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
         self,
         prep: PreparedTiles,
         audit_report: Any,
-        *,
         images: ImagesSection,
-        section: VitSection,
-        plan: SplitPlan,
-        train: TrainConfig,
-        cost_ratio: float | None,
-        run_key: dict[str, Any] | None,
-        on_step: Any,
-        judge: bool,
+        request: FitRequest[VitSection],
     ) -> Fitted:
         """:meth:`fit` on tiles (see :mod:`mfgtx.kinds.vit.tiles`): balanced draws (or class
         weights) when a class is rare, training tiles ``train_stride`` apart, temperature on
@@ -371,23 +348,23 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
             else None
         )
         try:
-            config = section.model_config(
+            config = request.section.model_config(
                 image_size=images.image_size,
                 in_chans=1 if images.mode == "L" else 3,
                 num_classes=2,
             )
-            loss = section.loss(balancing.class_weights)
+            loss = request.section.loss(balancing.class_weights)
         except ValueError as e:
             raise ValueError(f"{self.section_key}: {e}") from e
         # no random crop: a pit at a tile's edge would be cut off and keep its label
         augment = (
             SurfaceAugment(rot90=images.rot90, crop_scale=(1.0, 1.0)) if images.augment else None
         )
-        torch.manual_seed(train.seed)
+        torch.manual_seed(request.train.seed)
         model = DefectViT(config, loss=loss)
         fitted = fit(
-            model, prep.dataset(train_rows, augment), prep.dataset(val_rows), train,
-            on_step=on_step, run_key=run_key, sample_weights=draw,
+            model, prep.dataset(train_rows, augment), prep.dataset(val_rows), request.train,
+            on_step=request.on_step, run_key=request.run_key, sample_weights=draw,
         )  # fmt: skip
         spec = VitSpec(
             image_size=images.image_size, mode=images.mode, min_size=images.min_size,
@@ -395,9 +372,9 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
             tile_size=tiles.size, tile_stride=tiles.stride, views=images.views,
         )  # fmt: skip
         split_info = {
-            **plan.to_dict(),
+            **request.plan.to_dict(),
             "method": prep.split.method,
-            "seed": train.seed,
+            "seed": request.train.seed,
             "duplicate_files_across_sets": prep.duplicates_across,
             "unit": "photo" if prep.split.method == "stratified" else "lot",
             "balancing": balancing.method,
@@ -405,9 +382,9 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
         }
         result = FittedTiles(
             model=model, spec=spec, fit=fitted, report=None, audit=audit_report,
-            split=split_info, counts=prep.counts, train_config=train,
+            split=split_info, counts=prep.counts, train_config=request.train,
         )  # fmt: skip
-        if not judge:
+        if not request.judge:
             return result
         log.info(
             "calibrating on the %d validation tiles of %d photos", len(val_rows), len(prep.val)
@@ -419,12 +396,14 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
         # a few defect tiles are often all above every good one: the temperature then stays
         # at 1 (TemperatureScaler.fit says why), so confident tiles do not all tie at P = 1
         calibration = fit_calibration(val_logits, labels[val_rows].astype(int),
-                                      cost_ratio=cost_ratio, good_class=0)  # fmt: skip
+                                      cost_ratio=request.cost_ratio, good_class=0)  # fmt: skip
         where = "validation tiles"
-        if calibration is not None and cost_ratio is not None:
+        if calibration is not None and request.cost_ratio is not None:
             predictor = VitPredictor(self, Trained(model, calibration), spec)
             val = photo_scores(prep, prep.val, predictor.tile_p)
-            choice, why = image_threshold(val.image, prep.image_labels[prep.val], cost_ratio)
+            choice, why = image_threshold(
+                val.image, prep.image_labels[prep.val], request.cost_ratio
+            )
             if choice is None:
                 log.warning("threshold chosen on the validation tiles: %s", why)
                 if images.views > 1 and calibration.threshold is not None:
@@ -440,7 +419,7 @@ class VitKind(Kind[VitSection, VitSpec, "PreparedImages | PreparedTiles"]):
             len(prep.test),
             len(prep.tiles_of(prep.test)),
         )
-        report, tile_report, extra = self._judge_tiles(predictor, prep, cost_ratio)
+        report, tile_report, extra = self._judge_tiles(predictor, prep, request.cost_ratio)
         return replace(
             result, report=report, calibration=calibration, extra_metrics=extra,
             tile_report=tile_report,

@@ -16,10 +16,7 @@ import pandas as pd
 import torch
 
 from mfgtx.calibration import class_probabilities
-from mfgtx.kinds._base import (
-    Predictor,
-    Scored,
-)
+from mfgtx.kinds._predictor import Predictor, Scored
 from mfgtx.kinds.vit.reading import batches, each_read, error_row
 from mfgtx.kinds.vit.spec import VitSpec
 

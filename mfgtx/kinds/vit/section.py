@@ -15,7 +15,7 @@ Example:
     (8, 32, 8)
     >>> section.loss(class_weights=(1.0, 1.0, 2.0))
     ClassLoss(class_weights=(1.0, 1.0, 2.0), label_smoothing=0.1)
-    >>> VitSection(patch_size=12).model_config(image_size=96, in_chans=1, num_classes=2)
+    >>> VitSection(patch_size=12)
     Traceback (most recent call last):
     ...
     ValueError: stem='conv' halves the image per layer: patch_size must be a power of two, found 12
@@ -44,9 +44,12 @@ class VitSection:
     Each key's default is that of the class it reaches (:func:`~mfgtx._config.default_of`,
     written once in :class:`~mfgtx.models.ViTConfig`, :class:`~mfgtx.models.ClassLoss` or
     :class:`~mfgtx.models.DefectSizeGuard`), sized for plant image sets of a few hundred
-    images (a conv stem, 8-pixel patches, 4 layers of width 64). The values are checked when
-    the model config is built (:meth:`model_config`, the one place they are validated),
-    beside the image size they must fit.
+    images (a conv stem, 8-pixel patches, 4 layers of width 64). The ViT's rules that no data
+    decides (``d_model`` divisible by ``n_heads``, a power-of-two ``patch_size`` for the conv
+    stem ...), the loss's and the guard's refuse a value when the job file is read (the model
+    config's own :meth:`~mfgtx.models.ViTConfig.check`, the loss's and the guard's own
+    checks); :meth:`model_config` checks the values again beside the image size they must
+    fit.
     """
 
     patch_size: int = default_of(ViTConfig, "patch_size")
@@ -64,6 +67,12 @@ class VitSection:
     min_defect_px: float | None = default_of(DefectSizeGuard, "min_defect_px")
     source_size: int | None = default_of(DefectSizeGuard, "source_size")
     strict_defect_size: bool = default_of(DefectSizeGuard, "strict_defect_size")
+
+    def __post_init__(self) -> None:
+        # the ViT's, the loss's and the guard's own rules, refused when the job file is read
+        ViTConfig.check(self)
+        self.loss()
+        self.guard()
 
     def model_config(self, *, image_size: int, in_chans: int, num_classes: int) -> ViTConfig:
         """The :class:`~mfgtx.models.ViTConfig` of this section and the data's values, checked
@@ -90,13 +99,20 @@ class VitSection:
             pooling=self.pooling,
             positional=self.positional,
         )
-        self.loss()  # label_smoothing is checked with the rest
-        DefectSizeGuard(
+        self.guard().check(config)
+        return config
+
+    def guard(self) -> DefectSizeGuard:
+        """The small-defect guard of this section's keys.
+
+        Raises:
+            ValueError: a setting the guard cannot take (naming the field and the value).
+        """
+        return DefectSizeGuard(
             min_defect_px=self.min_defect_px,
             source_size=self.source_size,
             strict_defect_size=self.strict_defect_size,
-        ).check(config)
-        return config
+        )
 
     def loss(self, class_weights: tuple[float, ...] | None = None) -> ClassLoss:
         """The training loss: this section's label smoothing and the data's class weights.

@@ -19,7 +19,6 @@ from mfgtx.artifacts import Bundle
 from mfgtx.baselines import EvaluationReport, compare, fit_baselines
 from mfgtx.data import (
     ColumnMap,
-    RegimePlan,
     SensorScaler,
     SensorTable,
     WindowDataset,
@@ -27,6 +26,7 @@ from mfgtx.data import (
     Windows,
 )
 from mfgtx.kinds import (
+    FitRequest,
     Fitted,
     Trained,
     WindowKind,
@@ -34,8 +34,7 @@ from mfgtx.kinds import (
     register_kind,
     split_windows,
 )
-from mfgtx.split import SplitPlan
-from mfgtx.train import TrainConfig, fit
+from mfgtx.train import fit
 from tests.kinds.toy.model import ToyModel
 from tests.kinds.toy.section import ToySection
 from tests.kinds.toy.spec import ToySpec
@@ -103,31 +102,22 @@ class ToyKind(WindowKind[ToySection, ToySpec]):
         self,
         windows: Windows,
         columns: ColumnMap,
-        *,
-        section: ToySection,
         windowing: Windowing,
-        plan: SplitPlan,
-        train: TrainConfig,
-        cost_ratio: float | None = None,
-        run_key: dict[str, Any] | None = None,
-        on_step: Any = None,
-        judge: bool = True,
-        members: int | None = None,
-        regimes: RegimePlan | None = None,
+        request: FitRequest[ToySection],
     ) -> Fitted:
-        prep = split_windows(windows, plan)
+        prep = split_windows(windows, request.plan)
         windows, learn = prep.windows, np.asarray(prep.sets.train)
         n_outputs = max(2, int(np.nanmax(windows.y[:, 0])) + 1)
-        config = section.model_config(n_channels=len(windows.sensors), n_outputs=n_outputs)
-        torch.manual_seed(train.seed)
+        config = request.section.model_config(n_channels=len(windows.sensors), n_outputs=n_outputs)
+        torch.manual_seed(request.train.seed)
         model = ToyModel(config)
         result = fit(
             model,
             WindowDataset(windows, learn, prep.scaler, target="class"),
             WindowDataset(windows, np.asarray(prep.sets.val), prep.scaler, target="class"),
-            train,
-            on_step=on_step,
-            run_key=run_key,
+            request.train,
+            on_step=request.on_step,
+            run_key=request.run_key,
         )
         spec = ToySpec(
             columns=columns,
@@ -142,11 +132,11 @@ class ToyKind(WindowKind[ToySection, ToySpec]):
             fit=result,
             report=None,
             audit=prep.report,
-            split=plan.to_dict(),
+            split=request.plan.to_dict(),
             counts=prep.counts,
-            train_config=train,
+            train_config=request.train,
         )
-        if not judge:
+        if not request.judge:
             return fitted
         predictor = ToyPredictor(self, Trained(model), spec)
         report, _ = self.judge(predictor, windows, learn, prep.test, scaler=prep.scaler)
