@@ -14,6 +14,7 @@ from _labels import labelled_windows
 from _recorded import recorded
 
 from mfgtx.calibration import reliability_curve
+from mfgtx.kinds import probability_column
 from mfgtx.metrics import confusion_matrix
 
 
@@ -96,7 +97,7 @@ def evaluation() -> None:
     )
     truth = windows.y[idx, 0]
     if classifier:
-        score = rows["p_1"].to_numpy()
+        score = rows[probability_column(predictor.class_names[1])].to_numpy()
     else:
         score = rows[predictor.input_spec.targets[0]].to_numpy()
     pred = _Pred(windows.lot[idx], windows.end[idx], score, truth)

@@ -30,6 +30,8 @@ from _settings import MAX_CSV_MB
 from _tables import csv_format, frame_for, lot_windows, read_upload_csv
 from _trust import set_sentence, show_trust
 
+from mfgtx.kinds import probability_column
+
 
 @st.cache_resource(max_entries=32, show_spinner="running the deletion test")
 def _explained(bundle_id: str, source: str, lot: str, at: int, _predictor: Any, _windows: Any):
@@ -128,7 +130,7 @@ def quality() -> None:
     if task == "classification":
         choice = predictor.calibration.threshold if predictor.calibration else None
         default = float(choice.threshold) if choice is not None else 0.5
-        p = float(row["p_1"])
+        p = float(row[probability_column(predictor.class_names[1])])
         st.metric("Calibrated probability of a bad lot", f"{p:.1%}")
         what_if = st.slider(
             "Operating threshold (what-if only; the bundle's threshold is not changed)",

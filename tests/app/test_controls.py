@@ -95,7 +95,7 @@ def test_defect_result_shows_p_defect_threshold_and_decision(demo_env) -> None:
     text = " ".join(_texts(at.markdown))
     assert f"P(defect) **{row['p_defect']:.1%}**" in text, text
     assert f"the threshold {threshold:.1%}" in text, text
-    verdict = "**flagged as defective**" if row["decision"] == 1 else "**passed**"
+    verdict = "**flagged as defective**" if row["decision"] == "defect" else "**passed**"
     assert f"decision: {verdict}" in text, text
 
 

@@ -103,7 +103,7 @@ def test_quality_page_shows_the_scored_probability(demo_env) -> None:
     lot = at.selectbox(key="quality_lot").value
     last = written[written["lot"] == lot].sort_values("window_end").iloc[-1]
     shown = at.metric[0].value
-    assert shown == f"{last['p_1']:.1%}", (shown, last["p_1"])
+    assert shown == f"{last['p_bad']:.1%}", (shown, last["p_bad"])
 
 
 def test_forecast_page_draws_the_scored_forecast(demo_env) -> None:
