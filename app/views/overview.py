@@ -14,6 +14,7 @@ from _settings import app_config
 from _trust import trust_of
 
 from mfgtx.data.io import csv_header, file_chunks
+from mfgtx.metrics import plain_meanings, plain_name
 from mfgtx.split import duration_text
 
 TASK_WORDS = {
@@ -30,7 +31,7 @@ def _metrics_table(metrics: dict) -> pd.DataFrame:
 
     def name(m: str) -> str:
         arrow = {True: " ↑", False: " ↓"}.get(higher.get(m), "")
-        return m.replace("_", " ") + arrow
+        return plain_name(m) + arrow
 
     return pd.DataFrame(
         [
@@ -66,7 +67,7 @@ def judged_on(metrics: dict) -> str:
     primary = metrics.get("primary")
     higher = (metrics.get("higher_is_better") or {}).get(primary)
     arrow = {True: " (↑ higher is better)", False: " (↓ lower is better)"}.get(higher, "")
-    return f"{text}; primary metric: **{str(primary).replace('_', ' ')}**{arrow}"
+    return f"{text}; primary metric: **{plain_name(str(primary))}**{arrow}"
 
 
 def _freshness(data_dir) -> None:
@@ -137,6 +138,8 @@ def overview() -> None:
                 st.markdown(f"**{trust_of(b.manifest).headline}**")
                 st.markdown(judged_on(metrics))
                 st.dataframe(_metrics_table(metrics), hide_index=True)
+                shown = dict.fromkeys(k for r in metrics["rows"] for k in r.get("metrics", {}))
+                st.caption("  \n".join(plain_meanings(shown)))  # what each column means
                 if metrics.get("verdict"):
                     st.markdown(f"Verdict: {metrics['verdict']}")
                 if metrics.get("how_sure"):

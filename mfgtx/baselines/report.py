@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from mfgtx.baselines._base import check_task
-from mfgtx.metrics import HIGHER_IS_BETTER
+from mfgtx.metrics import HIGHER_IS_BETTER, plain_meanings, plain_name
 
 __all__ = ["Difference", "EvaluationReport", "ReportRow"]
 
@@ -392,7 +392,7 @@ class EvaluationReport:
         trained = (
             f", baselines fitted on {self.n_train} training {self.unit}" if self.n_train else ""
         )
-        arrows = [f"{k} {'↑' if HIGHER_IS_BETTER[k] else '↓'}" for k in metrics]
+        arrows = [f"{plain_name(k)} {'↑' if HIGHER_IS_BETTER[k] else '↓'}" for k in metrics]
         lines = [
             f"{_TASK_TITLE[self.task]}: {self.n_test} test {self.unit}, the same for every "
             f"predictor{trained}. ↑ higher is better, ↓ lower is better.",
@@ -404,6 +404,7 @@ class EvaluationReport:
             label = r.name if r.kind == "model" else f"{r.name} (baseline)"
             cells = " | ".join(cell(r.metrics[k], k) for k in metrics)
             lines.append(f"| {label} | {cells} |")
+        lines += ["", "What the figures mean:", *(f"- {m}" for m in plain_meanings(metrics))]
         lines += ["", f"Verdict: {self.verdict}"]
         if self.differences:
             lines += ["", f"How sure: {self.how_sure}"]

@@ -110,7 +110,8 @@ def test_markdown_lists_every_predictor_bolds_the_best_and_states_the_verdict(fi
     md = report.to_markdown()
     for name in ("model", "TrainMean", "Ridge", "GradientBoosting"):
         assert re.search(rf"^\| {name}( \(baseline\))? \|", md, flags=re.MULTILINE), name
-    assert "nasa_score ↓" in md and "r2 ↑" in md
+    assert "late-warning penalty ↓" in md and "share explained ↑" in md  # plain names
+    assert "- probability error" not in md and "- typical error: the size" in md
     best = report.best("rmse")
     best_line = next(line for line in md.splitlines() if line.startswith(f"| {best} "))
     assert f"**{report.row(best).metrics['rmse']:.4g}**" in best_line
