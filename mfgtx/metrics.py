@@ -31,8 +31,8 @@ from sklearn.metrics import f1_score, roc_auc_score
 __all__ = [
     "ECE_BINS",
     "HIGHER_IS_BETTER",
-    "MetricWarning",
     "PLAIN",
+    "MetricWarning",
     "PairedDifference",
     "accuracy",
     "average_precision",

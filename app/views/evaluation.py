@@ -79,7 +79,7 @@ def evaluation() -> None:
     cfg, infos = bundles_of("sensor")
     if not infos:
         no_bundle_message(
-            "SensorEncoder",
+            "sensor (lot quality or RUL)",
             cfg.models_dir,
             "mfgtx train sensor pipelines/configs/sample_quality.yaml",
         )

@@ -24,6 +24,23 @@ TASK_WORDS = {
 }
 
 
+#: what each kind's model is, in words (the class name is for the bundle's loader)
+MODEL_WORDS = {
+    "sensor": "Transformer on sensor readings",
+    "forecast": "forecasting Transformer",
+    "vit": "vision Transformer on images",
+}
+
+
+def model_words(kind: str | None, model_class: str, manifest: dict) -> str:
+    """The bundle's model in words: what it is and, for an ensemble, how many members."""
+    words = MODEL_WORDS.get(kind or "", "model")
+    members = (manifest.get("split") or {}).get("ensemble_members")
+    if "Ensemble" in model_class:
+        words += f", {members} cross-fitted members" if members else ", ensemble"
+    return words
+
+
 def _metrics_table(metrics: dict) -> pd.DataFrame:
     """One row per predictor; each metric's column says which way is better."""
     rows = metrics.get("rows") or []
@@ -45,11 +62,19 @@ def _metrics_table(metrics: dict) -> pd.DataFrame:
     )
 
 
-def duration_words(text: str) -> str:
+def audit_words(text: str) -> str:
     """``gap=0 days 00:30:00`` (pandas' text of a Timedelta, in the audit of bundles written
-    before the audit wrote durations in words) as ``gap=30 min``."""
+    before the audit wrote durations in words) as ``gap=30 min``; the class names and
+    clustering words older audits wrote (``the SensorScaler (standard)``, ``3 kmeans regimes
+    of [...]``) in plant words, as the audit writes them now."""
     pattern = r"-?\d+ days? \d{2}:\d{2}:\d{2}(?:\.\d+)?"
-    return re.sub(pattern, lambda m: duration_text(pd.Timedelta(m.group(0))), text)
+    text = re.sub(pattern, lambda m: duration_text(pd.Timedelta(m.group(0))), text)
+    text = text.replace("the SensorScaler (", "the sensor scaling (")
+    text = re.sub(
+        r"(\d+) kmeans regimes of", r"\1 operating regimes grouped by similar settings of", text
+    )
+    text = re.sub(r"(\d+) column regimes of", r"\1 operating regimes read from", text)
+    return text.replace(" (Regimes.fit(windows, train))", "")
 
 
 def judged_on(metrics: dict) -> str:
@@ -119,7 +144,7 @@ def overview() -> None:
                     {
                         "bundle": b.path.name,
                         "kind": b.kind,
-                        "model": b.model_class,
+                        "model": model_words(b.kind, b.model_class, b.manifest),
                         "task": TASK_WORDS.get(b.task or "", b.task or "not recorded"),
                         "created (UTC)": b.manifest.get("created_utc"),
                         "parameters": b.manifest["model"].get("parameters"),
@@ -158,7 +183,7 @@ def overview() -> None:
                             {
                                 "check": c["name"].replace("_", " "),
                                 "passed": c["passed"],
-                                "detail": duration_words(c["detail"]),
+                                "detail": audit_words(c["detail"]),
                             }
                             for c in checks
                         ]

@@ -66,7 +66,7 @@ def quality() -> None:
     cfg, infos = bundles_of("sensor")
     if not infos:
         no_bundle_message(
-            "SensorEncoder",
+            "sensor (lot quality or RUL)",
             cfg.models_dir,
             "mfgtx train sensor pipelines/configs/sample_quality.yaml",
         )
@@ -190,7 +190,7 @@ def quality() -> None:
     notice()
     explained = _explained(info.bundle_id, source, lot, at, predictor, windows)
     times = _window_times(rows, cmap.time, windows, at)
-    labels = token_labels(explained.maps, sensors, times)
+    labels = token_labels(explained.maps, predictor.channel_names, times, units)
     axis = "sensor" if explained.maps.axis == "sensor" else "readings of the window (time)"
     left, right = st.columns(2)
     left.plotly_chart(attention_bars(explained.maps, labels, axis_title=axis))

@@ -344,6 +344,23 @@ class SensorPredictor(WindowPredictor[SensorSpec]):
         ``good``, ``bad`` for two classes, else ``<target>_<k>``."""
         return lot_class_names(self.input_spec.targets[0], self.model.config.n_outputs)
 
+    @property
+    def channel_names(self) -> tuple[str, ...]:
+        """The model's input channels in words, in the order it reads them (what a sensor
+        attention map's bars are): the sensors, then with regimes one channel per regime,
+        ``regime S355`` (a column regime's names or values) or ``regime 1`` ... (regimes
+        grouped by settings). From the bundle's scaler, which holds the channels' names."""
+        channels = tuple(self.input_spec.scaler.sensors)
+        regimes = self.input_spec.regimes
+        if regimes is None:
+            return channels
+        if regimes.plan.column is not None:
+            named = regimes.names or tuple(f"{v:g}" for v in regimes.labels)
+        else:
+            named = tuple(str(k + 1) for k in range(regimes.n_regimes))
+        words = {f"regime_{k}": f"regime {n}" for k, n in enumerate(named)}
+        return tuple(words.get(c, c) for c in channels)
+
     def rows(self, windows: Windows, idx: np.ndarray, *, batch_size: int = 256) -> pd.DataFrame:
         out, q = self.outputs(windows, idx, batch_size=batch_size)
         return pd.DataFrame(

@@ -183,8 +183,8 @@ def test_evaluation_threshold_moves_the_confusion_matrix(app_env):
 def test_empty_models_dir_gives_clear_messages(app_env, monkeypatch, tmp_path):
     monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
     for page, words in [
-        ("views/quality.py", "No SensorEncoder model bundle"),
-        ("views/evaluation.py", "No SensorEncoder model bundle"),
+        ("views/quality.py", "No sensor (lot quality or RUL) model bundle"),
+        ("views/evaluation.py", "No sensor (lot quality or RUL) model bundle"),
         ("views/overview.py", "No model bundles"),
     ]:
         at = _app(page)
