@@ -86,15 +86,21 @@ HIGHER_IS_BETTER: Mapping[str, bool] = MappingProxyType(
 
 PLAIN: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
-        "mae": ("average error", "the typical size of a miss, in the target's units"),
-        "mse": ("squared error", "the average squared miss; large misses weigh more"),
-        "rmse": ("typical error", "the size of a typical miss, in the target's units"),
+        "mae": ("average error", "the average size of a miss, in the target's units"),
+        "mse": (
+            "squared error",
+            "the average squared miss (squared units); large misses weigh most",
+        ),
+        "rmse": (
+            "typical error",
+            "the size of a typical miss, in the target's units; large misses weigh more",
+        ),
         "r2": ("share explained", "how much of the spread the predictions explain (1 = all)"),
         "nasa_score": (
             "late-warning penalty",
             "penalises predicting failure too late more than too early",
         ),
-        "accuracy": ("share right", "the share of lots given the right class"),
+        "accuracy": ("share right", "the share of lots (or images) given the right class"),
         "balanced_accuracy": (
             "share right per class",
             "the share right within each class, averaged, so a rare class counts as much",
@@ -105,8 +111,8 @@ PLAIN: Mapping[str, tuple[str, str]] = MappingProxyType(
             "flag precision",
             "how clean the flags are as the threshold moves, averaged",
         ),
-        "recall": ("defects caught", "the share of bad lots flagged"),
-        "false_alarm_rate": ("false alarms", "the share of good lots flagged"),
+        "recall": ("defects caught", "the share of bad lots (or images) flagged"),
+        "false_alarm_rate": ("false alarms", "the share of good lots (or images) flagged"),
         "log_loss": (
             "probability error",
             "how far the stated probabilities are from what happened (confident misses cost most)",
