@@ -264,8 +264,7 @@ def scaler_check(
             parts, examples = _readers(times, extra, sets)
             detail = (
                 f"{what} records fitting on {held.record.size} rows, {extra.size} of them not "
-                "training rows: " + "; ".join(parts) + ". Refit it with SensorScaler.fit(windows, "
-                "train)"
+                "training rows: " + "; ".join(parts) + ". Refit it on the training rows only"
             )
             return False, detail, examples
 
