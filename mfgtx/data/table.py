@@ -25,7 +25,7 @@ import difflib
 import logging
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
@@ -37,7 +37,16 @@ from mfgtx.data.categories import encode_categories
 from mfgtx.data.columns import ColumnMap
 from mfgtx.data.errors import DataError, DataWarning
 
-__all__ = ["FILE", "LINE", "TIME_KIND_WORDS", "SensorTable", "Where", "check_names", "read_table"]
+__all__ = [
+    "FILE",
+    "LINE",
+    "TIME_KIND_WORDS",
+    "Problems",
+    "SensorTable",
+    "Where",
+    "check_names",
+    "read_table",
+]
 
 #: :attr:`SensorTable.time_kind` in words, for messages.
 TIME_KIND_WORDS = {
@@ -446,17 +455,89 @@ def _first(mask: np.ndarray | pd.Series) -> int:
     return int(np.flatnonzero(np.asarray(mask))[0])
 
 
-def _parse_lots(s: pd.Series, column: str, where: Where) -> pd.Series:
+class Problems:
+    """The collecting mode of :func:`read_table`: a problem of one lot (a bad value or time,
+    two rows at one time, a key that changes...) is listed here and its lot left out of the
+    table, instead of raised; a problem of the whole input (a missing column, a name given
+    twice, times with and without a zone mixed) is raised as without it.
+
+    One rule, two callers: each check finds its bad rows once, and raises the first (no
+    collector) or lists the first of each lot (a collector).
+
+    Attributes:
+        errors: the problems, in the order found: per column, the first bad row of each lot.
+        lots: the lots left out.
+        rows_without_lot: rows left out for having no lot id.
+
+    Example:
+        >>> df = pd.DataFrame({"lot": ["A", "A", "B", "C"], "t": [1, 2, 1, 1],
+        ...                    "x": ["1", "oops", "2", "no"]})
+        >>> p = Problems()
+        >>> table = read_table(df, ColumnMap("lot", "t", sensors=("x",)), problems=p)
+        >>> table.lots, sorted(p.lots), [e.line is None and e.row for e in p.errors]
+        (['B'], ['A', 'C'], [1, 3])
+    """
+
+    def __init__(self) -> None:
+        self.errors: list[DataError] = []
+        self.lots: set[str] = set()
+        self.rows_without_lot = 0
+
+    def __len__(self) -> int:
+        return len(self.errors)
+
+    def add(self, err: DataError) -> None:
+        """List ``err``; its lot (if it names one) is left out."""
+        self.errors.append(err)
+        if err.lot is not None:
+            self.lots.add(str(err.lot))
+
+    def rows(self) -> list[dict[str, object]]:
+        """The problems as errors-file rows: ``lot``, ``file``, ``line``, ``column``,
+        ``reason`` (as ``mfgtx score`` writes them)."""
+        return [
+            {"lot": e.lot, "file": e.file, "line": e.line, "column": e.column, "reason": str(e)}
+            for e in self.errors
+        ]
+
+
+def _flag(
+    bad: np.ndarray,
+    lots: pd.Series | None,
+    problems: Problems | None,
+    error: Callable[[int, int], DataError],
+) -> None:
+    """The rows ``bad`` break one rule: raise ``error(first bad row, how many)``, or with
+    ``problems`` list ``error(its first bad row, how many)`` for each lot with bad rows
+    (``lots``: each row's lot; ``None``: the rows have no lot, one problem for them all)."""
+    bad = np.asarray(bad, dtype=bool)
+    if not bad.any():
+        return
+    if problems is None:
+        raise error(_first(bad), int(bad.sum()))
+    at = np.flatnonzero(bad)
+    if lots is None:
+        problems.add(error(int(at[0]), len(at)))
+        return
+    codes, _ = pd.factorize(lots.to_numpy()[at])
+    _, first = np.unique(codes, return_index=True)
+    counts = np.bincount(codes)
+    for j in np.sort(first):  # lots in the order their first bad row comes
+        problems.add(error(int(at[j]), int(counts[codes[j]])))
+
+
+def _parse_lots(
+    s: pd.Series, column: str, where: Where, problems: Problems | None = None
+) -> tuple[pd.Series, np.ndarray]:
+    """The lot ids as text, and the rows without one (listed in ``problems``, or raised)."""
     missing = s.isna().to_numpy() | (s.astype(str).str.strip() == "").to_numpy()
-    if missing.any():
-        i = _first(missing)
-        raise DataError(
-            f"{where(i)}: no lot id in column {column!r} ({int(missing.sum())} such rows); "
-            "every reading must belong to a lot",
-            column=column,
-            **where.fields(i),
-        )
-    return s.astype(str).str.strip()
+    _flag(missing, None, problems, lambda i, n: DataError(
+        f"{where(i)}: no lot id in column {column!r} ({n} such rows); every reading must "
+        "belong to a lot",
+        column=column, problem="no lot id", found=s.iloc[i], expected="a lot id",
+        **where.fields(i),
+    ))  # fmt: skip
+    return s.astype(str).str.strip(), missing
 
 
 def _text_times(
@@ -486,6 +567,9 @@ def _text_times(
                 "(month first); say which with data.columns.time_format, such as "
                 "'%d.%m.%Y %H:%M'",
                 column=column,
+                problem="day or month first?",
+                found=text.iloc[i],
+                expected="data.columns.time_format",
                 **where.fields(i),
             )
         return month_first
@@ -493,44 +577,57 @@ def _text_times(
 
 
 def _parse_times(
-    s: pd.Series, column: str, where: Where, lots: pd.Series, time_format: str | None = None
+    s: pd.Series,
+    column: str,
+    where: Where,
+    lots: pd.Series,
+    time_format: str | None = None,
+    problems: Problems | None = None,
 ) -> pd.Series:
-    """Timestamps -> UTC (or naive) datetimes; numbers (cycles) stay numbers."""
+    """Timestamps -> UTC (or naive) datetimes; numbers (cycles) stay numbers. With
+    ``problems``, a bad time is listed there (the first of each lot) and left missing."""
+    flagged = np.zeros(len(s), dtype=bool)  # rows listed already (collecting)
+
+    def flag(bad: np.ndarray, error: Callable[[int, int], DataError]) -> None:
+        bad = np.asarray(bad, dtype=bool) & ~flagged
+        _flag(bad, lots, problems, error)
+        flagged[bad] = True
+
     if pd.api.types.is_datetime64_any_dtype(s):
         out = s.dt.tz_convert("UTC") if s.dt.tz is not None else s
     elif pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         out = s.astype(float)
-        if np.isinf(out).any():
-            i = _first(np.isinf(out))
-            raise DataError(
-                f"{where(i)}: infinite time in column {column!r}", column=column, **where.fields(i)
-            )
+        flag(np.isinf(out.to_numpy()), lambda i, n: DataError(
+            f"{where(i)}: infinite time in column {column!r}", column=column,
+            lot=None if problems is None else str(lots.iloc[i]), problem="bad time",
+            found=s.iloc[i], expected="a finite time", **where.fields(i),
+        ))  # fmt: skip
     else:
         text = s.astype("string").str.strip()
         missing = (text.isna() | (text == "")).to_numpy()
-        if missing.any():
-            i = _first(missing)
-            raise DataError(
-                f"{where(i)} (lot {lots.iloc[i]}): no time in column {column!r} "
-                f"({int(missing.sum())} such rows)",
-                column=column,
-                lot=str(lots.iloc[i]),
-                **where.fields(i),
-            )
+        flag(missing, lambda i, n: DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): no time in column {column!r} ({n} such rows)",
+            column=column, lot=str(lots.iloc[i]), problem="no time", found="",
+            expected="a time", **where.fields(i),
+        ))  # fmt: skip
         as_number = pd.to_numeric(text, errors="coerce")
-        if as_number.notna().all() and time_format is None:
-            return _check_finite_time(as_number.astype(float), column, where, lots)
-        aware = text.str.contains(_TZ_SUFFIX, regex=True).to_numpy()
-        if aware.any() and not aware.all():
-            i, j = _first(aware), _first(~aware)
+        if (as_number.notna() | flagged).all() and time_format is None:
+            return _check_finite_time(as_number.astype(float), column, where, lots,
+                                      problems, flagged)  # fmt: skip
+        aware = text.str.contains(_TZ_SUFFIX, regex=True).fillna(False).to_numpy(dtype=bool)
+        if aware.any() and not (aware | flagged).all():
+            i, j = _first(aware), _first(~aware & ~flagged)
             raise DataError(
                 f"mixed time zones in column {column!r}: {where(i)} has a zone "
                 f"({text.iloc[i]!r}), {where(j)} has none ({text.iloc[j]!r}); export all "
                 "times with an offset (e.g. +00:00) or all without",
                 column=column,
+                problem="time zones mixed",
+                found=text.iloc[j],
+                expected="a zone offset on every time, or on none",
                 **where.fields(j),
             )
-        utc = bool(aware.all())
+        utc = bool(aware.any())
         if time_format is not None:
             out = pd.to_datetime(text, utc=utc, format=time_format, errors="coerce")
             expected = f"the format {time_format!r} of data.columns.time_format"
@@ -538,29 +635,28 @@ def _parse_times(
             out = pd.to_datetime(text, utc=utc, format="ISO8601", errors="coerce")
             expected = "ISO 8601 such as 2026-03-02T06:00:00+00:00"
             if out.isna().any():  # not ISO 8601: one format inferred for the whole column
-                inferred = _text_times(text, utc, column, where, lots)
+                # rows listed already read as a good one, so that positions stay rows
+                good = text[~flagged]
+                filled = text if not flagged.any() else text.where(~flagged, good.iloc[0])
+                inferred = _text_times(filled, utc, column, where, lots)
                 if inferred.isna().sum() < out.isna().sum():
-                    out = inferred
-        bad = out.isna().to_numpy()
-        if bad.any():
-            i = _first(bad)
-            raise DataError(
-                f"{where(i)} (lot {lots.iloc[i]}): cannot parse {text.iloc[i]!r} in column "
-                f"{column!r} as a time ({int(bad.sum())} such rows); expected {expected}",
-                column=column,
-                lot=str(lots.iloc[i]),
-                **where.fields(i),
-            )
+                    out = inferred.where(~flagged)
+        flag(out.isna().to_numpy(), lambda i, n: DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): cannot parse {text.iloc[i]!r} in column "
+            f"{column!r} as a time ({n} such rows); expected {expected}",
+            column=column, lot=str(lots.iloc[i]), problem="bad time", found=text.iloc[i],
+            expected=expected, **where.fields(i),
+        ))  # fmt: skip
     if pd.api.types.is_datetime64_any_dtype(out):
-        _check_time_range(out, s, column, where, lots)
+        _check_time_range(out, s, column, where, lots, problems, flagged)
         out = out.astype("datetime64[ns, UTC]" if out.dt.tz is not None else "datetime64[ns]")
-        if out.isna().any():
-            i = _first(out.isna())
-            raise DataError(
-                f"{where(i)}: no time in column {column!r}", column=column, **where.fields(i)
-            )
+        flag(out.isna().to_numpy(), lambda i, n: DataError(
+            f"{where(i)}: no time in column {column!r}", column=column,
+            lot=None if problems is None else str(lots.iloc[i]), problem="no time",
+            found="", expected="a time", **where.fields(i),
+        ))  # fmt: skip
         return out
-    return _check_finite_time(out, column, where, lots)
+    return _check_finite_time(out, column, where, lots, problems, flagged)
 
 
 #: Times outside these years are refused: a clock error, not a reading (and beyond 2262
@@ -569,44 +665,71 @@ TIME_RANGE = ("1900-01-01", "2200-01-01")
 
 
 def _check_time_range(
-    out: pd.Series, raw: pd.Series, column: str, where: Where, lots: pd.Series
+    out: pd.Series,
+    raw: pd.Series,
+    column: str,
+    where: Where,
+    lots: pd.Series,
+    problems: Problems | None = None,
+    flagged: np.ndarray | None = None,
 ) -> None:
+    """Times outside :data:`TIME_RANGE` are refused (with ``problems``: listed, and left
+    missing in ``out``; ``flagged``: the rows listed already, updated)."""
     lo, hi = (pd.Timestamp(t, tz="UTC" if out.dt.tz is not None else None) for t in TIME_RANGE)
     bad = (out.notna() & ((out < lo) | (out >= hi))).to_numpy()
-    if bad.any():
-        i = _first(bad)
-        raise DataError(
-            f"{where(i)} (lot {lots.iloc[i]}): time {raw.iloc[i]!r} in column {column!r} is "
-            f"outside the years {TIME_RANGE[0][:4]}-{int(TIME_RANGE[1][:4]) - 1} "
-            f"({int(bad.sum())} such rows); check the export's clock",
-            column=column,
-            lot=str(lots.iloc[i]),
-            **where.fields(i),
-        )
+    if flagged is not None:
+        bad = bad & ~flagged
+    _flag(bad, lots, problems, lambda i, n: DataError(
+        f"{where(i)} (lot {lots.iloc[i]}): time {raw.iloc[i]!r} in column {column!r} is "
+        f"outside the years {TIME_RANGE[0][:4]}-{int(TIME_RANGE[1][:4]) - 1} ({n} such "
+        "rows); check the export's clock",
+        column=column, lot=str(lots.iloc[i]), problem="bad time", found=raw.iloc[i],
+        expected=f"a time in {TIME_RANGE[0][:4]}-{int(TIME_RANGE[1][:4]) - 1}",
+        **where.fields(i),
+    ))  # fmt: skip
+    if bad.any() and flagged is not None:
+        flagged[bad] = True
+        out.iloc[np.flatnonzero(bad)] = pd.NaT  # a listed lot, left out
 
 
-def _check_finite_time(out: pd.Series, column: str, where: Where, lots: pd.Series) -> pd.Series:
+def _check_finite_time(
+    out: pd.Series,
+    column: str,
+    where: Where,
+    lots: pd.Series,
+    problems: Problems | None = None,
+    flagged: np.ndarray | None = None,
+) -> pd.Series:
     bad = ~np.isfinite(out.to_numpy(dtype=float))
-    if bad.any():
-        i = _first(bad)
-        raise DataError(
-            f"{where(i)} (lot {lots.iloc[i]}): no finite time in column {column!r}",
-            column=column,
-            **where.fields(i),
-        )
+    if flagged is not None:
+        bad = bad & ~flagged
+    _flag(bad, lots, problems, lambda i, n: DataError(
+        f"{where(i)} (lot {lots.iloc[i]}): no finite time in column {column!r}",
+        column=column, lot=None if problems is None else str(lots.iloc[i]),
+        problem="bad time", found=out.iloc[i], expected="a finite time", **where.fields(i),
+    ))  # fmt: skip
     return out
 
 
 def _to_float(
-    s: pd.Series, column: str, where: Where, lots: pd.Series, *, words: bool = False
+    s: pd.Series,
+    column: str,
+    where: Where,
+    lots: pd.Series,
+    *,
+    words: bool = False,
+    problems: Problems | None = None,
 ) -> pd.Series:
-    """Numbers -> float64; NaN stays NaN; anything else or inf raises, naming the line.
+    """Numbers -> float64; NaN stays NaN; anything else or inf raises, naming the line (with
+    ``problems``: is listed there, the first of each lot, and left missing).
 
     Real numbers are read whatever the format stored them as (text, int, float, nullable).
     True/false values are numbers only with ``words`` (a pass/fail target: ``True``,
     ``pass``, ``yes`` is 1): in a sensor they are refused from every format, a boolean
     column of a Parquet file or DataFrame as the text ``True`` of a CSV file."""
     kind = getattr(s.dtype, "kind", "O")
+    expected = "a number" if not words else "a number or pass/fail, yes/no, true/false"
+    problem = "not a number" if not words else "label not understood"
     if kind == "b" and words:
         out = pd.Series(s.astype("Float64").to_numpy(dtype=float, na_value=np.nan), s.index)
     elif kind in "iuf":
@@ -622,6 +745,9 @@ def _to_float(
             f"{s.dtype}); export the reading itself",
             column=column,
             lot=str(lots.iloc[i]),
+            problem=problem,
+            found=value,
+            expected=expected,
             **where.fields(i),
         )
     else:
@@ -630,39 +756,37 @@ def _to_float(
             text = text.str.lower().replace(_BOOL_WORDS).astype("string")
         out = pd.to_numeric(text, errors="coerce").astype(float)
         bad = (out.isna() & text.notna() & (text.str.lower() != "nan")).to_numpy()
-        if bad.any():
-            i = _first(bad)
+
+        def not_a_number(i: int, n: int) -> DataError:
             value = _shown(s.iloc[i])
             hint = ", a true/false value" if isinstance(value, bool | np.bool_) else ""
-            raise DataError(
+            return DataError(
                 f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {value!r}{hint}, "
-                f"expected a number ({int(bad.sum())} such values){_comma_hint(value)}",
-                column=column,
-                lot=str(lots.iloc[i]),
-                **where.fields(i),
-            )
-    inf = np.isinf(out.to_numpy())
-    if inf.any():
-        i = _first(inf)
-        raise DataError(
-            f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {out.iloc[i]}, expected "
-            f"a finite number or empty for missing ({int(inf.sum())} such values)",
-            column=column,
-            lot=str(lots.iloc[i]),
-            **where.fields(i),
-        )
-    huge = (np.abs(out.to_numpy()) > FLOAT32_MAX).astype(bool)
-    if huge.any():
-        i = _first(huge)
-        value = _shown(s.iloc[i])
-        raise DataError(
-            f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {value!r}, beyond "
-            f"the +/-{FLOAT32_MAX:.1e} a model can read ({int(huge.sum())} such values); "
-            "check the export's units",
-            column=column,
-            lot=str(lots.iloc[i]),
-            **where.fields(i),
-        )
+                f"expected {expected} ({n} such values){_comma_hint(value)}",
+                column=column, lot=str(lots.iloc[i]), problem=problem, found=value,
+                expected=expected, **where.fields(i),
+            )  # fmt: skip
+
+        _flag(bad, lots, problems, not_a_number)
+    values = out.to_numpy()
+    inf = np.isinf(values)
+    _flag(inf, lots, problems, lambda i, n: DataError(
+        f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {out.iloc[i]}, expected "
+        f"a finite number or empty for missing ({n} such values)",
+        column=column, lot=str(lots.iloc[i]), problem=problem, found=out.iloc[i],
+        expected="a finite number", **where.fields(i),
+    ))  # fmt: skip
+    huge = (np.abs(values) > FLOAT32_MAX).astype(bool) & ~inf
+    _flag(huge, lots, problems, lambda i, n: DataError(
+        f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {_shown(s.iloc[i])!r}, "
+        f"beyond the +/-{FLOAT32_MAX:.1e} a model can read ({n} such values); check the "
+        "export's units",
+        column=column, lot=str(lots.iloc[i]), problem="number too large",
+        found=_shown(s.iloc[i]), expected=f"a number within +/-{FLOAT32_MAX:.1e}",
+        **where.fields(i),
+    ))  # fmt: skip
+    if inf.any() or huge.any():  # listed (collecting): left missing, its lot left out
+        out = out.where(~(inf | huge))
     return out
 
 
@@ -775,13 +899,36 @@ def _pivot_long(df: pd.DataFrame, columns: ColumnMap, where: Where) -> pd.DataFr
 # --------------------------------------------------------------------------- the reader
 
 
-def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorTable:
+def _without_listed(
+    df: pd.DataFrame,
+    columns: ColumnMap,
+    problems: Problems | None,
+    no_lot: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """``df`` without the lots ``problems`` lists (and, with ``no_lot``, the rows without a
+    lot id): what the collecting mode leaves out. Rows keep ``_row``, their input row."""
+    if problems is None:
+        return df
+    drop = df[columns.lot].isin(problems.lots).to_numpy()
+    if no_lot is not None:
+        drop = drop | no_lot
+        problems.rows_without_lot += int(no_lot.sum())
+    return df[~drop].reset_index(drop=True) if drop.any() else df
+
+
+def read_table(
+    source: str | Path | pd.DataFrame, columns: ColumnMap, *, problems: Problems | None = None
+) -> SensorTable:
     """Read and validate a sensor table.
 
     Args:
         source: a CSV (``.csv``, ``.csv.gz``, ``.tsv``, ``.txt``) or Parquet file, or a
             DataFrame.
         columns: the :class:`~mfgtx.data.ColumnMap` saying which column means what.
+        problems: the collecting mode (:class:`Problems`): a problem of one lot (a bad
+            value or time, no lot id, two rows at one time, a label known too early, a key
+            that changes, no sensor value) is listed there, per column the first of each
+            lot, and the lot left out; the table holds the other lots (maybe none).
 
     Returns:
         A :class:`SensorTable`, wide, sorted by lot and time.
@@ -813,20 +960,22 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
     df["_row"] = np.arange(len(df))
     notes: list[str] = []
     categories: dict[str, dict[float, str]] = {}
+    p = problems
 
-    lots = _parse_lots(df[columns.lot], columns.lot, where)
+    lots, no_lot = _parse_lots(df[columns.lot], columns.lot, where, p)
     df[columns.lot] = lots
     fmt = columns.time_format
-    df[columns.time] = _parse_times(df[columns.time], columns.time, where, lots, fmt)
+    df[columns.time] = _parse_times(df[columns.time], columns.time, where, lots, fmt, p)
     if columns.label_time is not None:
         df[columns.label_time] = _parse_times(
-            df[columns.label_time], columns.label_time, where, lots, fmt
+            df[columns.label_time], columns.label_time, where, lots, fmt, p
         )
 
     for c in columns.targets:  # before any reshaping, so that positions are input rows
-        df[c] = _to_float(df[c], c, where, lots, words=True)
+        df[c] = _to_float(df[c], c, where, lots, words=True, problems=p)
     if columns.layout == "long":
-        df[columns.value] = _to_float(df[columns.value], columns.value, where, lots)
+        df[columns.value] = _to_float(df[columns.value], columns.value, where, lots, problems=p)
+        df = _without_listed(df, columns, p, no_lot)
         df = _pivot_long(df, columns, where)
         mapped = {*columns.non_sensor_columns, "_row"}
         sensors = list(columns.sensors or sorted(c for c in df.columns if c not in mapped))
@@ -853,7 +1002,8 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
             if c in named:
                 df[c], categories[c] = _to_codes(df[c], c, where)
             else:
-                df[c] = _to_float(df[c], c, where, lots)
+                df[c] = _to_float(df[c], c, where, lots, problems=p)
+        df = _without_listed(df, columns, p, no_lot)
 
     lots = df[columns.lot]
     rows = df["_row"].to_numpy()
@@ -886,15 +1036,12 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
     same = (lots.to_numpy()[1:] == lots.to_numpy()[:-1]) & (
         df[columns.time].to_numpy()[1:] == df[columns.time].to_numpy()[:-1]
     )
-    if same.any():
-        i = _first(same)
-        raise DataError(
-            f"lot {lots.iloc[i]}: two rows at time {df[columns.time].iloc[i]} "
-            f"({where_pos(i)} and {where_pos(i + 1)}); each lot needs one row per time",
-            column=columns.time,
-            lot=str(lots.iloc[i]),
-            **place(i + 1),
-        )
+    _flag(same, lots.iloc[:-1], p, lambda i, n: DataError(
+        f"lot {lots.iloc[i]}: two rows at time {df[columns.time].iloc[i]} "
+        f"({where_pos(i)} and {where_pos(i + 1)}); each lot needs one row per time",
+        column=columns.time, lot=str(lots.iloc[i]), problem="time repeated",
+        found=df[columns.time].iloc[i], expected="one row per time in a lot", **place(i + 1),
+    ))  # fmt: skip
 
     if columns.label_time is not None:
         lt, t = df[columns.label_time], df[columns.time]
@@ -911,44 +1058,60 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
                 column=columns.label_time,
             )
         early = (lt < t).to_numpy()
-        if early.any():
-            i = _first(early)
-            raise DataError(
-                f"{where_pos(i)} (lot {lots.iloc[i]}): label known at {lt.iloc[i]}, before "
-                f"the row was measured at {t.iloc[i]}; check column {columns.label_time!r}",
-                column=columns.label_time,
-                lot=str(lots.iloc[i]),
-                **place(i),
-            )
+        _flag(early, lots, p, lambda i, n: DataError(
+            f"{where_pos(i)} (lot {lots.iloc[i]}): label known at {lt.iloc[i]}, before "
+            f"the row was measured at {t.iloc[i]}; check column {columns.label_time!r}",
+            column=columns.label_time, lot=str(lots.iloc[i]), problem="label known too early",
+            found=lt.iloc[i], expected=f"a time at or after {t.iloc[i]}", **place(i),
+        ))  # fmt: skip
 
     for k in columns.keys:
         varying = df.groupby(columns.lot, sort=False)[k].nunique(dropna=False) > 1
-        if varying.any():
-            lot = str(varying[varying].index[0])
+        for lot in [str(x) for x in varying[varying].index]:
             at = np.flatnonzero((lots == lot).to_numpy())
             values = df[k].iloc[at]
             first = values.iloc[0]
             same_value = (values == first) | (values.isna() & pd.isna(first))
             i = int(at[_first(~same_value.to_numpy())])
-            raise DataError(
+            err = DataError(
                 f"lot {lot}: key column {k!r} changes within the lot, from {first!r} to "
                 f"{df[k].iloc[i]!r} at {where_pos(i)}; keys must be constant per lot",
                 column=k,
                 lot=lot,
+                problem="key changes in a lot",
+                found=df[k].iloc[i],
+                expected=f"{first!r}, as on the lot's first row",
                 **place(i),
             )
+            if p is None:
+                raise err
+            p.add(err)
 
     observed = df[sensors].notna().any(axis=1).groupby(lots.to_numpy(), sort=False).any()
     if not observed.all():
         empty = [str(x) for x in observed[~observed].index]
-        i = _first((lots == empty[0]).to_numpy())
-        raise DataError(
-            f"{where.source}: lot(s) {empty[:5]} have no observed sensor value "
-            f"({len(empty)} lots; lot {empty[0]} begins at {where_pos(i)}); remove them or "
-            "fix the export",
-            lot=empty[0],
-            **place(i),
-        )
+        for lot in empty if p is not None else empty[:1]:
+            i = _first((lots == lot).to_numpy())
+            said = (
+                f"lot(s) {empty[:5]} have no observed sensor value ({len(empty)} lots; lot "
+                f"{lot} begins at {where_pos(i)}); remove them"
+                if p is None
+                else f"lot {lot} has no observed sensor value (it begins at {where_pos(i)}); "
+                "remove it"
+            )
+            err = DataError(
+                f"{where.source}: {said} or fix the export",
+                lot=lot,
+                problem="no sensor value in a lot",
+                found="every sensor empty",
+                expected="a reading",
+                **place(i),
+            )
+            if p is None:
+                raise err
+            p.add(err)
+    if p is not None and p.lots:
+        df = _without_listed(df, columns, p)
 
     keep = [columns.lot, columns.time, *columns.keys, *sensors, *columns.targets]
     if columns.label_time is not None:
