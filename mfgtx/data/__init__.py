@@ -19,7 +19,7 @@ from mfgtx.data.forecast_dataset import ForecastWindows
 from mfgtx.data.plan import Windowing
 from mfgtx.data.regimes import RegimePlan, Regimes
 from mfgtx.data.scaling import SensorScaler
-from mfgtx.data.table import TIME_KIND_WORDS, SensorTable, read_table
+from mfgtx.data.table import TIME_KIND_WORDS, Problems, SensorTable, read_table
 from mfgtx.data.windowing import make_windows
 from mfgtx.data.windows import Windows
 
@@ -29,6 +29,7 @@ __all__ = [
     "DataError",
     "DataWarning",
     "ForecastWindows",
+    "Problems",
     "RegimePlan",
     "Regimes",
     "SensorScaler",

@@ -45,6 +45,7 @@ __all__ = [
     "SensorTable",
     "Where",
     "check_names",
+    "pass_fail",
     "read_table",
 ]
 
@@ -445,6 +446,10 @@ def _require(df: pd.DataFrame, columns: ColumnMap, where: Where) -> None:
         raise DataError(
             f"{where.source}: missing column(s) {said}; found columns {found}",
             column=missing[0][1],
+            file=where.names[0] if len(where.names) == 1 else None,
+            problem="missing column",
+            found=", ".join(found),
+            expected=", ".join(name for _, name in missing),
         )
 
 
@@ -468,6 +473,8 @@ class Problems:
         errors: the problems, in the order found: per column, the first bad row of each lot.
         lots: the lots left out.
         rows_without_lot: rows left out for having no lot id.
+        notes: what the reader fixed or noticed without leaving anything out, per lot (a
+            time that goes back, the rows then sorted).
 
     Example:
         >>> df = pd.DataFrame({"lot": ["A", "A", "B", "C"], "t": [1, 2, 1, 1],
@@ -482,6 +489,7 @@ class Problems:
         self.errors: list[DataError] = []
         self.lots: set[str] = set()
         self.rows_without_lot = 0
+        self.notes: list[DataError] = []
 
     def __len__(self) -> int:
         return len(self.errors)
@@ -491,6 +499,10 @@ class Problems:
         self.errors.append(err)
         if err.lot is not None:
             self.lots.add(str(err.lot))
+
+    def note(self, err: DataError) -> None:
+        """List ``err`` as a note: nothing is left out."""
+        self.notes.append(err)
 
     def rows(self) -> list[dict[str, object]]:
         """The problems as errors-file rows: ``lot``, ``file``, ``line``, ``column``,
@@ -506,24 +518,30 @@ def _flag(
     lots: pd.Series | None,
     problems: Problems | None,
     error: Callable[[int, int], DataError],
+    *,
+    note: bool = False,
 ) -> None:
     """The rows ``bad`` break one rule: raise ``error(first bad row, how many)``, or with
     ``problems`` list ``error(its first bad row, how many)`` for each lot with bad rows
-    (``lots``: each row's lot; ``None``: the rows have no lot, one problem for them all)."""
+    (``lots``: each row's lot; ``None``: the rows have no lot, one problem for them all);
+    ``note``: a note of something fixed (:attr:`Problems.notes`), never raised."""
     bad = np.asarray(bad, dtype=bool)
     if not bad.any():
         return
     if problems is None:
+        if note:
+            return
         raise error(_first(bad), int(bad.sum()))
+    add = problems.note if note else problems.add
     at = np.flatnonzero(bad)
     if lots is None:
-        problems.add(error(int(at[0]), len(at)))
+        add(error(int(at[0]), len(at)))
         return
     codes, _ = pd.factorize(lots.to_numpy()[at])
     _, first = np.unique(codes, return_index=True)
     counts = np.bincount(codes)
     for j in np.sort(first):  # lots in the order their first bad row comes
-        problems.add(error(int(at[j]), int(counts[codes[j]])))
+        add(error(int(at[j]), int(counts[codes[j]])))
 
 
 def _parse_lots(
@@ -790,6 +808,20 @@ def _to_float(
     return out
 
 
+def pass_fail(
+    s: pd.Series, column: str, where: Where, lots: pd.Series, problems: Problems | None = None
+) -> pd.Series:
+    """A pass/fail column as 1 (pass, true, yes, 1) and 0 (fail, false, no, 0), the rule a
+    target reads by (missing stays NaN). A value not understood raises, naming its line and
+    lot, or with ``problems`` is listed there (the first of each lot) and left missing.
+
+    >>> pass_fail(pd.Series(["pass", "FAIL", None]), "ok", Where("DataFrame"),
+    ...           pd.Series(["A", "B", "C"])).tolist()
+    [1.0, 0.0, nan]
+    """
+    return _to_float(s, column, where, lots, words=True, problems=problems)
+
+
 #: A number written with one decimal comma (``-1,25``, ``,5``, ``3,0e-2``), as European
 #: exports write them.
 COMMA_NUMBER = r"\s*[+-]?(?:\d+,\d*|,\d+)(?:[eE][+-]?\d+)?\s*"
@@ -1020,6 +1052,16 @@ def read_table(
     out_of_order = (codes[1:] < codes[:-1]) | (
         (codes[1:] == codes[:-1]) & (time_values[1:] < time_values[:-1])
     )
+    if p is not None:  # each lot whose time goes back: a note (the rows are sorted)
+        back = (codes[1:] == codes[:-1]) & (time_values[1:] < time_values[:-1])
+        _flag(back, lots.iloc[1:], p, lambda i, n: DataError(
+            f"{where_pos(i + 1)} (lot {lots.iloc[i + 1]}): time {df[columns.time].iloc[i + 1]} "
+            f"comes after {df[columns.time].iloc[i]} ({n} such rows in the lot); the rows "
+            "are sorted by time",
+            column=columns.time, lot=str(lots.iloc[i + 1]), problem="time goes back",
+            found=df[columns.time].iloc[i + 1],
+            expected=f"a time after {df[columns.time].iloc[i]}", **place(i + 1),
+        ), note=True)  # fmt: skip
     if out_of_order.any():
         order = np.lexsort((time_values, codes))
         i = _first(out_of_order) + 1
