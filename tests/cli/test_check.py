@@ -83,11 +83,23 @@ def test_check_lists_every_problem_of_an_export_in_one_run(german, capsys) -> No
     by_kind = {k: g for k, g in found.groupby("kind")}
     line = lots["line"]
     date = by_kind["bad time"].set_index("lot").loc[lots["date"]]
-    assert (date["file"], int(date["line"]), date["found"]) == ("export.csv", line["date"], "31.02.2026 07:30")
+    assert (date["file"], int(date["line"]), date["found"]) == (
+        "export.csv",
+        line["date"],
+        "31.02.2026 07:30",
+    )
     value = by_kind["not a number"].set_index("lot").loc[lots["value"]]
-    assert (value["column"], int(value["line"]), value["found"]) == ("pressure_bar", line["value"], "n/a!")
+    assert (value["column"], int(value["line"]), value["found"]) == (
+        "pressure_bar",
+        line["value"],
+        "n/a!",
+    )
     label = by_kind["label not understood"].set_index("lot").loc[lots["label"]]
-    assert (label["file"], int(label["line"]), label["found"]) == ("quality.csv", line["label"], "unklar")
+    assert (label["file"], int(label["line"]), label["found"]) == (
+        "quality.csv",
+        line["label"],
+        "unklar",
+    )
     assert list(by_kind["lot too short"]["lot"]) == [lots["short"]]
     assert list(by_kind["time goes back"]["lot"]) == [lots["back"]]
     assert set(by_kind["time goes back"]["effect"]) == {"note"}
@@ -107,7 +119,9 @@ def test_check_json_and_exit_codes(german, plant, tmp_path, capsys) -> None:
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1  # the summary line alone, holding every problem
     problems = json.loads(out[0])["problems"]
-    assert {lots["date"], lots["value"], lots["label"], lots["short"]} <= {p["lot"] for p in problems}
+    assert {lots["date"], lots["value"], lots["label"], lots["short"]} <= {
+        p["lot"] for p in problems
+    }
     clean = write_job(tmp_path / "clean.yaml", quality_job(plant, tmp_path / "c"))
     code = main(["check", str(clean)])
     result = summary(capsys.readouterr().out)
