@@ -33,6 +33,8 @@ from mfgtx.data.table import Where
 from mfgtx.jobfile.config import DataSection, JobConfig, SourceSection
 from mfgtx.jobfile.prepare import checked_labels
 from mfgtx.jobfile.sources import (
+    FILE,
+    LINE,
     UngroupedLotsError,
     describe,
     iter_lot_frames,
@@ -245,10 +247,12 @@ def _check_rows(
         segment = data.segment
     frames = iter_lot_frames(source, cols.lot, cols.time, segment=segment, problems=unread,
                              time_format=cols.time_format)  # fmt: skip
+    files: set[str] = set()  # whose columns were looked at
     try:
         for chunk in frames:
             if cols.lot in chunk.columns:
                 found.lots += int(chunk[cols.lot].nunique())
+            _extra_columns(found, key, chunk, cols, data, files)
             _check_chunk(found, key, chunk, cols, need, short, problems, data, labelled,
                          label_frame)  # fmt: skip
     except UngroupedLotsError as e:
@@ -256,9 +260,34 @@ def _check_rows(
     except DataError as e:
         found.stop(key, e)
     for u in unread:
-        what = "lot too large" if u.get("lot") else "cannot read file"
-        found.problems.append(_problem(what, STOPS, key, str(u["reason"]), **u))
+        what = u.get("problem") or ("lot too large" if u.get("lot") else "cannot read file")
+        place = {k: u.get(k) for k in ("file", "line", "lot")}
+        found.problems.append(_problem(str(what), STOPS, key, str(u["reason"]), **place))
     found.listed(key, problems)
+
+
+def _extra_columns(
+    found: _Found,
+    key: str,
+    chunk: pd.DataFrame,
+    cols: ColumnMap,
+    data: DataSection | None,
+    files: set[str],
+) -> None:
+    """A note of the columns of a file the job does not read (with its sensors listed:
+    a sensor misnamed in the job file, or a column of another export), once per file."""
+    name = str(chunk[FILE].iloc[0]) if FILE in chunk.columns and len(chunk) else key
+    if cols.sensors is None or cols.layout == "long" or name in files:
+        return
+    files.add(name)
+    read = {*cols.non_sensor_columns, *cols.sensors, *cols.categories, FILE, LINE}
+    if data is not None:
+        read |= {c for c in (data.pass_column, data.labels and data.labels.on) if c}
+    extra = [str(c) for c in chunk.columns if c not in read]
+    if extra:
+        found.note(key, "extra column", f"{name}: column(s) {extra} are not read by the job "
+                   "(not in data.columns)", file=name, line=1, column=", ".join(extra),
+                   found=", ".join(extra), expected="the columns of data.columns")  # fmt: skip
 
 
 def _place(places: Where | None, row: int) -> dict[str, Any]:

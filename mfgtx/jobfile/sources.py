@@ -192,7 +192,8 @@ def read_chunks(
                 raise
             line = getattr(e, "line", None)
             reason = str(e) if not rows or line else f"{e}; {rows} rows read before"
-            problems.append({"file": file.name, "line": line, "reason": reason})
+            problems.append({"file": file.name, "line": line, "reason": reason,
+                             "problem": getattr(e, "problem", None)})  # fmt: skip
             log.warning("%s", reason)
             if rows:  # the last lot read from it may be cut short: the reader must know
                 yield _cut_off(file.name)

@@ -193,3 +193,27 @@ def test_training_stops_when_every_lot_is_bad(plant, tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert code == 2
     assert "every lot has a problem" in err and "holds 'x'" in err and "mfgtx check" in err
+
+
+def test_check_goes_on_past_a_file_it_cannot_read(plant, tmp_path, capsys) -> None:
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    sensors = pd.read_csv(plant / "sensors.csv", dtype=str, keep_default_na=False)
+    lots = list(pd.unique(sensors["lot"]))
+    first, second = sensors[sensors["lot"].isin(lots[:6])], sensors[sensors["lot"].isin(lots[6:])]
+    first.assign(notes="ok").to_csv(folder / "a.csv", index=False)  # a column the job does not read
+    text = second.to_csv(index=False).splitlines()
+    text[0] = text[0].replace("pressure_bar", "temperature_c")  # a name given twice
+    (folder / "b.csv").write_text("\n".join(text) + "\n")
+    job = quality_job(plant, tmp_path)
+    job["data"]["source"] = {"path": str(folder)}
+    errors = tmp_path / "problems.csv"
+    assert main(["check", str(write_job(tmp_path / "job.yaml", job)), "--errors", str(errors)]) == 1
+    capsys.readouterr()
+    found = pd.read_csv(errors).set_index("kind")
+    assert found.loc["column name twice", "file"] == "b.csv"
+    assert found.loc["column name twice", "effect"] == "stops the job"
+    assert (
+        found.loc["extra column", "column"] == "notes"
+        and found.loc["extra column", "effect"] == "note"
+    )
