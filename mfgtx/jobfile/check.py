@@ -15,7 +15,9 @@ once per file. Each :class:`Problem` says what it does to a job (:attr:`Problem.
   sensor without a single reading in a lot; a column left out of the sensors).
 
 Lots too short for one window are listed too (``windows.on_short: skip`` leaves them out;
-``error`` stops the job). Images (DefectViT jobs) are not checked yet: the report says so.
+``error`` stops the job). An image job's folder, zip or manifest is read as training reads it
+(columns, labels, lots and times, every listed file there); the images are not decoded, and
+tiled jobs are not checked yet: the report says so.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import logging
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -185,7 +188,7 @@ def check_job(config: JobConfig) -> CheckReport:
     not_checked: list[str] = []
     data = config.data
     if not isinstance(kind, WindowKind):
-        not_checked.append(f"images ({kind.name} job): mfgtx check reads sensor rows only")
+        _check_images(found, config, checked, not_checked)
     elif data is not None:
         section = kind.section(config)
         need = kind.need(config.windows, section)
@@ -223,6 +226,29 @@ def check_job(config: JobConfig) -> CheckReport:
     report = CheckReport(tuple(found.problems), tuple(checked), tuple(not_checked), found.lots)
     log.info("checked %s: %d problem(s)", ", ".join(checked) or "nothing", len(report.problems))
     return report
+
+
+def _check_images(
+    found: _Found, config: JobConfig, checked: list[str], not_checked: list[str]
+) -> None:
+    """An image job's folder, zip or manifest, read as training reads it (its columns, labels,
+    lots and times, and that every listed file is there); the images are not decoded."""
+    images = config.images
+    if images is None or images.tiles is not None:
+        not_checked.append("images: mfgtx check reads labelled images without tiles only")
+        return
+    from mfgtx.kinds.vit.images import image_records
+
+    checked.append(f"images.path: {images.path}")
+    try:
+        records = image_records(images)
+    except ValueError as e:
+        name = Path(images.path).name
+        found.problems.append(_problem("images cannot be read", STOPS, "images.path", str(e),
+                                       file=name))  # fmt: skip
+        return
+    checked[-1] += f" ({len(records)} images listed)"
+    not_checked.append("image files are not decoded (train and score list each one they cannot)")
 
 
 def _check_rows(

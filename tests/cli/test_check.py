@@ -217,3 +217,24 @@ def test_check_goes_on_past_a_file_it_cannot_read(plant, tmp_path, capsys) -> No
         found.loc["extra column", "column"] == "notes"
         and found.loc["extra column", "effect"] == "note"
     )
+
+
+def test_check_reads_an_image_manifest_as_training_does(tmp_path, capsys) -> None:
+    from PIL import Image
+
+    for name in ("a.png", "b.png"):
+        Image.new("L", (8, 8)).save(tmp_path / name)
+    manifest = tmp_path / "images.csv"
+    manifest.write_text("path,label\na.png,none\nb.png,scratch\ngone.png,scratch\n")
+    job = {
+        "images": {"path": str(manifest), "image_size": 32, "mode": "L", "good_class": "none"},
+        "vit": {"patch_size": 8, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32},
+        "bundle": str(tmp_path / "vit"),
+    }
+    path = write_job(tmp_path / "vit.yaml", job)
+    assert main(["check", str(path), "--json"]) == 1
+    (problem,) = summary(capsys.readouterr().out)["problems"]
+    assert problem["kind"] == "images cannot be read" and "gone.png" in problem["reason"]
+    manifest.write_text("path,label\na.png,none\nb.png,scratch\n")
+    assert main(["check", str(path)]) == 0
+    assert "2 images listed" in capsys.readouterr().out
