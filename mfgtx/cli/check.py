@@ -1,8 +1,9 @@
 """``mfgtx check JOB``: every problem of a job's data in one run (:mod:`mfgtx.jobfile.check`).
 
 On stdout: the problem count per kind, then a table of the problems, the first ``--max`` of
-each kind (``... and K more``), then the JSON summary line; ``--json``: the summary line
-alone, holding every problem; ``--errors FILE.csv``: every problem written to a CSV file.
+each kind (``... and K more``), then the JSON summary line (``problems``: how many,
+``counts``: how many of each kind); ``--json``: the summary line alone, its ``list`` holding
+every problem; ``--errors FILE.csv``: every problem written to a CSV file.
 Exit code 0 when nothing stops a job or leaves a lot out (notes alone), 1 when something
 does, 2 when the job file cannot be read.
 """
@@ -51,7 +52,7 @@ def check(args: argparse.Namespace) -> int:
     if args.errors is not None:
         found["errors_file"] = str(args.errors)
     if args.json:
-        found["problems"] = report.rows()
+        found["list"] = report.rows()
     else:
         for line in _table(report, args.max):
             emit(line)

@@ -17,9 +17,10 @@ from mfgtx.data.dataset import WindowDataset
 from mfgtx.data.errors import DataError, DataWarning
 from mfgtx.data.forecast_dataset import ForecastWindows
 from mfgtx.data.plan import Windowing
+from mfgtx.data.problems import Problems
 from mfgtx.data.regimes import RegimePlan, Regimes
 from mfgtx.data.scaling import SensorScaler
-from mfgtx.data.table import TIME_KIND_WORDS, Problems, SensorTable, read_table
+from mfgtx.data.table import TIME_KIND_WORDS, SensorTable, read_table
 from mfgtx.data.windowing import make_windows
 from mfgtx.data.windows import Windows
 

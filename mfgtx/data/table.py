@@ -36,12 +36,12 @@ import pandas as pd
 from mfgtx.data.categories import encode_categories
 from mfgtx.data.columns import ColumnMap
 from mfgtx.data.errors import DataError, DataWarning
+from mfgtx.data.problems import Problems, flag
 
 __all__ = [
     "FILE",
     "LINE",
     "TIME_KIND_WORDS",
-    "Problems",
     "SensorTable",
     "Where",
     "check_names",
@@ -460,96 +460,12 @@ def _first(mask: np.ndarray | pd.Series) -> int:
     return int(np.flatnonzero(np.asarray(mask))[0])
 
 
-class Problems:
-    """The collecting mode of :func:`read_table`: a problem of one lot (a bad value or time,
-    two rows at one time, a key that changes...) is listed here and its lot left out of the
-    table, instead of raised; a problem of the whole input (a missing column, a name given
-    twice, times with and without a zone mixed) is raised as without it.
-
-    One rule, two callers: each check finds its bad rows once, and raises the first (no
-    collector) or lists the first of each lot (a collector).
-
-    Attributes:
-        errors: the problems, in the order found: per column, the first bad row of each lot.
-        lots: the lots left out.
-        rows_without_lot: rows left out for having no lot id.
-        notes: what the reader fixed or noticed without leaving anything out, per lot (a
-            time that goes back, the rows then sorted).
-
-    Example:
-        >>> df = pd.DataFrame({"lot": ["A", "A", "B", "C"], "t": [1, 2, 1, 1],
-        ...                    "x": ["1", "oops", "2", "no"]})
-        >>> p = Problems()
-        >>> table = read_table(df, ColumnMap("lot", "t", sensors=("x",)), problems=p)
-        >>> table.lots, sorted(p.lots), [e.line is None and e.row for e in p.errors]
-        (['B'], ['A', 'C'], [1, 3])
-    """
-
-    def __init__(self) -> None:
-        self.errors: list[DataError] = []
-        self.lots: set[str] = set()
-        self.rows_without_lot = 0
-        self.notes: list[DataError] = []
-
-    def __len__(self) -> int:
-        return len(self.errors)
-
-    def add(self, err: DataError) -> None:
-        """List ``err``; its lot (if it names one) is left out."""
-        self.errors.append(err)
-        if err.lot is not None:
-            self.lots.add(str(err.lot))
-
-    def note(self, err: DataError) -> None:
-        """List ``err`` as a note: nothing is left out."""
-        self.notes.append(err)
-
-    def rows(self) -> list[dict[str, object]]:
-        """The problems as errors-file rows: ``lot``, ``file``, ``line``, ``column``,
-        ``reason`` (as ``mfgtx score`` writes them)."""
-        return [
-            {"lot": e.lot, "file": e.file, "line": e.line, "column": e.column, "reason": str(e)}
-            for e in self.errors
-        ]
-
-
-def _flag(
-    bad: np.ndarray,
-    lots: pd.Series | None,
-    problems: Problems | None,
-    error: Callable[[int, int], DataError],
-    *,
-    note: bool = False,
-) -> None:
-    """The rows ``bad`` break one rule: raise ``error(first bad row, how many)``, or with
-    ``problems`` list ``error(its first bad row, how many)`` for each lot with bad rows
-    (``lots``: each row's lot; ``None``: the rows have no lot, one problem for them all);
-    ``note``: a note of something fixed (:attr:`Problems.notes`), never raised."""
-    bad = np.asarray(bad, dtype=bool)
-    if not bad.any():
-        return
-    if problems is None:
-        if note:
-            return
-        raise error(_first(bad), int(bad.sum()))
-    add = problems.note if note else problems.add
-    at = np.flatnonzero(bad)
-    if lots is None:
-        add(error(int(at[0]), len(at)))
-        return
-    codes, _ = pd.factorize(lots.to_numpy()[at])
-    _, first = np.unique(codes, return_index=True)
-    counts = np.bincount(codes)
-    for j in np.sort(first):  # lots in the order their first bad row comes
-        add(error(int(at[j]), int(counts[codes[j]])))
-
-
 def _parse_lots(
     s: pd.Series, column: str, where: Where, problems: Problems | None = None
 ) -> tuple[pd.Series, np.ndarray]:
     """The lot ids as text, and the rows without one (listed in ``problems``, or raised)."""
     missing = s.isna().to_numpy() | (s.astype(str).str.strip() == "").to_numpy()
-    _flag(missing, None, problems, lambda i, n: DataError(
+    flag(missing, None, problems, lambda i, n: DataError(
         f"{where(i)}: no lot id in column {column!r} ({n} such rows); every reading must "
         "belong to a lot",
         column=column, problem="no lot id", found=s.iloc[i], expected="a lot id",
@@ -606,16 +522,16 @@ def _parse_times(
     ``problems``, a bad time is listed there (the first of each lot) and left missing."""
     flagged = np.zeros(len(s), dtype=bool)  # rows listed already (collecting)
 
-    def flag(bad: np.ndarray, error: Callable[[int, int], DataError]) -> None:
+    def mark(bad: np.ndarray, error: Callable[[int, int], DataError]) -> None:
         bad = np.asarray(bad, dtype=bool) & ~flagged
-        _flag(bad, lots, problems, error)
+        flag(bad, lots, problems, error)
         flagged[bad] = True
 
     if pd.api.types.is_datetime64_any_dtype(s):
         out = s.dt.tz_convert("UTC") if s.dt.tz is not None else s
     elif pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         out = s.astype(float)
-        flag(np.isinf(out.to_numpy()), lambda i, n: DataError(
+        mark(np.isinf(out.to_numpy()), lambda i, n: DataError(
             f"{where(i)}: infinite time in column {column!r}", column=column,
             lot=None if problems is None else str(lots.iloc[i]), problem="bad time",
             found=s.iloc[i], expected="a finite time", **where.fields(i),
@@ -623,7 +539,7 @@ def _parse_times(
     else:
         text = s.astype("string").str.strip()
         missing = (text.isna() | (text == "")).to_numpy()
-        flag(missing, lambda i, n: DataError(
+        mark(missing, lambda i, n: DataError(
             f"{where(i)} (lot {lots.iloc[i]}): no time in column {column!r} ({n} such rows)",
             column=column, lot=str(lots.iloc[i]), problem="no time", found="",
             expected="a time", **where.fields(i),
@@ -659,7 +575,7 @@ def _parse_times(
                 inferred = _text_times(filled, utc, column, where, lots)
                 if inferred.isna().sum() < out.isna().sum():
                     out = inferred.where(~flagged)
-        flag(out.isna().to_numpy(), lambda i, n: DataError(
+        mark(out.isna().to_numpy(), lambda i, n: DataError(
             f"{where(i)} (lot {lots.iloc[i]}): cannot parse {text.iloc[i]!r} in column "
             f"{column!r} as a time ({n} such rows); expected {expected}",
             column=column, lot=str(lots.iloc[i]), problem="bad time", found=text.iloc[i],
@@ -668,7 +584,7 @@ def _parse_times(
     if pd.api.types.is_datetime64_any_dtype(out):
         _check_time_range(out, s, column, where, lots, problems, flagged)
         out = out.astype("datetime64[ns, UTC]" if out.dt.tz is not None else "datetime64[ns]")
-        flag(out.isna().to_numpy(), lambda i, n: DataError(
+        mark(out.isna().to_numpy(), lambda i, n: DataError(
             f"{where(i)}: no time in column {column!r}", column=column,
             lot=None if problems is None else str(lots.iloc[i]), problem="no time",
             found="", expected="a time", **where.fields(i),
@@ -697,7 +613,7 @@ def _check_time_range(
     bad = (out.notna() & ((out < lo) | (out >= hi))).to_numpy()
     if flagged is not None:
         bad = bad & ~flagged
-    _flag(bad, lots, problems, lambda i, n: DataError(
+    flag(bad, lots, problems, lambda i, n: DataError(
         f"{where(i)} (lot {lots.iloc[i]}): time {raw.iloc[i]!r} in column {column!r} is "
         f"outside the years {TIME_RANGE[0][:4]}-{int(TIME_RANGE[1][:4]) - 1} ({n} such "
         "rows); check the export's clock",
@@ -721,7 +637,7 @@ def _check_finite_time(
     bad = ~np.isfinite(out.to_numpy(dtype=float))
     if flagged is not None:
         bad = bad & ~flagged
-    _flag(bad, lots, problems, lambda i, n: DataError(
+    flag(bad, lots, problems, lambda i, n: DataError(
         f"{where(i)} (lot {lots.iloc[i]}): no finite time in column {column!r}",
         column=column, lot=None if problems is None else str(lots.iloc[i]),
         problem="bad time", found=out.iloc[i], expected="a finite time", **where.fields(i),
@@ -785,17 +701,17 @@ def _to_float(
                 expected=expected, **where.fields(i),
             )  # fmt: skip
 
-        _flag(bad, lots, problems, not_a_number)
+        flag(bad, lots, problems, not_a_number)
     values = out.to_numpy()
     inf = np.isinf(values)
-    _flag(inf, lots, problems, lambda i, n: DataError(
+    flag(inf, lots, problems, lambda i, n: DataError(
         f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {out.iloc[i]}, expected "
         f"a finite number or empty for missing ({n} such values)",
         column=column, lot=str(lots.iloc[i]), problem=problem, found=out.iloc[i],
         expected="a finite number", **where.fields(i),
     ))  # fmt: skip
     huge = (np.abs(values) > FLOAT32_MAX).astype(bool) & ~inf
-    _flag(huge, lots, problems, lambda i, n: DataError(
+    flag(huge, lots, problems, lambda i, n: DataError(
         f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {_shown(s.iloc[i])!r}, "
         f"beyond the +/-{FLOAT32_MAX:.1e} a model can read ({n} such values); check the "
         "export's units",
@@ -1054,7 +970,7 @@ def read_table(
     )
     if p is not None:  # each lot whose time goes back: a note (the rows are sorted)
         back = (codes[1:] == codes[:-1]) & (time_values[1:] < time_values[:-1])
-        _flag(back, lots.iloc[1:], p, lambda i, n: DataError(
+        flag(back, lots.iloc[1:], p, lambda i, n: DataError(
             f"{where_pos(i + 1)} (lot {lots.iloc[i + 1]}): time {df[columns.time].iloc[i + 1]} "
             f"comes after {df[columns.time].iloc[i]} ({n} such rows in the lot); the rows "
             "are sorted by time",
@@ -1078,7 +994,7 @@ def read_table(
     same = (lots.to_numpy()[1:] == lots.to_numpy()[:-1]) & (
         df[columns.time].to_numpy()[1:] == df[columns.time].to_numpy()[:-1]
     )
-    _flag(same, lots.iloc[:-1], p, lambda i, n: DataError(
+    flag(same, lots.iloc[:-1], p, lambda i, n: DataError(
         f"lot {lots.iloc[i]}: two rows at time {df[columns.time].iloc[i]} "
         f"({where_pos(i)} and {where_pos(i + 1)}); each lot needs one row per time",
         column=columns.time, lot=str(lots.iloc[i]), problem="time repeated",
@@ -1100,7 +1016,7 @@ def read_table(
                 column=columns.label_time,
             )
         early = (lt < t).to_numpy()
-        _flag(early, lots, p, lambda i, n: DataError(
+        flag(early, lots, p, lambda i, n: DataError(
             f"{where_pos(i)} (lot {lots.iloc[i]}): label known at {lt.iloc[i]}, before "
             f"the row was measured at {t.iloc[i]}; check column {columns.label_time!r}",
             column=columns.label_time, lot=str(lots.iloc[i]), problem="label known too early",

@@ -118,7 +118,7 @@ def test_check_json_and_exit_codes(german, plant, tmp_path, capsys) -> None:
     assert main(["check", str(job), "--json"]) == 1
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1  # the summary line alone, holding every problem
-    problems = json.loads(out[0])["problems"]
+    problems = json.loads(out[0])["list"]
     assert {lots["date"], lots["value"], lots["label"], lots["short"]} <= {
         p["lot"] for p in problems
     }
@@ -233,7 +233,7 @@ def test_check_reads_an_image_manifest_as_training_does(tmp_path, capsys) -> Non
     }
     path = write_job(tmp_path / "vit.yaml", job)
     assert main(["check", str(path), "--json"]) == 1
-    (problem,) = summary(capsys.readouterr().out)["problems"]
+    (problem,) = summary(capsys.readouterr().out)["list"]
     assert problem["kind"] == "images cannot be read" and "gone.png" in problem["reason"]
     manifest.write_text("path,label\na.png,none\nb.png,scratch\n")
     assert main(["check", str(path)]) == 0
