@@ -238,3 +238,18 @@ def test_check_reads_an_image_manifest_as_training_does(tmp_path, capsys) -> Non
     manifest.write_text("path,label\na.png,none\nb.png,scratch\n")
     assert main(["check", str(path)]) == 0
     assert "2 images listed" in capsys.readouterr().out
+
+
+def test_a_clean_rerun_rewrites_only_an_errors_file_mfgtx_wrote(plant, tmp_path) -> None:
+    from mfgtx.jobs import load_config
+    from mfgtx.jobs.sinks import write_errors
+    from mfgtx.jobs.train import _written_before, left_out_path
+
+    config = load_config(write_job(tmp_path / "job.yaml", quality_job(plant, tmp_path)))
+    path = left_out_path(config)
+    assert not _written_before(config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_errors(path, [{"lot": "L1", "file": "a.csv", "line": 3, "column": "x", "reason": "r"}])
+    assert _written_before(config)  # a run that leaves nothing out rewrites it
+    path.write_text("lot,notes\nL1,mine\n")  # the user's own file of that name
+    assert not _written_before(config)
