@@ -22,6 +22,7 @@ def _frame() -> pd.DataFrame:
     df.loc[2, "x"] = "kaputt"  # A: and a text value in another column
     df.loc[3, "x"] = "nein"  # A: a second bad value of x: only the first is listed
     df.loc[5, "y"] = "n/a"  # B
+    df.loc[6, "x"] = "zz"  # B: a bad x too: each lot's first bad value of a column is listed
     df.loc[10, "t"] = df.loc[9, "t"]  # C: two rows at one time
     df.loc[14, "line"] = "L2"  # D: a key that changes
     df.loc[20:23, ["x", "y"]] = None  # F: no sensor value at all
@@ -40,11 +41,12 @@ def test_every_lot_and_column_is_listed_and_left_out() -> None:
     assert ("A", "t", 3, "bad time") in listed
     assert ("A", "x", 4, "not a number") in listed  # the first bad value of x in A, not 5
     assert ("B", "y", 7, "not a number") in listed
+    assert ("B", "x", 8, "not a number") in listed
     assert ("C", "t", 12, "time repeated") in listed
     assert ("D", "line", 16, "key changes in a lot") in listed
     assert ("F", None, 22, "no sensor value in a lot") in listed
     assert (None, "lot", 26, "no lot id") in listed
-    assert len(listed) == 7 and problems.lots == set("ABCDF")
+    assert len(listed) == 8 and problems.lots == set("ABCDF")
     assert problems.rows_without_lot == 1
     rows = problems.rows()
     assert set(rows[0]) == {"lot", "file", "line", "column", "reason"}
@@ -69,8 +71,8 @@ def test_without_a_collector_the_first_problem_is_raised() -> None:
 )
 def test_one_rule_raised_or_listed_says_the_same(column, value, problem) -> None:
     df = _frame().iloc[:8].copy()  # lots A and B, made good, then one bad value in B
-    df.loc[1, "t"], df.loc[2, "x"], df.loc[3, "x"], df.loc[5, "y"] = (
-        "2026-03-02T06:00:00", "1", "1", "2")  # fmt: skip
+    df.loc[1, "t"], df.loc[2, "x"], df.loc[3, "x"], df.loc[5, "y"], df.loc[6, "x"] = (
+        "2026-03-02T06:00:00", "1", "1", "2", "1")  # fmt: skip
     df.loc[6, column] = value
     with pytest.raises(DataError) as raised:
         read_table(df, COLS)
