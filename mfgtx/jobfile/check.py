@@ -190,8 +190,8 @@ def check_job(config: JobConfig) -> CheckReport:
     if not isinstance(kind, WindowKind):
         _check_images(found, config, checked, not_checked)
     elif data is not None:
-        section = kind.section(config)
-        need = kind.need(config.windows, section)
+        section = config.section(kind.section_key)  # a scoring job may have none
+        need = config.windows.window if section is None else kind.need(config.windows, section)
         labelled = kind.labelled and bool(data.columns.targets)
         cols = data.column_map(targets=labelled)
         label_frame = None

@@ -253,3 +253,15 @@ def test_a_clean_rerun_rewrites_only_an_errors_file_mfgtx_wrote(plant, tmp_path)
     assert _written_before(config)  # a run that leaves nothing out rewrites it
     path.write_text("lot,notes\nL1,mine\n")  # the user's own file of that name
     assert not _written_before(config)
+
+
+def test_check_reads_a_scoring_job_without_a_model_section(german, capsys) -> None:
+    import yaml
+
+    job, lots = german
+    spec = yaml.safe_load(job.read_text())
+    del spec["model"], spec["train"], spec["split"]
+    path = write_job(job.parent / "score_only.yaml", spec)
+    assert main(["check", str(path), "--json"]) == 1
+    found = {(p["kind"], p["lot"]) for p in summary(capsys.readouterr().out)["list"]}
+    assert ("bad time", lots["date"]) in found and ("lot too short", lots["short"]) in found
