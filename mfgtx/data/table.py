@@ -909,6 +909,7 @@ def read_table(
     notes: list[str] = []
     categories: dict[str, dict[float, str]] = {}
     p = problems
+    written = df[columns.time].copy() if p is not None else None  # as the input wrote them
 
     lots, no_lot = _parse_lots(df[columns.lot], columns.lot, where, p)
     df[columns.lot] = lots
@@ -962,6 +963,9 @@ def read_table(
     def place(i: int) -> Place:
         return where.fields(int(rows[i]))
 
+    def time_at(i: int) -> object:  # position in df -> its time as written (collecting)
+        return df[columns.time].iloc[i] if written is None else written.iloc[int(rows[i])]
+
     # rows in order: lots contiguous (in order of first appearance), time increasing
     codes, _ = pd.factorize(lots)
     time_values = df[columns.time].to_numpy()
@@ -971,12 +975,11 @@ def read_table(
     if p is not None:  # each lot whose time goes back: a note (the rows are sorted)
         back = (codes[1:] == codes[:-1]) & (time_values[1:] < time_values[:-1])
         flag(back, lots.iloc[1:], p, lambda i, n: DataError(
-            f"{where_pos(i + 1)} (lot {lots.iloc[i + 1]}): time {df[columns.time].iloc[i + 1]} "
-            f"comes after {df[columns.time].iloc[i]} ({n} such rows in the lot); the rows "
-            "are sorted by time",
+            f"{where_pos(i + 1)} (lot {lots.iloc[i + 1]}): time {time_at(i + 1)!r} in column "
+            f"{columns.time!r} comes after {time_at(i)!r} ({n} such rows in the lot); the "
+            "rows are sorted by time",
             column=columns.time, lot=str(lots.iloc[i + 1]), problem="time goes back",
-            found=df[columns.time].iloc[i + 1],
-            expected=f"a time after {df[columns.time].iloc[i]}", **place(i + 1),
+            found=time_at(i + 1), expected=f"a time after {time_at(i)}", **place(i + 1),
         ), note=True)  # fmt: skip
     if out_of_order.any():
         order = np.lexsort((time_values, codes))
@@ -998,7 +1001,7 @@ def read_table(
         f"lot {lots.iloc[i]}: two rows at time {df[columns.time].iloc[i]} "
         f"({where_pos(i)} and {where_pos(i + 1)}); each lot needs one row per time",
         column=columns.time, lot=str(lots.iloc[i]), problem="time repeated",
-        found=df[columns.time].iloc[i], expected="one row per time in a lot", **place(i + 1),
+        found=time_at(i), expected="one row per time in a lot", **place(i + 1),
     ))  # fmt: skip
 
     if columns.label_time is not None:
