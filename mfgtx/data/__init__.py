@@ -17,6 +17,7 @@ from mfgtx.data.dataset import WindowDataset
 from mfgtx.data.errors import DataError, DataWarning
 from mfgtx.data.forecast_dataset import ForecastWindows
 from mfgtx.data.plan import Windowing
+from mfgtx.data.problems import Problems
 from mfgtx.data.regimes import RegimePlan, Regimes
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.table import TIME_KIND_WORDS, SensorTable, read_table
@@ -29,6 +30,7 @@ __all__ = [
     "DataError",
     "DataWarning",
     "ForecastWindows",
+    "Problems",
     "RegimePlan",
     "Regimes",
     "SensorScaler",

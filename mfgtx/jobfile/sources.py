@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mfgtx.data import DataError
+from mfgtx.data import DataError, Problems
 from mfgtx.data.io import (
     CSV_SUFFIXES,
     FILE,
@@ -41,6 +41,7 @@ from mfgtx.data.io import (
     without_position,
 )
 from mfgtx.data.io import csv_delimiter as _csv_delimiter
+from mfgtx.data.table import Where, pass_fail
 from mfgtx.jobfile.config import DataSection, SourceSection
 
 __all__ = [
@@ -191,7 +192,8 @@ def read_chunks(
                 raise
             line = getattr(e, "line", None)
             reason = str(e) if not rows or line else f"{e}; {rows} rows read before"
-            problems.append({"file": file.name, "line": line, "reason": reason})
+            problems.append({"file": file.name, "line": line, "reason": reason,
+                             "problem": getattr(e, "problem", None)})  # fmt: skip
             log.warning("%s", reason)
             if rows:  # the last lot read from it may be cut short: the reader must know
                 yield _cut_off(file.name)
@@ -389,27 +391,19 @@ def _check_grouped(frame: pd.DataFrame, lot: str, done: set[str], source: Source
     done.update(ids)
 
 
-def _truthy(s: pd.Series, column: str) -> pd.Series:
-    words = {"true": 1.0, "false": 0.0, "pass": 1.0, "fail": 0.0, "yes": 1.0, "no": 0.0}
-    text = s.astype("string").str.strip().str.lower()
-    out = pd.to_numeric(text.replace(words), errors="coerce")
-    bad = out.isna() & text.notna()
-    if bad.any():
-        i = int(bad.to_numpy().nonzero()[0][0])
-        raise DataError(f"column {column!r} holds {s.iloc[i]!r}, expected pass/fail", column=column)
-    return out
-
-
 def prepare(
     frame: pd.DataFrame,
     data: DataSection,
     *,
     labels: bool = True,
     label_frame: pd.DataFrame | None = None,
+    problems: Problems | None = None,
 ) -> pd.DataFrame:
     """Join the labels, derive ``defect`` and the label time as ``data`` says.
 
     ``label_frame``: the label table already read (a chunked reader reads it once).
+    ``problems``: a pass/fail value not understood is listed there and its lot left out
+    (:class:`~mfgtx.data.Problems`), instead of raised.
     """
     cols = data.columns
     if labels and data.labels is not None:
@@ -433,7 +427,9 @@ def prepare(
             raise DataError(
                 f"pass_column {data.pass_column!r} is not a column", column=data.pass_column
             )
-        passed = _truthy(frame[data.pass_column], data.pass_column)
+        lots = frame[cols.lot] if cols.lot in frame.columns else pd.Series("", frame.index)
+        column = data.pass_column
+        passed = pass_fail(frame[column], column, Where.of(frame), lots.astype(str), problems)
         frame["defect"] = 1.0 - passed
         frame = frame.drop(columns=[data.pass_column])
     if labels and data.label_known == "lot_end":
