@@ -7,6 +7,7 @@ boosting says so. Typical use::
     baselines = fit_baselines(windows, train_idx, "regression", scaler=scaler)
     report = compare("regression", windows, test_idx, model_pred, baselines)
     markdown = report.to_markdown()   # the table for a meeting; report.to_json() for files
+    report.standing().level           # "use", "care", "do_not_rely" or "unknown"
 
 Every baseline has ``name``, ``fit(windows, train_idx, scaler=None) -> self`` and
 ``predict(windows, idx)``; classifiers also ``predict_proba``. The learned ones use the
@@ -31,6 +32,7 @@ from mfgtx.baselines.forecast import (
 from mfgtx.baselines.image import HogLogistic, MajorityImageClass, hog_features
 from mfgtx.baselines.regression import GradientBoosting, Ridge, TrainMean
 from mfgtx.baselines.report import Difference, EvaluationReport, ReportRow
+from mfgtx.baselines.standing import Standing, standing_of
 from mfgtx.baselines.suite import default_baselines, fit_baselines
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "ReportRow",
     "Ridge",
     "SeasonalNaive",
+    "Standing",
     "TrainMean",
     "TrainMeanForecast",
     "bootstrap_differences",
@@ -58,6 +61,7 @@ __all__ = [
     "fit_baselines",
     "forecast_baseline",
     "hog_features",
+    "standing_of",
     "summary_feature_names",
     "summary_features",
 ]
