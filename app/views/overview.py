@@ -13,7 +13,7 @@ from _freshness import freshness
 from _settings import app_config
 from _trust import show_trust
 
-from mfgtx.baselines.standing import baseline_words, model_words
+from mfgtx.baselines import baseline_words, model_words
 from mfgtx.split import duration_text
 
 TASK_WORDS = {

@@ -32,7 +32,7 @@ from mfgtx.baselines.forecast import (
 from mfgtx.baselines.image import HogLogistic, MajorityImageClass, hog_features
 from mfgtx.baselines.regression import GradientBoosting, Ridge, TrainMean
 from mfgtx.baselines.report import Difference, EvaluationReport, ReportRow
-from mfgtx.baselines.standing import Standing, standing_of
+from mfgtx.baselines.standing import Standing, baseline_words, model_words, standing_of
 from mfgtx.baselines.suite import default_baselines, fit_baselines
 
 __all__ = [
@@ -55,12 +55,14 @@ __all__ = [
     "Standing",
     "TrainMean",
     "TrainMeanForecast",
+    "baseline_words",
     "bootstrap_differences",
     "compare",
     "default_baselines",
     "fit_baselines",
     "forecast_baseline",
     "hog_features",
+    "model_words",
     "standing_of",
     "summary_feature_names",
     "summary_features",
