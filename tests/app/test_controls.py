@@ -54,7 +54,7 @@ def _trace(spec: dict, name: str) -> dict:
 
 
 def _boxes(at: AppTest) -> list[str]:
-    return _texts(at.success) + _texts(at.warning) + _texts(at.info)
+    return _texts(at.success) + _texts(at.warning) + _texts(at.error) + _texts(at.info)
 
 
 # --------------------------------------------------------------------------- defects
