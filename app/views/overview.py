@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
 from _bundles import find_bundles
 from _common import guarded
+from _freshness import freshness
 from _settings import app_config
-from _trust import trust_of
+from _trust import show_trust
 
-from mfgtx.data.io import csv_header, file_chunks
+from mfgtx.baselines import baseline_words, model_words
 from mfgtx.split import duration_text
 
 TASK_WORDS = {
@@ -37,6 +37,9 @@ def _metrics_table(metrics: dict) -> pd.DataFrame:
             {
                 "predictor": r["name"],
                 "kind": r.get("kind", ""),
+                "in words": (model_words if r.get("kind") == "model" else baseline_words)(
+                    r["name"]
+                ),
                 **{name(k): v for k, v in r["metrics"].items()},
             }
             for r in rows
@@ -67,32 +70,6 @@ def judged_on(metrics: dict) -> str:
     higher = (metrics.get("higher_is_better") or {}).get(primary)
     arrow = {True: " (↑ higher is better)", False: " (↓ lower is better)"}.get(higher, "")
     return f"{text}; primary metric: **{str(primary).replace('_', ' ')}**{arrow}"
-
-
-def _freshness(data_dir) -> None:
-    st.subheader("Data")
-    files = sorted(data_dir.glob("*.csv")) if data_dir.is_dir() else []
-    if not files:
-        st.warning(f"No CSV files in the data directory {data_dir}.")
-        return
-    now = datetime.now(UTC)
-    rows = []
-    for f in files:
-        modified = datetime.fromtimestamp(f.stat().st_mtime, UTC)
-        rows.append(
-            {
-                "file": f.name,
-                "size (kB)": round(f.stat().st_size / 1024, 1),
-                "modified (UTC)": modified.strftime("%Y-%m-%d %H:%M"),
-                "age (days)": round((now - modified).total_seconds() / 86400, 1),
-            }
-        )
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
-    sensors = data_dir / "sensors.csv"
-    if sensors.is_file() and {"line", "timestamp"} <= set(csv_header(sensors)):  # the sample plant
-        df = pd.concat(c[["line", "timestamp"]] for c in file_chunks(sensors))
-        latest = df.groupby("line")["timestamp"].max().rename("latest reading (UTC)")
-        st.dataframe(latest.reset_index(), hide_index=True)
 
 
 @guarded
@@ -134,13 +111,11 @@ def overview() -> None:
         with st.expander(f"{b.path.name}: metrics and split audit", expanded=True):
             metrics = b.manifest.get("metrics") or {}
             if metrics.get("rows"):
-                st.markdown(f"**{trust_of(b.manifest).headline}**")
+                trust = show_trust(b.manifest, details=False, lead="Verdict.")
                 st.markdown(judged_on(metrics))
                 st.dataframe(_metrics_table(metrics), hide_index=True)
-                if metrics.get("verdict"):
-                    st.markdown(f"Verdict: {metrics['verdict']}")
-                if metrics.get("how_sure"):
-                    st.markdown(f"How sure: {metrics['how_sure']}")
+                for line in trust.details:  # "How sure: ...", recomputed in plant words
+                    st.markdown(line)
             else:
                 st.write("No metrics stored in this bundle.")
             audit = b.manifest.get("audit") or {}
@@ -186,7 +161,12 @@ def overview() -> None:
                 key=f"report-{b.path.name}",
                 on_click="ignore",
             )
-    _freshness(cfg.data_dir)
+    time_names = [  # the bundles' time columns first, then their label times
+        str(((b.manifest.get("input_spec") or {}).get("columns") or {}).get(key) or "")
+        for key in ("time", "label_time")
+        for b in bundles
+    ]
+    freshness(cfg.data_dir, [t for t in dict.fromkeys(time_names) if t])
 
 
 overview()

@@ -24,6 +24,7 @@ from _figures import (
     sensor_figure,
     token_labels,
 )
+from _interval import shown
 from _labels import known_label
 from _recorded import recorded
 from _settings import MAX_CSV_MB
@@ -152,18 +153,20 @@ def quality() -> None:
     else:
         target = spec.targets[0]
         unit = units.get(target, "")
-        score = float(row[target])
-        value = f"{score:.1f} {unit}".rstrip()
         qs = sorted(c for c in row.index if c.startswith(f"{target}_q"))
-        if len(qs) >= 2:
+        bounds = (float(row[qs[0]]), float(row[qs[-1]])) if len(qs) >= 2 else ()
+        out = shown(spec, target, float(row[target]), *bounds)  # within the target's range
+        score = out.point
+        value = f"{score:.1f} {unit}".rstrip()
+        if bounds:
             lo, hi = (int(q.rsplit("_q", 1)[1]) for q in (qs[0], qs[-1]))
-            value += f" (interval {row[qs[0]]:.1f} to {row[qs[-1]]:.1f})"
+            value += f" (interval {out.low:.1f} to {out.high:.1f})"
             st.metric(f"Predicted {target}", value)
             st.caption(
                 f"The interval runs from the model's {lo}% to its {hi}% quantile: nominally "
                 f"{hi - lo} in 100 true values fall inside it."
             )
-            if not row[qs[0]] <= score <= row[qs[-1]]:  # the point and quantile heads disagree
+            if not out.low <= score <= out.high:  # the point and quantile heads disagree
                 st.warning(
                     f"The point prediction {score:.1f} {unit} lies outside its own interval: "
                     "the model's point and interval outputs disagree here, so trust neither "
@@ -171,6 +174,8 @@ def quality() -> None:
                 )
         else:
             st.metric(f"Predicted {target}", value)
+        if out.note:
+            st.caption(out.note)
     st.markdown(set_sentence(info.manifest, lot))  # by lot id, uploaded or not
     if uploaded:
         st.caption("Uploaded data: its lot's inspection result is not looked up here.")

@@ -18,7 +18,7 @@ from _bundles import find_bundles, load, pick_bundle
 from _common import csv_download, guarded
 from _settings import MAX_CSV_MB, MAX_IMAGE_MB, app_config
 from _tables import csv_format, page_words, read_upload_bytes
-from _trust import set_of, trust_of
+from _trust import set_of, show_trust
 
 from mfgtx.data.io import FILE, LINE, without_position
 from mfgtx.kinds import KINDS
@@ -70,7 +70,7 @@ def score_page() -> None:
         return
     info = pick_bundle(bundles, "score_bundle")
     predictor = load(info)
-    st.caption(trust_of(info.manifest).headline)
+    show_trust(info.manifest, details=False, lead="How far to trust these scores.")
     if info.kind == "vit":
         uploads = st.file_uploader(
             f"Images to score (up to {MAX_IMAGE_MB} MB each)",
