@@ -22,6 +22,7 @@ from _recorded import recorded
 from _tables import frame_for, lot_windows
 from _trust import set_sentence, show_trust
 
+from mfgtx.baselines import baseline_words
 from mfgtx.metrics import interval_coverage, mae
 
 
@@ -225,18 +226,18 @@ def forecast() -> None:
     kept = predictor.best_baseline
     best = kept or _best_baseline(info.manifest)
     if kept:
-        baseline_name = f"{kept} baseline"
+        baseline_name = f"baseline: {baseline_words(kept)}"
         note = (
-            f"Grey dashes: {kept}, the baseline that did best on the bundle's test lots, "
-            "forecasting from the same readings"
+            f"Grey dashes: {baseline_words(kept)}, the baseline that did best on the bundle's "
+            "test lots, forecasting from the same readings"
         )
     else:
-        baseline_name = "Naive baseline (last reading held)"
-        note = "Grey dashes: the Naive baseline (the last reading held flat)"
+        baseline_name = f"baseline: {baseline_words('Naive')}"
+        note = f"Grey dashes: {baseline_words('Naive')} (the last reading held flat)"
         if best and best != "Naive":
             note += (
-                f"; the bundle's best baseline on its test lots was {best}, which this bundle "
-                "does not keep (retrain it to draw it)"
+                f"; the bundle's best baseline on its test lots was {baseline_words(best)}, "
+                "which this bundle does not keep (retrain it to draw it)"
             )
     st.caption(note + "." + (f" {words}" if words else ""))
     table = []

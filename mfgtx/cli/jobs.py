@@ -60,7 +60,6 @@ def audit(args: argparse.Namespace) -> int:
 
 
 def evaluate(args: argparse.Namespace) -> int:
-    from mfgtx.baselines.standing import standing
     from mfgtx.jobs.evaluate import evaluate as evaluate_job
     from mfgtx.jobs.sinks import write_text
 
@@ -74,8 +73,7 @@ def evaluate(args: argparse.Namespace) -> int:
         rules = PathRules(config.source_file, job_inputs(config), config.bundle, written=written)
         target = rules.output("--report", report_path)
     found, report = evaluate_job(config)
-    emit(report.to_markdown())  # its "Verdict:" line is the standing below, in words
-    found["standing"] = standing(report).level
+    emit(report.to_markdown())  # its "Verdict:" line is the summary's standing, in words
     if target is not None:
         write_text(target, report.to_json())  # the very path that was checked
         found["report"] = str(args.report)

@@ -208,6 +208,7 @@ def _summary(predictor: Any, report: Any, audit_passed: bool, extra: dict) -> di
         "n_test": report.n_test,
         "metrics": {**metrics, **extra},
         "verdict": report.verdict,
+        "standing": report.standing().level,
         "how_sure": report.how_sure,
         "audit_passed": audit_passed,
     }

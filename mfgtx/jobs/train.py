@@ -53,6 +53,7 @@ class TrainOutcome:
     audit_passed: bool
     metrics: dict[str, float] = field(default_factory=dict)
     verdict: str = ""
+    standing: str = ""
     world_size: int = 1
     report_markdown: str = ""
 
@@ -263,6 +264,7 @@ def _outcome(
         audit_passed=fitted.audit.passed,
         metrics=fitted.metrics,
         verdict="" if report is None else report.verdict,
+        standing="" if report is None else report.standing().level,
         world_size=fit.world_size,
         report_markdown="" if report is None else report.to_markdown(),
     )
