@@ -37,7 +37,16 @@ from mfgtx.data.categories import encode_categories
 from mfgtx.data.columns import ColumnMap
 from mfgtx.data.errors import DataError, DataWarning
 
-__all__ = ["FILE", "LINE", "TIME_KIND_WORDS", "SensorTable", "Where", "check_names", "read_table"]
+__all__ = [
+    "FILE",
+    "LINE",
+    "TIME_KIND_WORDS",
+    "SensorTable",
+    "Where",
+    "check_names",
+    "read_table",
+    "read_times",
+]
 
 #: :attr:`SensorTable.time_kind` in words, for messages.
 TIME_KIND_WORDS = {
@@ -492,12 +501,41 @@ def _text_times(
     return day_first if day_first.isna().sum() < month_first.isna().sum() else month_first
 
 
-def _parse_times(
-    s: pd.Series, column: str, where: Where, lots: pd.Series, time_format: str | None = None
+def _in_zone(
+    out: pd.Series, raw: pd.Series, time_zone: str, column: str, where: Where, lots: pd.Series
 ) -> pd.Series:
-    """Timestamps -> UTC (or naive) datetimes; numbers (cycles) stay numbers."""
+    """Naive times read as the clock of ``time_zone`` and kept in UTC; a time that clock
+    skips or shows twice (a daylight-saving change) is refused, naming its row."""
+    local = out.dt.tz_localize(time_zone, ambiguous="NaT", nonexistent="NaT")
+    bad = (local.isna() & out.notna()).to_numpy()
+    if bad.any():
+        i = _first(bad)
+        raise DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): time {raw.iloc[i]!r} in column {column!r} is "
+            f"skipped or shown twice by the clock of {time_zone} (a daylight-saving change; "
+            f"{int(bad.sum())} such rows), so it names no one moment; export the times with "
+            "an offset (+01:00) or in UTC",
+            column=column,
+            lot=str(lots.iloc[i]),
+            **where.fields(i),
+        )
+    return local.dt.tz_convert("UTC")
+
+
+def _parse_times(
+    s: pd.Series,
+    column: str,
+    where: Where,
+    lots: pd.Series,
+    time_format: str | None = None,
+    time_zone: str | None = None,
+) -> pd.Series:
+    """Timestamps -> UTC (or naive) datetimes; numbers (cycles) stay numbers. With
+    ``time_zone`` naive times are that clock's, kept in UTC."""
     if pd.api.types.is_datetime64_any_dtype(s):
         out = s.dt.tz_convert("UTC") if s.dt.tz is not None else s
+        if time_zone is not None and out.dt.tz is None:
+            out = _in_zone(out, s, time_zone, column, where, lots)
     elif pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         out = s.astype(float)
         if np.isinf(out).any():
@@ -551,6 +589,8 @@ def _parse_times(
                 lot=str(lots.iloc[i]),
                 **where.fields(i),
             )
+        if time_zone is not None and not utc:
+            out = _in_zone(out, s, time_zone, column, where, lots)
     if pd.api.types.is_datetime64_any_dtype(out):
         _check_time_range(out, s, column, where, lots)
         out = out.astype("datetime64[ns, UTC]" if out.dt.tz is not None else "datetime64[ns]")
@@ -775,6 +815,39 @@ def _pivot_long(df: pd.DataFrame, columns: ColumnMap, where: Where) -> pd.DataFr
 # --------------------------------------------------------------------------- the reader
 
 
+def read_times(frame: pd.DataFrame, columns: ColumnMap) -> pd.Series:
+    """The time column of ``frame`` read as :func:`read_table` reads it (``time_format``,
+    ``time_zone``; without a format a column that reads both day first and month first is
+    refused naming both readings), for whoever shows the rows themselves (the dashboard).
+
+    Example:
+        >>> df = pd.DataFrame({"lot": ["A", "A"], "t": ["13.03.2026 06:00", "14.03.2026 06:00"]})
+        >>> read_times(df, ColumnMap(lot="lot", time="t")).dt.day.tolist()
+        [13, 14]
+
+    Raises:
+        DataError: a time that cannot be read, naming its row, lot and column.
+    """
+    where = Where.of(frame)
+    if columns.time not in frame.columns:
+        raise DataError(
+            f"{where.source}: missing time column {columns.time!r}", column=columns.time
+        )
+    lots = (
+        frame[columns.lot].astype(str)
+        if columns.lot in frame.columns
+        else pd.Series("?", index=frame.index)
+    )
+    return _parse_times(
+        frame[columns.time].reset_index(drop=True),
+        columns.time,
+        where,
+        lots.reset_index(drop=True),
+        columns.time_format,
+        columns.time_zone,
+    ).set_axis(frame.index)
+
+
 def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorTable:
     """Read and validate a sensor table.
 
@@ -816,11 +889,11 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
 
     lots = _parse_lots(df[columns.lot], columns.lot, where)
     df[columns.lot] = lots
-    fmt = columns.time_format
-    df[columns.time] = _parse_times(df[columns.time], columns.time, where, lots, fmt)
+    fmt, zone = columns.time_format, columns.time_zone
+    df[columns.time] = _parse_times(df[columns.time], columns.time, where, lots, fmt, zone)
     if columns.label_time is not None:
         df[columns.label_time] = _parse_times(
-            df[columns.label_time], columns.label_time, where, lots, fmt
+            df[columns.label_time], columns.label_time, where, lots, fmt, zone
         )
 
     for c in columns.targets:  # before any reshaping, so that positions are input rows
@@ -966,6 +1039,7 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
         value=columns.value,
         categories=columns.categories,
         time_format=columns.time_format,
+        time_zone=columns.time_zone,
     )
     log.info(
         "read %s: %d rows, %d lots, %d sensors",
