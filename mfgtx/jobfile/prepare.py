@@ -91,7 +91,7 @@ def _windows_of_chunks(
     columns: ColumnMap | None = None
     first_kind: tuple[str, str] | None = None
     for chunk in chunks:
-        frame = prepare(chunk, data, label_frame=label_frame)  # _file, _line: for messages
+        frame = prepare(chunk, data, label_frame=label_frame, words=config.labels)  # _file, _line
         table = read_table(frame, cols)
         if columns is not None and table.columns.sensors != columns.sensors:
             raise DataError(
