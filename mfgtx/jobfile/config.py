@@ -431,7 +431,10 @@ class ScoreSection:
     Args:
         output: where the predictions go (replaced by key: lot and window end; for a forecaster
             also sensor and step; for a ViT the image path).
-        source: the rows to score (default: ``data.source``, without labels).
+        source: the rows to score (default: ``data.source``, without labels). The CSV
+            options it leaves out (``delimiter``, ``decimal``, ``encoding``) are
+            ``data.source``'s, else the bundle's; its times are read with the bundle's time
+            format and zone unless ``data.columns`` gives them.
         images: ViT bundles: the images to score, a folder (searched recursively), a ``.zip``
             or a CSV manifest with a ``path`` column (default: ``images.path``). A file that
             is not a usable image goes to the errors file; the others are scored.
