@@ -287,3 +287,14 @@ def test_score_page_writes_the_true_dates_of_an_upload(german_app: Path) -> None
     rows = at.dataframe[0].value
     got = sorted(str(t)[:10] for t in rows["window_end"])
     assert got == ["2026-03-02", "2026-03-13", "2026-03-14"], rows
+
+
+def test_a_read_option_a_source_gives_wins_over_the_inherited_one() -> None:
+    from mfgtx.data.io import CsvFormat
+    from mfgtx.jobfile.config import SourceSection
+
+    bundle = CsvFormat(delimiter=";", decimal=",", encoding="cp1252")
+    own = SourceSection(path="next.csv", encoding="utf-8").inheriting(bundle)
+    assert (own.delimiter, own.decimal, own.encoding) == (";", ",", "utf-8")
+    sql = SourceSection(url="sqlite:///plant.db", table="rows")
+    assert sql.inheriting(bundle) is sql  # a SQL source has no CSV options
