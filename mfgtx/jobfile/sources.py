@@ -42,7 +42,7 @@ from mfgtx.data.io import (
 )
 from mfgtx.data.io import csv_delimiter as _csv_delimiter
 from mfgtx.data.read_options import LabelWords
-from mfgtx.data.table import Where
+from mfgtx.data.table import Where, read_times
 from mfgtx.jobfile.config import DataSection, SourceSection
 
 __all__ = [
@@ -440,9 +440,7 @@ def prepare(
         passed = passed.set_axis(frame.index)
         frame["defect"] = 1.0 - passed
         frame = frame.drop(columns=[data.pass_column])
-    if labels and data.label_known == "lot_end":
-        times = pd.to_numeric(frame[cols.time], errors="coerce")
-        if times.isna().any():  # timestamps, not cycle numbers
-            times = pd.to_datetime(frame[cols.time], utc=True, format="ISO8601")
+    if labels and data.label_known == "lot_end":  # times read as the rows' own are
+        times = read_times(frame, cols.column_map(targets=False))
         frame[cols.label_time] = times.groupby(frame[cols.lot]).transform("max")
     return frame

@@ -298,3 +298,23 @@ def test_a_read_option_a_source_gives_wins_over_the_inherited_one() -> None:
     assert (own.delimiter, own.decimal, own.encoding) == (";", ",", "utf-8")
     sql = SourceSection(url="sqlite:///plant.db", table="rows")
     assert sql.inheriting(bundle) is sql  # a SQL source has no CSV options
+
+
+def test_a_label_known_at_lot_end_reads_the_plants_time_format() -> None:
+    from mfgtx.jobfile.config import ColumnsSection, DataSection, SourceSection
+    from mfgtx.jobfile.sources import prepare
+
+    data = DataSection(
+        source=SourceSection(path="export.csv"),
+        columns=ColumnsSection(
+            lot="Charge", time="Zeitstempel", time_format=FORMAT, label_time="bekannt"
+        ),
+        label_known="lot_end",
+    )
+    frame = pd.DataFrame({"Charge": ["A", "A", "B"], "x": [1.0, 2.0, 3.0],
+                          "Zeitstempel": ["02.03.2026 06:00:00", "13.03.2026 06:00:00",
+                                          "14.03.2026 07:00:00"]})  # fmt: skip
+    known = prepare(frame, data)["bekannt"]
+    assert known.dt.strftime("%d.%m").tolist() == ["13.03", "13.03", "14.03"]
+    table = read_table(prepare(frame, data), data.column_map())
+    assert (table.frame["bekannt"] >= table.frame["Zeitstempel"]).all()
