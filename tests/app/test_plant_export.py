@@ -318,3 +318,13 @@ def test_a_label_known_at_lot_end_reads_the_plants_time_format() -> None:
     assert known.dt.strftime("%d.%m").tolist() == ["13.03", "13.03", "14.03"]
     table = read_table(prepare(frame, data), data.column_map())
     assert (table.frame["bekannt"] >= table.frame["Zeitstempel"]).all()
+
+
+@pytest.mark.parametrize("name", ["sensor", "forecast_direct"])
+def test_a_bundle_written_before_read_options_reads_with_the_defaults(name: str) -> None:
+    from mfgtx.data.read_options import ReadOptions
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "bundles_66eb24c" / name
+    predictor = mfgtx.load(fixture)
+    assert "read" not in predictor.bundle.input_spec
+    assert predictor.read_options == ReadOptions()
