@@ -17,9 +17,8 @@ import streamlit as st
 from _recorded import recorded
 from _settings import MAX_CSV_INFLATED_MB, MAX_CSV_MB
 
-from mfgtx.data import ColumnMap, DataError
+from mfgtx.data import ColumnMap, DataError, read_times
 from mfgtx.data.io import FILE, LINE, CsvFormat, csv_header, read_csv_bytes, without_position
-from mfgtx.data.table import read_times
 
 #: The CSV formats an upload may be read in: a job file's ``source.delimiter``,
 #: ``source.decimal`` and ``source.encoding``, worded for the page.
