@@ -325,6 +325,8 @@ def sensor_figure(
 
     fig = make_subplots(rows=len(sensors), cols=1, shared_xaxes=True, vertical_spacing=0.03)
     dated = not pd.api.types.is_numeric_dtype(df[time])
+    if dated and not pd.api.types.is_datetime64_any_dtype(df[time]):  # never guessed here
+        raise TypeError(f"sensor_figure: parse {time!r} first (_tables.with_times)")
     t = pd.to_datetime(df[time], utc=True) if dated else df[time]
     x_hover = "%{x|%Y-%m-%d %H:%M} UTC" if dated else f"{time} %{{x}}"
     for i, s in enumerate(sensors, start=1):

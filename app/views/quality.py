@@ -83,7 +83,7 @@ def quality() -> None:
     )
     uploaded = upload is not None
     if uploaded:
-        fmt = csv_format(info.manifest, "quality_csv")
+        fmt = csv_format(info.manifest, "quality_csv", predictor)
         df, problem = read_upload_csv(upload, predictor, fmt)  # new data: no labels yet
         if problem:
             st.error(f"Upload refused: {problem}")

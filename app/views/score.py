@@ -98,7 +98,7 @@ def score_page() -> None:
             max_upload_size=MAX_CSV_MB,
         )
         with st.form("score_form", border=False):  # an option changed scores nothing yet
-            fmt = csv_format(info.manifest, "score_csv")
+            fmt = csv_format(info.manifest, "score_csv", predictor)
             latest = st.toggle(
                 "Each lot's latest prediction only", value=True, key="score_latest",
                 help="Off: one row per window, as the bundle's stride cuts them.",

@@ -25,7 +25,7 @@ import difflib
 import logging
 import re
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
@@ -47,6 +47,7 @@ __all__ = [
     "check_names",
     "pass_fail",
     "read_table",
+    "read_times",
 ]
 
 #: :attr:`SensorTable.time_kind` in words, for messages.
@@ -61,7 +62,9 @@ log = logging.getLogger(__name__)
 _TZ_SUFFIX = r"\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:Z|UTC|[+-]\d{2}(?::?\d{2})?)$"
 #: Largest magnitude of a reading: models compute in float32.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
-_BOOL_WORDS = {"true": 1.0, "false": 0.0, "pass": 1.0, "fail": 0.0, "yes": 1.0, "no": 0.0}
+#: The pass/fail words read when a job file names none (its top-level ``labels``).
+GOOD_WORDS, BAD_WORDS = ("true", "pass", "yes"), ("false", "fail", "no")
+_BOOL_WORDS = {w: 1.0 for w in GOOD_WORDS} | {w: 0.0 for w in BAD_WORDS}
 _CSV_SUFFIXES = (".csv", ".csv.gz", ".txt", ".tsv")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -510,6 +513,27 @@ def _text_times(
     return day_first if day_first.isna().sum() < month_first.isna().sum() else month_first
 
 
+def _in_zone(
+    out: pd.Series, raw: pd.Series, time_zone: str, column: str, where: Where, lots: pd.Series
+) -> pd.Series:
+    """Naive times read as the clock of ``time_zone`` and kept in UTC; a time that clock
+    skips or shows twice (a daylight-saving change) is refused, naming its row."""
+    local = out.dt.tz_localize(time_zone, ambiguous="NaT", nonexistent="NaT")
+    bad = (local.isna() & out.notna()).to_numpy()
+    if bad.any():
+        i = _first(bad)
+        raise DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): time {raw.iloc[i]!r} in column {column!r} is "
+            f"skipped or shown twice by the clock of {time_zone} (a daylight-saving change; "
+            f"{int(bad.sum())} such rows), so it names no one moment; export the times with "
+            "an offset (+01:00) or in UTC",
+            column=column,
+            lot=str(lots.iloc[i]),
+            **where.fields(i),
+        )
+    return local.dt.tz_convert("UTC")
+
+
 def _parse_times(
     s: pd.Series,
     column: str,
@@ -517,9 +541,11 @@ def _parse_times(
     lots: pd.Series,
     time_format: str | None = None,
     problems: Problems | None = None,
+    time_zone: str | None = None,
 ) -> pd.Series:
     """Timestamps -> UTC (or naive) datetimes; numbers (cycles) stay numbers. With
-    ``problems``, a bad time is listed there (the first of each lot) and left missing."""
+    ``problems``, a bad time is listed there (the first of each lot) and left missing; with
+    ``time_zone`` naive times are that clock's, kept in UTC."""
     flagged = np.zeros(len(s), dtype=bool)  # rows listed already (collecting)
 
     def mark(bad: np.ndarray, error: Callable[[int, int], DataError]) -> None:
@@ -529,6 +555,8 @@ def _parse_times(
 
     if pd.api.types.is_datetime64_any_dtype(s):
         out = s.dt.tz_convert("UTC") if s.dt.tz is not None else s
+        if time_zone is not None and out.dt.tz is None:
+            out = _in_zone(out, s, time_zone, column, where, lots)
     elif pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         out = s.astype(float)
         mark(np.isinf(out.to_numpy()), lambda i, n: DataError(
@@ -581,6 +609,8 @@ def _parse_times(
             column=column, lot=str(lots.iloc[i]), problem="bad time", found=text.iloc[i],
             expected=expected, **where.fields(i),
         ))  # fmt: skip
+        if time_zone is not None and not utc:
+            out = _in_zone(out, s, time_zone, column, where, lots)
     if pd.api.types.is_datetime64_any_dtype(out):
         _check_time_range(out, s, column, where, lots, problems, flagged)
         out = out.astype("datetime64[ns, UTC]" if out.dt.tz is not None else "datetime64[ns]")
@@ -651,7 +681,8 @@ def _to_float(
     where: Where,
     lots: pd.Series,
     *,
-    words: bool = False,
+    words: bool | Mapping[str, float] = False,
+    expected: str | None = None,
     problems: Problems | None = None,
 ) -> pd.Series:
     """Numbers -> float64; NaN stays NaN; anything else or inf raises, naming the line (with
@@ -662,7 +693,9 @@ def _to_float(
     ``pass``, ``yes`` is 1): in a sensor they are refused from every format, a boolean
     column of a Parquet file or DataFrame as the text ``True`` of a CSV file."""
     kind = getattr(s.dtype, "kind", "O")
-    expected = "a number" if not words else "a number or pass/fail, yes/no, true/false"
+    if expected is None:
+        expected = "a number" if not words else "a number or pass/fail, yes/no, true/false"
+    mapping = _BOOL_WORDS if words is True else words or {}
     problem = "not a number" if not words else "label not understood"
     if kind == "b" and words:
         out = pd.Series(s.astype("Float64").to_numpy(dtype=float, na_value=np.nan), s.index)
@@ -687,7 +720,7 @@ def _to_float(
     else:
         text = s.astype("string").str.strip()
         if words:
-            text = text.str.lower().replace(_BOOL_WORDS).astype("string")
+            text = text.str.lower().replace(dict(mapping)).astype("string")
         out = pd.to_numeric(text, errors="coerce").astype(float)
         bad = (out.isna() & text.notna() & (text.str.lower() != "nan")).to_numpy()
 
@@ -725,17 +758,42 @@ def _to_float(
 
 
 def pass_fail(
-    s: pd.Series, column: str, where: Where, lots: pd.Series, problems: Problems | None = None
+    s: pd.Series,
+    column: str,
+    where: Where,
+    lots: pd.Series,
+    problems: Problems | None = None,
+    *,
+    good: Sequence[str] = GOOD_WORDS,
+    bad: Sequence[str] = BAD_WORDS,
 ) -> pd.Series:
-    """A pass/fail column as 1 (pass, true, yes, 1) and 0 (fail, false, no, 0), the rule a
-    target reads by (missing stays NaN). A value not understood raises, naming its line and
-    lot, or with ``problems`` is listed there (the first of each lot) and left missing.
+    """A pass/fail column as 1 (a ``good`` word, or 1) and 0 (a ``bad`` word, or 0), words
+    compared trimmed and without regard to case (missing stays NaN). A value not understood
+    raises, naming its line and lot, the accepted words and the job-file key ``labels`` that
+    takes more; with ``problems`` it is listed there (the first of each lot) and left missing.
 
     >>> pass_fail(pd.Series(["pass", "FAIL", None]), "ok", Where("DataFrame"),
     ...           pd.Series(["A", "B", "C"])).tolist()
     [1.0, 0.0, nan]
+    >>> pass_fail(pd.Series([" I.O. ", "n.i.O.", "1"]), "Ergebnis", Where("DataFrame"),
+    ...           pd.Series(["A", "B", "C"]), good=["i.O."], bad=["n.i.O."]).tolist()
+    [1.0, 0.0, 1.0]
     """
-    return _to_float(s, column, where, lots, words=True, problems=problems)
+    words = {w.strip().lower(): 1.0 for w in good} | {w.strip().lower(): 0.0 for w in bad}
+    expected = (
+        f"a pass/fail word: good {list(good)}, bad {list(bad)} (any case), or 1/0; add the "
+        "plant's words to the job file's top-level key labels, such as labels: {good: [i.O.], "
+        "bad: [n.i.O.]}"
+    )
+    out = _to_float(s, column, where, lots, words=words, expected=expected, problems=problems)
+    odd = (out.notna() & ~out.isin([0.0, 1.0])).to_numpy()
+    flag(odd, lots, problems, lambda i, n: DataError(
+        f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {_shown(s.iloc[i])!r}, "
+        f"expected {expected} ({n} such values)",
+        column=column, lot=str(lots.iloc[i]), problem="label not understood",
+        found=_shown(s.iloc[i]), expected=expected, **where.fields(i),
+    ))  # fmt: skip
+    return out.where(~odd) if odd.any() else out
 
 
 #: A number written with one decimal comma (``-1,25``, ``,5``, ``3,0e-2``), as European
@@ -864,6 +922,39 @@ def _without_listed(
     return df[~drop].reset_index(drop=True) if drop.any() else df
 
 
+def read_times(frame: pd.DataFrame, columns: ColumnMap) -> pd.Series:
+    """The time column of ``frame`` read as :func:`read_table` reads it (``time_format``,
+    ``time_zone``; without a format a column that reads both day first and month first is
+    refused naming both readings), for whoever shows the rows themselves (the dashboard).
+
+    Example:
+        >>> df = pd.DataFrame({"lot": ["A", "A"], "t": ["13.03.2026 06:00", "14.03.2026 06:00"]})
+        >>> read_times(df, ColumnMap(lot="lot", time="t")).dt.day.tolist()
+        [13, 14]
+
+    Raises:
+        DataError: a time that cannot be read, naming its row, lot and column.
+    """
+    where = Where.of(frame)
+    if columns.time not in frame.columns:
+        raise DataError(
+            f"{where.source}: missing time column {columns.time!r}", column=columns.time
+        )
+    lots = (
+        frame[columns.lot].astype(str)
+        if columns.lot in frame.columns
+        else pd.Series("?", index=frame.index)
+    )
+    return _parse_times(
+        frame[columns.time].reset_index(drop=True),
+        columns.time,
+        where,
+        lots.reset_index(drop=True),
+        columns.time_format,
+        time_zone=columns.time_zone,
+    ).set_axis(frame.index)
+
+
 def read_table(
     source: str | Path | pd.DataFrame, columns: ColumnMap, *, problems: Problems | None = None
 ) -> SensorTable:
@@ -913,11 +1004,11 @@ def read_table(
 
     lots, no_lot = _parse_lots(df[columns.lot], columns.lot, where, p)
     df[columns.lot] = lots
-    fmt = columns.time_format
-    df[columns.time] = _parse_times(df[columns.time], columns.time, where, lots, fmt, p)
+    fmt, zone = columns.time_format, columns.time_zone
+    df[columns.time] = _parse_times(df[columns.time], columns.time, where, lots, fmt, p, zone)
     if columns.label_time is not None:
         df[columns.label_time] = _parse_times(
-            df[columns.label_time], columns.label_time, where, lots, fmt, p
+            df[columns.label_time], columns.label_time, where, lots, fmt, p, zone
         )
 
     for c in columns.targets:  # before any reshaping, so that positions are input rows
@@ -1090,6 +1181,7 @@ def read_table(
         value=columns.value,
         categories=columns.categories,
         time_format=columns.time_format,
+        time_zone=columns.time_zone,
     )
     log.info(
         "read %s: %d rows, %d lots, %d sensors",

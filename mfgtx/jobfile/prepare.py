@@ -126,7 +126,9 @@ def _windows_of_chunks(
     first_kind: tuple[str, str] | None = None
     for chunk in chunks:
         # _file, _line: for messages; a lot with a bad value is listed in problems, left out
-        frame = prepare(chunk, data, label_frame=label_frame, problems=problems)
+        frame = prepare(
+            chunk, data, label_frame=label_frame, problems=problems, words=config.labels
+        )
         table = read_table(frame, cols, problems=problems)
         if not len(table.frame):
             continue
