@@ -89,17 +89,19 @@ class SourceSection:
         rul_cap: ``cmapss`` only: cap the remaining-useful-life target at this many cycles.
         delimiter: CSV files: the character between values, ``auto`` (the one of ``,``
             ``;`` tab ``|`` that the header line holds most often, ``,`` when it holds
-            none) or ``tab``. Left out: ``auto`` (``score.source``: inherited, as below).
+            none) or ``tab``. Left out: ``auto`` (``score.source``, ``evaluate.source``:
+            inherited, as below).
         decimal: CSV files: ``,`` reads ``1,25`` as 1.25 (European exports; the delimiter
             is then not ``,``). Only values that are numbers with one decimal comma change.
-            Left out: ``.`` (``score.source``: inherited).
+            Left out: ``.`` (``score.source``, ``evaluate.source``: inherited).
         encoding: CSV files: the text encoding (``utf-8``, a byte-order mark is skipped;
-            Windows exports are often ``cp1252``). Left out: ``utf-8`` (``score.source``:
-            inherited).
+            Windows exports are often ``cp1252``). Left out: ``utf-8`` (``score.source``,
+            ``evaluate.source``: inherited).
 
     ``delimiter``, ``decimal`` and ``encoding`` left out of ``score.source`` are what
     ``data.source`` gives, else what the bundle was trained with (its read options,
     :class:`~mfgtx.data.read_options.ReadOptions`); each one a source gives wins.
+    ``evaluate.source`` takes them from ``data.source`` the same way.
     """
 
     path: str | None = None

@@ -330,3 +330,13 @@ def test_a_bundle_written_before_read_options_reads_with_the_defaults(name: str)
     predictor = mfgtx.load(fixture)
     assert "read" not in predictor.bundle.input_spec
     assert predictor.read_options == ReadOptions()
+
+
+def test_evaluate_of_a_second_file_inherits_the_read_options(plant: Path, tmp_path: Path) -> None:
+    from mfgtx.jobs.evaluate import evaluate
+
+    job = _job(plant, evaluate={"source": {"path": str(plant / "second" / "export.csv")}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a dozen lots: the split's purge warning
+        found, report = evaluate(load_config(_write(tmp_path / "evaluate.yaml", job)))
+    assert found["external"]["lots_in_source"] == 3 and report.n_test > 0, found
