@@ -31,6 +31,9 @@ from _settings import MAX_IMAGE_MB
 from _trust import set_sentence, show_trust
 
 IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
+#: What the user picked for the bundle shown, cleared when another bundle is shown: the
+#: data folder's images (a crack patch is not a photo) and the attention map option.
+DEFECT_PICKS = ("defect_samples", "defect_map")
 
 
 @st.cache_resource(max_entries=64, show_spinner="classifying the image and its deletion test")
@@ -134,7 +137,7 @@ def defects() -> None:
     if not infos:
         no_bundle_message("defect", cfg.models_dir, "mfgtx demo")
     else:
-        info = pick_bundle(infos, "defect_bundle")
+        info = pick_bundle(infos, "defect_bundle", owns=DEFECT_PICKS)
         bundle = load(info)
         show_trust(info.manifest)
     uploads = st.file_uploader(
