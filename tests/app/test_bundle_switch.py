@@ -6,15 +6,17 @@ another bundle is shown (issue 37)."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from .conftest import MAIN
+from .conftest import MAIN, SAMPLE
 
 APP = MAIN.parent
 
@@ -157,3 +159,54 @@ def test_images_picked_for_the_defect_model_are_not_scored_by_the_photo_model(
     assert at.multiselect(key="defect_samples").value == []
     assert at.radio(key="defect_map").value == "rollout"
     assert not any("Most likely class" in m.value for m in at.markdown)  # nothing scored
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bundle", ["sample_defects", "sample_inspection"])
+def test_the_deletion_test_of_another_map_kind_is_what_explain_gives(
+    demo: dict, bundle: str
+) -> None:
+    """The map option reruns only the deletion test, on the input the maps read (for a
+    photo: the worst tile, its tiles not scored again), and it equals ``explain``'s."""
+    import mfgtx
+
+    predictor = mfgtx.load(str(demo["out"] / "models" / bundle))
+    name = (
+        "inspection/images/P01.png" if bundle == "sample_inspection" else "defects/images/000.png"
+    )
+    data = (SAMPLE / name).read_bytes()
+    explained = predictor.explain((name, data), deletion=False)
+    assert explained.deletion is None and explained.inputs is not None
+    for which in ("rollout", "layer"):
+        full = predictor.explain((name, data), which=which)
+        again = predictor.deletion_of(explained, which)
+        for field in dataclasses.fields(again):
+            mine, theirs = getattr(again, field.name), getattr(full.deletion, field.name)
+            if isinstance(mine, str):
+                assert mine == theirs, field.name
+            else:
+                np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), err_msg=field.name)
+        assert full.row == explained.row
+
+
+@pytest.mark.slow
+def test_moving_the_map_option_explains_no_image_again(
+    demo_env: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mfgtx.kinds.vit.predictor import VitPredictor
+
+    at = AppTest.from_file(str(MAIN), default_timeout=300).run()
+    at.switch_page("views/defects.py").run()
+    at.selectbox(key="defect_bundle").set_value("sample_inspection").run()
+    at.multiselect(key="defect_samples").set_value(["inspection/images/P01.png"]).run()
+    assert not at.exception, at.exception
+    calls = []
+    real = VitPredictor.explain
+    monkeypatch.setattr(
+        VitPredictor, "explain", lambda self, *a, **k: calls.append(a) or real(self, *a, **k)
+    )
+    monkeypatch.setattr(VitPredictor, "score", lambda *a, **k: calls.append(a) or None)
+    at.radio(key="defect_map").set_value("layer").run()
+    assert not at.exception, at.exception
+    assert calls == []  # the row, maps and tiles were kept; only the deletion test ran
+    assert any("Most likely class" in m.value for m in at.markdown)
