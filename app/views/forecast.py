@@ -17,13 +17,24 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from _bundles import bundles_of, load, no_bundle_message, pick_bundle
-from _common import csv_download, guarded, when
+from _common import csv_download, data_key, guarded, when
 from _recorded import recorded
 from _tables import frame_for, lot_windows
 from _trust import set_sentence, show_trust
 
 from mfgtx.baselines import baseline_words
 from mfgtx.metrics import interval_coverage, mae
+
+#: What the user picked for the bundle shown, cleared when another bundle is shown.
+FORECAST_PICKS = ("forecast_lot", "forecast_sensors", "forecast_horizon", "forecast_origin")
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _band(bundle_id: str, source: str, sensor: str, steps: int, origin: int, _p: Any,
+          _history: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+    """:func:`forecast_band`, once per bundle, lot data, sensor, horizon and origin (read
+    only: the page copies it before adding to it)."""
+    return forecast_band(_p, _history, sensor, steps, origin)
 
 
 def reading_minutes(history: pd.DataFrame, time: str) -> float:
@@ -180,7 +191,7 @@ def forecast() -> None:
     if not infos:
         no_bundle_message("forecaster", cfg.models_dir, "mfgtx demo")
         return
-    info = pick_bundle(infos, "forecast_bundle")
+    info = pick_bundle(infos, "forecast_bundle", owns=FORECAST_PICKS)
     predictor = load(info)
     spec = predictor.input_spec
     cols = predictor.columns
@@ -194,6 +205,7 @@ def forecast() -> None:
             help="The sensors this forecaster forecasts.",
         )  # fmt: skip
     history = df[df[cols.lot].astype(str) == lot].reset_index(drop=True)
+    source = data_key(history)  # the lot's readings: keys its cached forecasts
     window = spec.windowing.window
     show_trust(info.manifest)
     st.markdown(set_sentence(info.manifest, lot))
@@ -244,7 +256,8 @@ def forecast() -> None:
     for sensor in chosen:
         band = None
         try:
-            band = forecast_band(predictor, history, sensor, steps, origin)
+            band = _band(info.bundle_id, source, sensor, steps, origin, predictor, history)
+            band = band.copy()
         except ValueError as e:
             st.warning(str(e))
         if band is not None and not kept:  # Naive: the last reading held

@@ -31,6 +31,9 @@ from _settings import MAX_CSV_MB
 from _tables import csv_format, frame_for, lot_windows, read_upload_csv
 from _trust import set_sentence, show_trust
 
+#: What the user picked for the bundle shown, cleared when another bundle is shown.
+QUALITY_PICKS = ("quality_line", "quality_lot", "quality_as_of", "quality_threshold")
+
 
 @st.cache_resource(max_entries=32, show_spinner="running the deletion test")
 def _explained(bundle_id: str, source: str, lot: str, at: int, _predictor: Any, _windows: Any):
@@ -42,6 +45,13 @@ def _explained(bundle_id: str, source: str, lot: str, at: int, _predictor: Any, 
 @st.cache_resource(max_entries=32, show_spinner=False)
 def _lot_windows(bundle_id: str, source: str, lot: str, stride: int | None, _p: Any, _rows: Any):
     return lot_windows(_p, _rows, stride=stride)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _rows(bundle_id: str, source: str, lot: str, stride: int | None, at: int, _p: Any,
+          _windows: Any) -> pd.DataFrame:  # fmt: skip
+    """The output row of window ``at`` (read only: the what-if threshold only compares)."""
+    return _p.rows(_windows, np.array([at]))
 
 
 def _window_times(rows: pd.DataFrame, time: str, windows: Any, at: int) -> list[str]:
@@ -70,7 +80,7 @@ def quality() -> None:
             "mfgtx train sensor pipelines/configs/sample_quality.yaml",
         )
         return
-    info = pick_bundle(infos, "quality_bundle")
+    info = pick_bundle(infos, "quality_bundle", owns=QUALITY_PICKS)
     predictor = load(info)
     spec = predictor.input_spec
     cmap = predictor.columns
@@ -121,7 +131,7 @@ def quality() -> None:
 
     st.subheader("Prediction")
     show_trust(info.manifest)
-    rows_out = predictor.rows(windows, np.array([at]))
+    rows_out = _rows(info.bundle_id, source, lot, stride, at, predictor, windows)
     row = rows_out.iloc[0]
     st.caption(
         f"From the model's window of {window} readings ending {when(windows.end[at], cmap.time)}."

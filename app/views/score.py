@@ -68,7 +68,7 @@ def score_page() -> None:
     if not bundles:
         st.info(f"No model bundle in {cfg.models_dir}; train one with `mfgtx demo`.")
         return
-    info = pick_bundle(bundles, "score_bundle")
+    info = pick_bundle(bundles, "score_bundle", owns=("score_done",))
     predictor = load(info)
     show_trust(info.manifest, details=False, lead="How far to trust these scores.")
     if info.kind == "vit":
