@@ -10,6 +10,7 @@ and the kind in its title, but the notice itself is written once per section by 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -222,8 +223,51 @@ def amount(value: float) -> str:
     return np.format_float_positional(value, precision=2, unique=True, fractional=False, trim="-")
 
 
+#: The random bar's whisker, in standard deviations of its draws: the attended bar must rise
+#: above it for the map to count as pointing at what the prediction depends on.
+WHISKER_SD = 2.0
+
+
+@dataclass(frozen=True)
+class DeletionReading:
+    """The deletion test's numbers in the prediction's units, and what they say; the bars
+    and the sentence are both drawn from it, so they cannot disagree.
+
+    Attributes:
+        attended: change when the most-attended inputs are masked (the red bar).
+        random: mean change over the random draws (the grey bar).
+        whisker: :data:`WHISKER_SD` standard deviations of the random draws (the grey bar's
+            whisker).
+        draws: random draws.
+        reading: ``"more"`` (the red bar rises above the whisker), ``"unclear"`` (above the
+            grey bar, within its whisker) or ``"not_more"`` (no higher than the grey bar).
+    """
+
+    attended: float
+    random: float
+    whisker: float
+    draws: int
+
+    @property
+    def reading(self) -> str:
+        if self.attended > self.random + self.whisker:
+            return "more"
+        return "unclear" if self.attended > self.random else "not_more"
+
+
+def deletion_reading(result: Any, *, scale: float) -> DeletionReading:
+    """:class:`DeletionReading` of a :class:`~mfgtx.explain.DeletionResult`, times ``scale``."""
+    return DeletionReading(
+        attended=result.attended * scale,
+        random=result.random_mean * scale,
+        whisker=WHISKER_SD * result.random_std * scale,
+        draws=int(result.random_change.shape[0]),
+    )
+
+
 def deletion_bars(result: Any, *, scale: float, unit: str, watched: str) -> go.Figure:
-    """Most-attended against random inputs removed, in the prediction's own units.
+    """Most-attended against random inputs removed, in the prediction's own units; the random
+    bar's whisker is the spread :func:`deletion_sentence` reads (:class:`DeletionReading`).
 
     Args:
         result: the :class:`~mfgtx.explain.DeletionResult`.
@@ -231,14 +275,14 @@ def deletion_bars(result: Any, *, scale: float, unit: str, watched: str) -> go.F
         unit: e.g. ``"percentage points"``, ``"cycles"``.
         watched: what was watched, e.g. ``"P(bad lot)"``.
     """
+    r = deletion_reading(result, scale=scale)
     pct = f"{100 * result.fraction:g}%"
-    draws = int(result.random_change.shape[0])
-    y = [result.attended * scale, result.random_mean * scale]
+    random_label = f"{pct} random {result.unit} ({r.draws} draws, whisker ±{WHISKER_SD:g} sd)"
     fig = go.Figure(
         go.Bar(
-            x=[f"{pct} most-attended {result.unit}", f"{pct} random {result.unit} ({draws} draws)"],
-            y=y,
-            error_y={"type": "data", "array": [0.0, result.random_std * scale], "visible": True},
+            x=[f"{pct} most-attended {result.unit}", random_label],
+            y=[r.attended, r.random],
+            error_y={"type": "data", "array": [0.0, r.whisker], "visible": True},
             marker_color=["#d62728", "#7f7f7f"],
             hovertemplate=f"%{{x}}: %{{y:.2~g}} {unit}<extra></extra>",
         )
@@ -248,28 +292,36 @@ def deletion_bars(result: Any, *, scale: float, unit: str, watched: str) -> go.F
     )
     fig.update_xaxes(title=f"{result.unit} masked")
     _meta(fig, "Deletion test beside the attention map")
-    fig.update_layout(height=360)
+    fig.update_layout(height=360, meta={**fig.layout.meta, "reading": r.reading})
     return fig
 
 
 def deletion_sentence(result: Any, *, scale: float, unit: str, watched: str) -> str:
-    """The deletion test in words and in the prediction's units."""
+    """The deletion test in words and in the prediction's units, read from the same
+    :class:`DeletionReading` as its bars."""
+    r = deletion_reading(result, scale=scale)
     pct = f"{100 * result.fraction:g}%"
-    attended, rand, sd = (
-        v * scale for v in (result.attended, result.random_mean, result.random_std)
-    )
-    draws = int(result.random_change.shape[0])
-    if attended > rand + 2 * sd:
-        reading = "the map points at inputs this prediction depends on"
+    if r.reading == "more":
+        reading = (
+            "the red bar rises above the random bar's whisker, so the map points at inputs "
+            "this prediction depends on"
+        )
+    elif r.reading == "unclear":
+        times = f"{r.attended / r.random:.1f} times" if r.random > 0 else "more than"
+        reading = (
+            f"that is {times} the random mean, but within the spread of the random draws (the "
+            "whisker), so this test cannot tell it from chance: do not read the map as "
+            "pointing at a cause"
+        )
     else:
         reading = (
             "removing the most-attended inputs matters no more than removing random ones: "
             "do not read the map as pointing at a cause"
         )
     return (
-        f"Masking the {pct} most-attended {result.unit} moved {watched} by {amount(attended)} "
-        f"{unit}; {pct} random {result.unit} moved it by {amount(rand)} ± {amount(sd)} {unit} "
-        f"({draws} draws): {reading}."
+        f"Masking the {pct} most-attended {result.unit} moved {watched} by {amount(r.attended)} "
+        f"{unit}; {pct} random {result.unit} moved it by {amount(r.random)} ± "
+        f"{amount(r.whisker)} {unit} ({r.draws} draws, ±{WHISKER_SD:g} sd): {reading}."
     )
 
 
@@ -283,6 +335,8 @@ def sensor_figure(
 
     fig = make_subplots(rows=len(sensors), cols=1, shared_xaxes=True, vertical_spacing=0.03)
     dated = not pd.api.types.is_numeric_dtype(df[time])
+    if dated and not pd.api.types.is_datetime64_any_dtype(df[time]):  # never guessed here
+        raise TypeError(f"sensor_figure: parse {time!r} first (_tables.with_times)")
     t = pd.to_datetime(df[time], utc=True) if dated else df[time]
     x_hover = "%{x|%Y-%m-%d %H:%M} UTC" if dated else f"{time} %{{x}}"
     for i, s in enumerate(sensors, start=1):

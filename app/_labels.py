@@ -8,6 +8,7 @@ import-linter contract "app does not import mfgtx.jobs" has no exception).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,14 @@ from mfgtx.data import DataError
 
 
 @st.cache_resource(show_spinner="reading the bundle's labelled data", max_entries=4, ttl=300)
-def labelled_windows(bundle_id: str, path: str) -> tuple[Any, str, tuple[str, ...]]:
+def labelled_windows(
+    bundle_id: str, path: str, every_row: bool = False
+) -> tuple[Any, str, tuple[str, ...]]:
     """The bundle's labelled windows, read by its recorded job exactly as training read
     them (labels joined, ``defect`` and label times derived as the job file says), the
-    name of their source, and what the library warned about while reading them.
+    name of their source, and what the library warned about while reading them. With
+    ``every_row`` one window ends at every reading (stride 1), so that a label is found at
+    whatever reading a prediction is made as of.
 
     Raises:
         DataError: the bundle records no job (saved from Python), or its data is gone.
@@ -39,6 +44,8 @@ def labelled_windows(bundle_id: str, path: str) -> tuple[Any, str, tuple[str, ..
             f"{Path(path).name} records no training job (it was saved from Python): the labels "
             "of its data are unknown here; judge it with `mfgtx evaluate JOB.yaml`"
         )
+    if every_row:
+        job = replace(job, windows=replace(job.windows, stride=1))
     with library_warnings() as notes:
         windows, _ = read_windows(job, predictor.kind)
     source = job.data.source.path or job.data.source.table or "query"
@@ -46,30 +53,34 @@ def labelled_windows(bundle_id: str, path: str) -> tuple[Any, str, tuple[str, ..
 
 
 def known_label(info: FoundBundle, lot: str, end: Any = None) -> str:
-    """The lot's known label (inspection result, or RUL as of ``end``) in words, from the
-    bundle's labelled data; says so when it is not known."""
+    """The lot's known label in words, from the bundle's labelled data: its inspection
+    result, or its RUL at the very reading ``end`` (the end of the window the prediction is
+    made from; never a label of another reading). Says so when it is not known."""
     predictor = load(info)
+    regression = predictor.task != "classification"
     try:
-        windows, _, _ = labelled_windows(info.bundle_id, str(info.path))
+        windows, _, _ = labelled_windows(info.bundle_id, str(info.path), every_row=regression)
     except DataError as e:
         return f"Known result: not available here ({e})."
     mine = np.flatnonzero(windows.lot.astype(str) == str(lot))
     if not len(mine) or windows.y is None:
         return f"Known result: lot {lot} has no label in the bundle's data."
     target = predictor.input_spec.targets[0]
-    if predictor.task == "classification":
+    if not regression:
         y = windows.y[mine[-1], 0]
         if np.isnan(y):
             return f"Known result: lot {lot} is not inspected yet."
         word = "bad (a defect was found)" if y >= 0.5 else "good (passed inspection)"
         return f"Known result: lot {lot} was inspected {word}."
-    at = mine[-1]
-    if end is not None:  # the labelled window ending at or just before ``end``
-        ends = windows.end[mine]
-        before = mine[ends <= np.asarray(end, dtype=ends.dtype)]
-        at = before[-1] if len(before) else mine[0]
-    y = float(windows.y[at, 0])
+    at = mine[-1] if end is None else None
+    if end is not None:  # the labelled window ending at this very reading
+        same = mine[windows.end[mine] == np.asarray(end, dtype=windows.end.dtype)]
+        at = same[-1] if len(same) else None
+    shown = when(windows.end[mine[-1]] if end is None else end, predictor.columns.time)
+    if at is None or np.isnan(windows.y[at, 0]):
+        return (
+            f"Known {target} at {shown}: none; lot {lot} has no label at that reading in the "
+            "bundle's data."
+        )
     unit = recorded(info.manifest).unit(target)
-    exact = end is None or windows.end[at] == np.asarray(end, dtype=windows.end.dtype)
-    note = "" if exact else " (the nearest labelled reading before it)"
-    return f"Known {target} at {when(windows.end[at])}{note}: {y:.1f} {unit}".rstrip() + "."
+    return f"Known {target} at {shown}: {float(windows.y[at, 0]):.1f} {unit}".rstrip() + "."

@@ -50,7 +50,7 @@ def recorded(manifest: Mapping[str, Any] | None) -> Recorded:
     units = _section(job, "data", "columns", "units")
     keys = ("delimiter", "decimal", "encoding")
     try:
-        fmt = CsvFormat(**{k: str(source[k]) for k in keys if k in source})
+        fmt = CsvFormat(**{k: str(source[k]) for k in keys if source.get(k) is not None})
     except ValueError:  # written for another mfgtx: read as plain CSV
         fmt = CsvFormat()
     path = source.get("path")

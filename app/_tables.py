@@ -1,6 +1,10 @@
 """Sensor tables of a page: the data folder's file of a bundle's columns, and an uploaded
 CSV, both read by the library's reader (:mod:`mfgtx.data.io`) in the CSV format chosen
-under "CSV format" (it starts as the bundle's job read its training data)."""
+under "CSV format" (it starts as the bundle's read options: how its training data was
+written). Their times are parsed once, by the library with the bundle's time format and
+zone (:func:`mfgtx.data.table.read_times`): the page draws and writes those, never its own
+reading of the text (a column that reads both day first and month first is refused,
+naming both readings)."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import streamlit as st
 from _recorded import recorded
 from _settings import MAX_CSV_INFLATED_MB, MAX_CSV_MB
 
-from mfgtx.data import ColumnMap, DataError
+from mfgtx.data import ColumnMap, DataError, read_times
 from mfgtx.data.io import FILE, LINE, CsvFormat, csv_header, read_csv_bytes, without_position
 
 #: The CSV formats an upload may be read in: a job file's ``source.delimiter``,
@@ -31,12 +35,19 @@ CONTROLS = (
 )
 
 
-def csv_format(manifest: Any, key: str) -> dict[str, str]:
+def start_format(predictor: Any, manifest: Any) -> CsvFormat:
+    """The CSV format an upload starts from: the bundle's read options (a predictor of
+    sensor rows saves them), else as its recorded job read its training data
+    (:func:`_recorded.recorded`)."""
+    options = getattr(predictor, "read_options", None)
+    return options.csv if options is not None else recorded(manifest).fmt
+
+
+def csv_format(manifest: Any, key: str, predictor: Any = None) -> dict[str, str]:
     """The upload's CSV format (``delimiter``, ``decimal``, ``encoding``), chosen under "CSV
-    format"; it starts as the bundle's recorded job read its training data
-    (:func:`_recorded.recorded`). A choice that does not go together is refused when the
-    file is read, naming the control."""
-    start = recorded(manifest).fmt
+    format"; it starts as the bundle's read options (:func:`start_format`). A choice that
+    does not go together is refused when the file is read, naming the control."""
+    start = start_format(predictor, manifest)
     encodings = list(dict.fromkeys([*ENCODINGS, start.encoding]))
     delimiters = list(dict.fromkeys([*DELIMITERS, start.delimiter]))
     with st.expander("CSV format", expanded=not start.plain):
@@ -135,8 +146,22 @@ def frame_for(cmap: ColumnMap, data_dir: Path, manifest: Any = None) -> pd.DataF
     for path in here + found:
         if need <= _header(path, job.fmt):  # the header first: cheap
             f = job.fmt
-            return _csv(str(path), f.delimiter, f.decimal, f.encoding, text_columns(cmap))
+            frame = _csv(str(path), f.delimiter, f.decimal, f.encoding, text_columns(cmap))
+            return with_times(frame, cmap)
     raise DataError(f"no CSV file in {data_dir} has the bundle's columns {sorted(need)}")
+
+
+def with_times(frame: pd.DataFrame, cmap: ColumnMap) -> pd.DataFrame:
+    """``frame`` with its time column parsed by the library as the bundle reads it
+    (``cmap``'s time format and zone): what the page draws and writes.
+
+    Raises:
+        DataError: a time that cannot be read so, or a column that reads both day first and
+            month first without a time format (naming both readings).
+    """
+    out = frame.copy()
+    out[cmap.time] = read_times(frame, cmap)
+    return out
 
 
 def _header(path: Path, fmt: CsvFormat) -> set[str]:
@@ -160,12 +185,13 @@ def read_upload_csv(
         frame = read_csv(upload.getvalue(), upload.name, fmt, text_columns(predictor.columns))
     except DataError as e:
         return None, str(e)
-    df = without_position(frame).reset_index(drop=True)
+    frame = frame.reset_index(drop=True)
     try:
-        predictor.table(frame.reset_index(drop=True))  # its _file and _line name the lines
+        predictor.table(frame)  # its _file and _line name the lines
+        frame = with_times(frame, predictor.columns)  # as the table read them
     except DataError as e:
         return None, upload_reason(upload.name, e)
-    return df, None
+    return without_position(frame), None
 
 
 def upload_reason(name: str, e: DataError) -> str:

@@ -1,15 +1,20 @@
-"""How far to trust a prediction: the bundle's verdict against its baselines, and the lot's set.
+"""How far to trust a prediction: the bundle's standing against its baselines, and the lot's set.
 
 Everything here reads what the bundle already records (``manifest["metrics"]``, the split
-audit's ``summary.sets``) and words it for a plant engineer; no figure is computed here.
+audit's ``summary.sets``) and words it for a plant engineer. The standing itself is the
+library's one rule (:func:`mfgtx.baselines.standing_of`), the same the report and the CLI
+print; this module only picks its colour.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
+
+from mfgtx.baselines import EvaluationReport, standing_of
 
 #: Words for each set of the bundle's split, as shown beside a prediction.
 SET_WORDS = {
@@ -27,20 +32,16 @@ SET_WORDS = {
     "unseen": "not in the bundle's data: new to the model",
 }
 
-#: Arrow after a metric name: which way is better.
-ARROWS = {True: "↑ higher is better", False: "↓ lower is better"}
-
 
 @dataclass(frozen=True)
 class Trust:
-    """The bundle's standing against its baselines.
+    """The bundle's standing against its baselines, as every page shows it.
 
     Attributes:
-        level: ``"better"`` (beats the best baseline beyond noise), ``"tie"`` (the test lots
-            cannot tell them apart), ``"worse"`` (a baseline beats it beyond noise) or
-            ``"unknown"`` (no comparison stored).
-        headline: one line for the top of a prediction.
-        details: the report's verdict and "how sure" sentences.
+        level: ``"use"``, ``"care"``, ``"do_not_rely"`` or ``"unknown"``, from
+            :func:`mfgtx.baselines.standing_of` (the rule the report and the CLI use too).
+        headline: the level in words and its reason, one line.
+        details: the "how sure" sentences, recomputed from the stored comparison.
     """
 
     level: str
@@ -48,47 +49,44 @@ class Trust:
     details: tuple[str, ...]
 
 
+#: How each level is drawn: the Streamlit box (its colour) and its icon.
+BOXES: dict[str, tuple[Callable[..., Any], str]] = {
+    "use": (st.success, ":material/verified:"),
+    "care": (st.warning, ":material/help:"),
+    "do_not_rely": (st.error, ":material/block:"),
+    "unknown": (st.info, ":material/info:"),
+}
+
+
 def trust_of(manifest: dict[str, Any]) -> Trust:
-    """The bundle's verdict against its baselines, from the metrics its manifest stores."""
+    """The bundle's standing against its baselines, from the metrics its manifest stores
+    (the verdict text stored beside them is not read: old bundles get today's rule)."""
     metrics = manifest.get("metrics") or {}
-    rows = metrics.get("rows") or []
-    details = tuple(s for s in (metrics.get("verdict"), metrics.get("how_sure")) if s)
-    if not rows:
-        return Trust(
-            "unknown",
-            "This bundle stores no comparison with baselines: how far to trust it is unknown.",
-            details,
-        )
-    primary = metrics.get("primary")
-    model = rows[0]["name"]
-    differences = [d for d in metrics.get("differences") or [] if d.get("metric") == primary]
-    higher = (metrics.get("higher_is_better") or {}).get(primary)
-    if not differences or higher is None:
-        return Trust("unknown", f"{model}: no confidence interval against the baselines.", details)
-    d = differences[0]
-    low, high, baseline = float(d["low"]), float(d["high"]), d["baseline"]
-    n, unit = d.get("n_groups"), d.get("unit", "test lots")
-    if low <= 0 <= high:
-        return Trust(
-            "tie",
-            f"Use with care: on the {n} {unit} {model} cannot be told apart from the "
-            f"baseline {baseline} on {primary} ({ARROWS[higher]}).",
-            details,
-        )
-    better = (low > 0) == bool(higher)
-    if better:
-        return Trust(
-            "better",
-            f"{model} beats the best baseline, {baseline}, on {primary} beyond resampling "
-            f"noise ({n} {unit}).",
-            details,
-        )
-    return Trust(
-        "worse",
-        f"Do not rely on this model: the baseline {baseline} beats it on {primary} beyond "
-        f"resampling noise ({n} {unit}); prefer {baseline} or retrain.",
-        details,
-    )
+    found = standing_of(metrics)
+    details: tuple[str, ...] = ()
+    if found.level != "unknown" or metrics.get("rows"):
+        try:
+            how_sure = EvaluationReport.from_dict(metrics).how_sure
+        except (KeyError, TypeError, ValueError):
+            how_sure = ""
+        details = (f"How sure: {how_sure}",) if how_sure else ()
+    return Trust(found.level, found.headline, details)
+
+
+def show_trust(
+    manifest: dict[str, Any],
+    *,
+    details: bool = True,
+    lead: str = "How far to trust this prediction.",
+) -> Trust:
+    """Draw the standing in its level's colour (green, amber, red; blue when unknown) after
+    ``lead`` in bold and, with ``details``, the "how sure" sentences under it."""
+    trust = trust_of(manifest)
+    box, icon = BOXES[trust.level]
+    box(f"**{lead}** {trust.headline}", icon=icon)
+    for line in trust.details if details else ():
+        st.caption(line)
+    return trust
 
 
 def set_of(manifest: dict[str, Any], lot: str | None) -> str:
@@ -120,18 +118,3 @@ def set_sentence(manifest: dict[str, Any], lot: str | None, what: str = "Lot") -
         else ""
     )
     return f"{what} {lot} is {SET_WORDS[which]}{extra}."
-
-
-def show_trust(manifest: dict[str, Any]) -> Trust:
-    """Draw the trust line (coloured by level) and the report's sentences under it."""
-    trust = trust_of(manifest)
-    # a losing model is a warning, not an error: errors on these pages mean bad input
-    box, icon = {
-        "better": (st.success, ":material/verified:"),
-        "tie": (st.warning, ":material/help:"),
-        "worse": (st.warning, ":material/block:"),
-    }.get(trust.level, (st.info, ":material/info:"))
-    box(f"**How far to trust this prediction.** {trust.headline}", icon=icon)
-    for line in trust.details:
-        st.caption(line)
-    return trust

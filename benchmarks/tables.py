@@ -4,7 +4,9 @@ Reads every ``<bench>-<timestamp>.json`` that ``benchmarks/_harness.py`` wrote u
 ``--results`` (default ``benchmarks/results/``), keeps the latest run of each benchmark and
 writes one Markdown page (default ``docs/benchmarks/results.md``): a section per benchmark
 with the machine, the commit and the arguments of its run, then its tables, each column
-headed with its unit.
+headed with its unit and each followed by the line that says where its figures were taken:
+the CPU, the commit and the load average at the start of the run (a figure from a machine
+shared with other work reads as such).
 
 Usage::
 
@@ -36,6 +38,11 @@ Each section is the latest run of one script under `benchmarks/`, read from the 
 run wrote (`benchmarks/results/<bench>-<timestamp>.json`). Run a benchmark again, then
 `python benchmarks/tables.py`, to bring its section up to date. Timings depend on the machine
 named in each section; compare runs from the same machine only.
+
+Under every table: the CPU, the commit and the load average (1 minute) when the run started.
+A load average near or above the number of cores means other work shared the machine, so
+the run's timings are slower and noisier than the machine can do; accuracy figures do not
+depend on it.
 """
 
 
@@ -89,6 +96,24 @@ def command(run: Mapping[str, Any]) -> str:
     return shlex.join(["python", f"benchmarks/{run['bench']}.py", *run.get("argv", [])])
 
 
+def provenance(env: Mapping[str, Any]) -> str:
+    """Where a table's figures were taken: CPU, commit, load average at the start of the run."""
+    cores = env.get("cpu_count")
+    cpu = f"{env.get('cpu') or 'CPU not recorded'}" + (f" ({cores} cores)" if cores else "")
+    commit = env.get("commit")
+    if commit:
+        dirty = commit.endswith("-dirty")
+        commit = f"commit {commit.removesuffix('-dirty')[:12]}" + (" (dirty)" if dirty else "")
+    load = env.get("load_average")
+    if load:
+        load_text = f"load average {load[0]:g} at start"
+        if cores and load[0] >= cores:
+            load_text += f" (at or above its {cores} cores: shared with other work)"
+    else:
+        load_text = "load average not recorded"
+    return f"*{cpu}, {commit or 'commit not recorded'}, {load_text}.*"
+
+
 def section(run: Mapping[str, Any]) -> list[str]:
     env = run.get("environment", {})
     where = [
@@ -111,7 +136,7 @@ def section(run: Mapping[str, Any]) -> list[str]:
         "",
     ]
     for name, spec in run.get("tables", {}).items():
-        lines += [f"### {name}", "", *table(spec), ""]
+        lines += [f"### {name}", "", *table(spec), "", provenance(env), ""]
     lines += [f"- {n}" for n in run.get("notes", [])]
     if run.get("notes"):
         lines.append("")

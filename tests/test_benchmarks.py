@@ -126,10 +126,29 @@ def test_tables_renders_the_latest_run_of_each(tmp_path, monkeypatch) -> None:
     assert "| model | median step (s) |" in text and "|---|---:|" in text
     assert "| ours | 0.125 |" in text and "| peer \\| theirs |  |" in text
     assert "- ours / peer: not measured" in text
+    lines = text.splitlines()  # where the table's figures were taken, right under it
+    below = lines[lines.index("| peer \\| theirs |  |") + 2]
+    assert below.startswith("*") and "cores), commit " in below and " at start" in below
     assert "python benchmarks/fake_bench.py" in text
     assert tables.main(["--results", str(tmp_path), "--out", str(page), "--check"]) == 0
     page.write_text(text + "hand edit\n")
     assert tables.main(["--results", str(tmp_path), "--out", str(page), "--check"]) == 1
+
+
+def test_every_table_says_cpu_commit_and_load(monkeypatch) -> None:
+    """A figure taken on a shared machine says so; a missing record says it is missing."""
+    tables = _module("tables", monkeypatch)
+    env = {"cpu": "Xeon", "cpu_count": 2, "commit": "0123456789abcdef-dirty"}
+    busy = tables.provenance({**env, "load_average": [3.5, 2.0, 1.0]})
+    assert busy == (
+        "*Xeon (2 cores), commit 0123456789ab (dirty), "
+        "load average 3.5 at start (at or above its 2 cores: shared with other work).*"
+    )
+    quiet = tables.provenance({**env, "load_average": [0.4, 0.2, 0.1]})
+    assert quiet.endswith("load average 0.4 at start.*") and "shared" not in quiet
+    assert tables.provenance({}) == (
+        "*CPU not recorded, commit not recorded, load average not recorded.*"
+    )
 
 
 def test_docs_page_is_generated_from_the_result_files(monkeypatch) -> None:

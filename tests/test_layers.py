@@ -77,8 +77,9 @@ def test_a_deliberate_violation_breaks_its_contract(copy, module, line, contract
 
 
 PUBLIC = {
-    "mfgtx", "mfgtx.artifacts", "mfgtx.calibration", "mfgtx.data", "mfgtx.data.io",
-    "mfgtx.explain", "mfgtx.images", "mfgtx.jobfile", "mfgtx.jobs", "mfgtx.kinds", "mfgtx.metrics",
+    "mfgtx", "mfgtx.artifacts", "mfgtx.baselines", "mfgtx.calibration", "mfgtx.data",
+    "mfgtx.data.io", "mfgtx.explain", "mfgtx.images", "mfgtx.jobfile", "mfgtx.jobs", "mfgtx.kinds",
+    "mfgtx.metrics",
     "mfgtx.passwords", "mfgtx.split",
 }  # fmt: skip
 

@@ -10,6 +10,7 @@ label. The explanation is cached per image, so moving the opacity only redraws.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -33,11 +34,21 @@ from _trust import set_sentence, show_trust
 from mfgtx.kinds import probability_column
 
 IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
+#: What the user picked for the bundle shown, cleared when another bundle is shown: the
+#: data folder's images (a crack patch is not a photo) and the attention map option.
+DEFECT_PICKS = ("defect_samples", "defect_map")
 
 
-@st.cache_resource(max_entries=64, show_spinner="classifying the image and its deletion test")
-def _explained(bundle_id: str, name: str, digest: str, which: str, _predictor: Any, _data: bytes):
-    return _predictor.explain((name, _data), which=which)
+@st.cache_resource(max_entries=64, show_spinner="classifying the image")
+def _explained(bundle_id: str, name: str, digest: str, _predictor: Any, _data: bytes):
+    """The image's row and attention maps (both kinds): the map option does not rerun it."""
+    return _predictor.explain((name, _data), deletion=False)
+
+
+@st.cache_resource(max_entries=128, show_spinner="running the deletion test")
+def _deletion(bundle_id: str, name: str, digest: str, which: str, _predictor: Any, _explained):
+    """The deletion test of the map ``which``: all that changes with the map option."""
+    return _predictor.deletion_of(_explained, which)
 
 
 @st.cache_resource(max_entries=64, show_spinner="scoring every tile of the photo")
@@ -69,8 +80,9 @@ def decision_of(predictor: Any, row: dict) -> dict[str, Any]:
 def classify(predictor, name: str, data: bytes, which: str = "rollout"):
     """``(decision dict, explanation)`` of one image (cached by its content)."""
     digest = hashlib.sha256(data).hexdigest()
-    explained = _explained(predictor.bundle_id, name, digest, which, predictor, data)
-    return decision_of(predictor, explained.row), explained
+    explained = _explained(predictor.bundle_id, name, digest, predictor, data)
+    deletion = _deletion(predictor.bundle_id, name, digest, which, predictor, explained)
+    return decision_of(predictor, explained.row), dataclasses.replace(explained, deletion=deletion)
 
 
 def _views(n: int, as_: str) -> str:
@@ -136,7 +148,7 @@ def defects() -> None:
     if not infos:
         no_bundle_message("defect", cfg.models_dir, "mfgtx demo")
     else:
-        info = pick_bundle(infos, "defect_bundle")
+        info = pick_bundle(infos, "defect_bundle", owns=DEFECT_PICKS)
         bundle = load(info)
         show_trust(info.manifest)
     uploads = st.file_uploader(

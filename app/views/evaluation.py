@@ -84,7 +84,7 @@ def evaluation() -> None:
             "mfgtx train sensor pipelines/configs/sample_quality.yaml",
         )
         return
-    info = pick_bundle(infos, "evaluation_bundle")
+    info = pick_bundle(infos, "evaluation_bundle", owns=("eval_threshold",))
     windows, source, notes = labelled_windows(info.bundle_id, str(info.path))
     show_warnings(notes)
     predictor = load(info)

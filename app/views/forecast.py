@@ -17,12 +17,24 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from _bundles import bundles_of, load, no_bundle_message, pick_bundle
-from _common import csv_download, guarded, when
+from _common import csv_download, data_key, guarded, when
 from _recorded import recorded
 from _tables import frame_for, lot_windows
 from _trust import set_sentence, show_trust
 
+from mfgtx.baselines import baseline_words
 from mfgtx.metrics import interval_coverage, mae
+
+#: What the user picked for the bundle shown, cleared when another bundle is shown.
+FORECAST_PICKS = ("forecast_lot", "forecast_sensors", "forecast_horizon", "forecast_origin")
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _band(bundle_id: str, source: str, sensor: str, steps: int, origin: int, _p: Any,
+          _history: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+    """:func:`forecast_band`, once per bundle, lot data, sensor, horizon and origin (read
+    only: the page copies it before adding to it)."""
+    return forecast_band(_p, _history, sensor, steps, origin)
 
 
 def reading_minutes(history: pd.DataFrame, time: str) -> float:
@@ -179,7 +191,7 @@ def forecast() -> None:
     if not infos:
         no_bundle_message("forecaster", cfg.models_dir, "mfgtx demo")
         return
-    info = pick_bundle(infos, "forecast_bundle")
+    info = pick_bundle(infos, "forecast_bundle", owns=FORECAST_PICKS)
     predictor = load(info)
     spec = predictor.input_spec
     cols = predictor.columns
@@ -193,6 +205,7 @@ def forecast() -> None:
             help="The sensors this forecaster forecasts.",
         )  # fmt: skip
     history = df[df[cols.lot].astype(str) == lot].reset_index(drop=True)
+    source = data_key(history)  # the lot's readings: keys its cached forecasts
     window = spec.windowing.window
     show_trust(info.manifest)
     st.markdown(set_sentence(info.manifest, lot))
@@ -225,25 +238,26 @@ def forecast() -> None:
     kept = predictor.best_baseline
     best = kept or _best_baseline(info.manifest)
     if kept:
-        baseline_name = f"{kept} baseline"
+        baseline_name = f"baseline: {baseline_words(kept)}"
         note = (
-            f"Grey dashes: {kept}, the baseline that did best on the bundle's test lots, "
-            "forecasting from the same readings"
+            f"Grey dashes: {baseline_words(kept)}, the baseline that did best on the bundle's "
+            "test lots, forecasting from the same readings"
         )
     else:
-        baseline_name = "Naive baseline (last reading held)"
-        note = "Grey dashes: the Naive baseline (the last reading held flat)"
+        baseline_name = f"baseline: {baseline_words('Naive')}"
+        note = f"Grey dashes: {baseline_words('Naive')} (the last reading held flat)"
         if best and best != "Naive":
             note += (
-                f"; the bundle's best baseline on its test lots was {best}, which this bundle "
-                "does not keep (retrain it to draw it)"
+                f"; the bundle's best baseline on its test lots was {baseline_words(best)}, "
+                "which this bundle does not keep (retrain it to draw it)"
             )
     st.caption(note + "." + (f" {words}" if words else ""))
     table = []
     for sensor in chosen:
         band = None
         try:
-            band = forecast_band(predictor, history, sensor, steps, origin)
+            band = _band(info.bundle_id, source, sensor, steps, origin, predictor, history)
+            band = band.copy()
         except ValueError as e:
             st.warning(str(e))
         if band is not None and not kept:  # Naive: the last reading held

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
 from _bundles import find_bundles
 from _common import guarded
+from _freshness import freshness
 from _settings import app_config
-from _trust import trust_of
+from _trust import show_trust
 
-from mfgtx.data.io import csv_header, file_chunks
+from mfgtx.baselines import baseline_words, model_words
 from mfgtx.metrics import plain_meanings, plain_name
 from mfgtx.split import duration_text
 
@@ -32,7 +32,7 @@ MODEL_WORDS = {
 }
 
 
-def model_words(kind: str | None, model_class: str, manifest: dict) -> str:
+def bundle_model_words(kind: str | None, model_class: str, manifest: dict) -> str:
     """The bundle's model in words: what it is and, for an ensemble, how many members."""
     words = MODEL_WORDS.get(kind or "", "model")
     members = (manifest.get("split") or {}).get("ensemble_members")
@@ -55,6 +55,9 @@ def _metrics_table(metrics: dict) -> pd.DataFrame:
             {
                 "predictor": r["name"],
                 "kind": r.get("kind", ""),
+                "in words": (model_words if r.get("kind") == "model" else baseline_words)(
+                    r["name"]
+                ),
                 **{name(k): v for k, v in r["metrics"].items()},
             }
             for r in rows
@@ -95,32 +98,6 @@ def judged_on(metrics: dict) -> str:
     return f"{text}; primary metric: **{plain_name(str(primary))}**{arrow}"
 
 
-def _freshness(data_dir) -> None:
-    st.subheader("Data")
-    files = sorted(data_dir.glob("*.csv")) if data_dir.is_dir() else []
-    if not files:
-        st.warning(f"No CSV files in the data directory {data_dir}.")
-        return
-    now = datetime.now(UTC)
-    rows = []
-    for f in files:
-        modified = datetime.fromtimestamp(f.stat().st_mtime, UTC)
-        rows.append(
-            {
-                "file": f.name,
-                "size (kB)": round(f.stat().st_size / 1024, 1),
-                "modified (UTC)": modified.strftime("%Y-%m-%d %H:%M"),
-                "age (days)": round((now - modified).total_seconds() / 86400, 1),
-            }
-        )
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
-    sensors = data_dir / "sensors.csv"
-    if sensors.is_file() and {"line", "timestamp"} <= set(csv_header(sensors)):  # the sample plant
-        df = pd.concat(c[["line", "timestamp"]] for c in file_chunks(sensors))
-        latest = df.groupby("line")["timestamp"].max().rename("latest reading (UTC)")
-        st.dataframe(latest.reset_index(), hide_index=True)
-
-
 @guarded
 def overview() -> None:
     cfg = app_config()
@@ -144,7 +121,7 @@ def overview() -> None:
                     {
                         "bundle": b.path.name,
                         "kind": b.kind,
-                        "model": model_words(b.kind, b.model_class, b.manifest),
+                        "model": bundle_model_words(b.kind, b.model_class, b.manifest),
                         "task": TASK_WORDS.get(b.task or "", b.task or "not recorded"),
                         "created (UTC)": b.manifest.get("created_utc"),
                         "parameters": b.manifest["model"].get("parameters"),
@@ -160,15 +137,13 @@ def overview() -> None:
         with st.expander(f"{b.path.name}: metrics and split audit", expanded=True):
             metrics = b.manifest.get("metrics") or {}
             if metrics.get("rows"):
-                st.markdown(f"**{trust_of(b.manifest).headline}**")
+                trust = show_trust(b.manifest, details=False, lead="Verdict.")
                 st.markdown(judged_on(metrics))
                 st.dataframe(_metrics_table(metrics), hide_index=True)
                 shown = dict.fromkeys(k for r in metrics["rows"] for k in r.get("metrics", {}))
                 st.caption("  \n".join(plain_meanings(shown)))  # what each column means
-                if metrics.get("verdict"):
-                    st.markdown(f"Verdict: {metrics['verdict']}")
-                if metrics.get("how_sure"):
-                    st.markdown(f"How sure: {metrics['how_sure']}")
+                for line in trust.details:  # "How sure: ...", recomputed in plant words
+                    st.markdown(line)
             else:
                 st.write("No metrics stored in this bundle.")
             audit = b.manifest.get("audit") or {}
@@ -214,7 +189,12 @@ def overview() -> None:
                 key=f"report-{b.path.name}",
                 on_click="ignore",
             )
-    _freshness(cfg.data_dir)
+    time_names = [  # the bundles' time columns first, then their label times
+        str(((b.manifest.get("input_spec") or {}).get("columns") or {}).get(key) or "")
+        for key in ("time", "label_time")
+        for b in bundles
+    ]
+    freshness(cfg.data_dir, [t for t in dict.fromkeys(time_names) if t])
 
 
 overview()

@@ -24,6 +24,7 @@ from _figures import (
     sensor_figure,
     token_labels,
 )
+from _interval import shown
 from _labels import known_label
 from _recorded import recorded
 from _settings import MAX_CSV_MB
@@ -31,6 +32,9 @@ from _tables import csv_format, frame_for, lot_windows, read_upload_csv
 from _trust import set_sentence, show_trust
 
 from mfgtx.kinds import probability_column
+
+#: What the user picked for the bundle shown, cleared when another bundle is shown.
+QUALITY_PICKS = ("quality_line", "quality_lot", "quality_as_of", "quality_threshold")
 
 
 @st.cache_resource(max_entries=32, show_spinner="running the deletion test")
@@ -43,6 +47,13 @@ def _explained(bundle_id: str, source: str, lot: str, at: int, _predictor: Any, 
 @st.cache_resource(max_entries=32, show_spinner=False)
 def _lot_windows(bundle_id: str, source: str, lot: str, stride: int | None, _p: Any, _rows: Any):
     return lot_windows(_p, _rows, stride=stride)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _rows(bundle_id: str, source: str, lot: str, stride: int | None, at: int, _p: Any,
+          _windows: Any) -> pd.DataFrame:  # fmt: skip
+    """The output row of window ``at`` (read only: the what-if threshold only compares)."""
+    return _p.rows(_windows, np.array([at]))
 
 
 def _window_times(rows: pd.DataFrame, time: str, windows: Any, at: int) -> list[str]:
@@ -71,7 +82,7 @@ def quality() -> None:
             "mfgtx train sensor pipelines/configs/sample_quality.yaml",
         )
         return
-    info = pick_bundle(infos, "quality_bundle")
+    info = pick_bundle(infos, "quality_bundle", owns=QUALITY_PICKS)
     predictor = load(info)
     spec = predictor.input_spec
     cmap = predictor.columns
@@ -84,7 +95,7 @@ def quality() -> None:
     )
     uploaded = upload is not None
     if uploaded:
-        fmt = csv_format(info.manifest, "quality_csv")
+        fmt = csv_format(info.manifest, "quality_csv", predictor)
         df, problem = read_upload_csv(upload, predictor, fmt)  # new data: no labels yet
         if problem:
             st.error(f"Upload refused: {problem}")
@@ -122,7 +133,7 @@ def quality() -> None:
 
     st.subheader("Prediction")
     show_trust(info.manifest)
-    rows_out = predictor.rows(windows, np.array([at]))
+    rows_out = _rows(info.bundle_id, source, lot, stride, at, predictor, windows)
     row = rows_out.iloc[0]
     st.caption(
         f"From the model's window of {window} readings ending {when(windows.end[at], cmap.time)}."
@@ -154,18 +165,20 @@ def quality() -> None:
     else:
         target = spec.targets[0]
         unit = units.get(target, "")
-        score = float(row[target])
-        value = f"{score:.1f} {unit}".rstrip()
         qs = sorted(c for c in row.index if c.startswith(f"{target}_q"))
-        if len(qs) >= 2:
+        bounds = (float(row[qs[0]]), float(row[qs[-1]])) if len(qs) >= 2 else ()
+        out = shown(spec, target, float(row[target]), *bounds)  # within the target's range
+        score = out.point
+        value = f"{score:.1f} {unit}".rstrip()
+        if bounds:
             lo, hi = (int(q.rsplit("_q", 1)[1]) for q in (qs[0], qs[-1]))
-            value += f" (interval {row[qs[0]]:.1f} to {row[qs[-1]]:.1f})"
+            value += f" (interval {out.low:.1f} to {out.high:.1f})"
             st.metric(f"Predicted {target}", value)
             st.caption(
                 f"The interval runs from the model's {lo}% to its {hi}% quantile: nominally "
                 f"{hi - lo} in 100 true values fall inside it."
             )
-            if not row[qs[0]] <= score <= row[qs[-1]]:  # the point and quantile heads disagree
+            if not out.low <= score <= out.high:  # the point and quantile heads disagree
                 st.warning(
                     f"The point prediction {score:.1f} {unit} lies outside its own interval: "
                     "the model's point and interval outputs disagree here, so trust neither "
@@ -173,6 +186,8 @@ def quality() -> None:
                 )
         else:
             st.metric(f"Predicted {target}", value)
+        if out.note:
+            st.caption(out.note)
     st.markdown(set_sentence(info.manifest, lot))  # by lot id, uploaded or not
     if uploaded:
         st.caption("Uploaded data: its lot's inspection result is not looked up here.")

@@ -18,7 +18,7 @@ from _bundles import find_bundles, load, pick_bundle
 from _common import csv_download, guarded
 from _settings import MAX_CSV_MB, MAX_IMAGE_MB, app_config
 from _tables import csv_format, page_words, read_upload_bytes
-from _trust import set_of, trust_of
+from _trust import set_of, show_trust
 
 from mfgtx.data.io import FILE, LINE, without_position
 from mfgtx.kinds import KINDS
@@ -68,9 +68,9 @@ def score_page() -> None:
     if not bundles:
         st.info(f"No model bundle in {cfg.models_dir}; train one with `mfgtx demo`.")
         return
-    info = pick_bundle(bundles, "score_bundle")
+    info = pick_bundle(bundles, "score_bundle", owns=("score_done",))
     predictor = load(info)
-    st.caption(trust_of(info.manifest).headline)
+    show_trust(info.manifest, details=False, lead="How far to trust these scores.")
     if info.kind == "vit":
         uploads = st.file_uploader(
             f"Images to score (up to {MAX_IMAGE_MB} MB each)",
@@ -98,7 +98,7 @@ def score_page() -> None:
             max_upload_size=MAX_CSV_MB,
         )
         with st.form("score_form", border=False):  # an option changed scores nothing yet
-            fmt = csv_format(info.manifest, "score_csv")
+            fmt = csv_format(info.manifest, "score_csv", predictor)
             latest = st.toggle(
                 "Each lot's latest prediction only", value=True, key="score_latest",
                 help="Off: one row per window, as the bundle's stride cuts them.",

@@ -7,6 +7,7 @@ boosting says so. Typical use::
     baselines = fit_baselines(windows, train_idx, "regression", scaler=scaler)
     report = compare("regression", windows, test_idx, model_pred, baselines)
     markdown = report.to_markdown()   # the table for a meeting; report.to_json() for files
+    report.standing().level           # "use", "care", "do_not_rely" or "unknown"
 
 Every baseline has ``name``, ``fit(windows, train_idx, scaler=None) -> self`` and
 ``predict(windows, idx)``; classifiers also ``predict_proba``. The learned ones use the
@@ -31,6 +32,7 @@ from mfgtx.baselines.forecast import (
 from mfgtx.baselines.image import HogLogistic, MajorityImageClass, hog_features
 from mfgtx.baselines.regression import GradientBoosting, Ridge, TrainMean
 from mfgtx.baselines.report import Difference, EvaluationReport, ReportRow
+from mfgtx.baselines.standing import Standing, baseline_words, model_words, standing_of
 from mfgtx.baselines.suite import default_baselines, fit_baselines
 
 __all__ = [
@@ -50,14 +52,18 @@ __all__ = [
     "ReportRow",
     "Ridge",
     "SeasonalNaive",
+    "Standing",
     "TrainMean",
     "TrainMeanForecast",
+    "baseline_words",
     "bootstrap_differences",
     "compare",
     "default_baselines",
     "fit_baselines",
     "forecast_baseline",
     "hog_features",
+    "model_words",
+    "standing_of",
     "summary_feature_names",
     "summary_features",
 ]

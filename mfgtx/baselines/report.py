@@ -1,8 +1,9 @@
 """What a comparison found: :class:`ReportRow` per predictor and the :class:`EvaluationReport`.
 
-The verdict is computed from the rows every time it is asked for (never stored), so a report
-read back from JSON gives the same verdict as the one that was written. A
-:class:`Difference` per model says how sure its lead over the best baseline is.
+The verdict is computed from the rows every time it is asked for (never read back), by the
+one rule of :func:`mfgtx.baselines.standing.standing`, so a report read back from JSON (or a
+bundle written by an older mfgtx) gives the verdict of today's rule. A :class:`Difference`
+per model says how sure its lead over the best baseline is.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from mfgtx.baselines import standing as rule
 from mfgtx.baselines._base import check_task
+from mfgtx.baselines.standing import Standing, baseline_words, metric_words, model_words
 from mfgtx.metrics import HIGHER_IS_BETTER, plain_meanings, plain_name
 
 __all__ = ["Difference", "EvaluationReport", "ReportRow"]
@@ -23,6 +26,12 @@ _TASK_TITLE = {
     "classification": "Classification",
     "forecast": "Forecast",
 }
+
+
+def _metric_title(metric: str) -> str:
+    """``log_loss`` -> ``Log loss (lower is better)``."""
+    words = metric_words(metric)
+    return words[:1].upper() + words[1:]
 
 
 def _none_if_nan(v: float) -> float | None:
@@ -104,9 +113,9 @@ class Difference:
 
     def sentence(self) -> str:
         """How sure, in one sentence."""
-        who = _who(self.model, start=True)
+        who, base = model_words(self.model), baseline_words(self.baseline)
         head = (
-            f"{who} minus {self.baseline} on {self.metric}: {self.difference:+.4g}, "
+            f"{_metric_title(self.metric)} of {who} minus that of {base}: {self.difference:+.4g}, "
             f"{self.level:.0%} paired bootstrap interval over the {self.n_groups} {self.unit}"
         )
         if math.isnan(self.low):
@@ -116,7 +125,7 @@ class Difference:
             return f"{head} {span}: it includes 0, so these {self.unit} cannot tell the two apart."
         ahead = (self.low > 0) == HIGHER_IS_BETTER[self.metric]
         side = "better" if ahead else "worse"
-        return f"{head} {span}: {_who(self.model)} is {side} beyond resampling noise."
+        return f"{head} {span}: {who} is {side} beyond resampling noise."
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible form; ``nan`` becomes ``None``."""
@@ -158,22 +167,6 @@ def _best_of(rows: list[ReportRow] | tuple[ReportRow, ...], metric: str) -> Repo
     return best
 
 
-def _pair_text(a: float, b: float) -> tuple[str, str]:
-    """``a`` and ``b`` with enough significant digits to tell them apart."""
-    for digits in (4, 6, 8, 12, 17):
-        sa, sb = f"{a:.{digits}g}", f"{b:.{digits}g}"
-        if sa != sb:
-            break
-    return sa, sb
-
-
-def _who(name: str, start: bool = False) -> str:
-    """How a sentence names a model: "the model" for the default name, else the name as is."""
-    if name == "model":
-        return "The model" if start else "the model"
-    return name
-
-
 @dataclass(frozen=True)
 class EvaluationReport:
     """A model (or several) and the baselines scored on exactly the same test windows.
@@ -196,8 +189,9 @@ class EvaluationReport:
         ...         ReportRow("GradientBoosting", "baseline", {"rmse": 12.3, "r2": 0.63}),
         ...         ReportRow("TrainMean", "baseline", {"rmse": 20.4, "r2": 0.0}))
         >>> report = EvaluationReport("regression", n_test=50, rows=rows, primary="rmse")
-        >>> report.verdict
-        'GradientBoosting beats the model on rmse (12.3 vs 14.1).'
+        >>> report.verdict  # no interval here (no differences): the point values decide
+        'Do not rely on it. The best baseline, boosted trees on window summaries, scores better \
+than the model on RMSE (lower is better), 12.3 against 14.1; prefer the baseline or retrain.'
         >>> report.best("r2")
         'GradientBoosting'
         >>> EvaluationReport.from_json(report.to_json()) == report
@@ -282,51 +276,20 @@ class EvaluationReport:
         best = _best_of([r for r in self.rows if r.kind == "baseline"], metric)
         return None if best is None else best.name
 
-    def verdicts(self, metric: str | None = None) -> tuple[str, ...]:
-        """One plain-English sentence per model: does it beat every baseline on ``metric``?"""
-        metric = self.primary if metric is None else metric
-        if metric not in self.metrics:
-            raise KeyError(f"no metric {metric!r} in this report; metrics: {list(self.metrics)}")
-        base = [r for r in self.rows if r.kind == "baseline"]
-        scored = [r for r in base if not math.isnan(r.metrics[metric])]
-        unscored = [r.name for r in base if math.isnan(r.metrics[metric])]
-        tail = f" ({', '.join(unscored)}: no {metric})" if unscored else ""
-        out = []
-        for m in (r for r in self.rows if r.kind == "model"):
-            v = m.metrics[metric]
-            who = _who(m.name)
-            if math.isnan(v):
-                out.append(f"{metric} is undefined for {who}, so it cannot be compared.")
-                continue
-            if not scored:
-                out.append(f"No baseline has a value for {metric} to compare {who} with{tail}.")
-                continue
-            better = [b for b in scored if _better(b.metrics[metric], v, metric)]
-            tied = [b for b in scored if b.metrics[metric] == v]
-            if better:
-                top = _best_of(better, metric) or better[0]
-                sb, sm = _pair_text(top.metrics[metric], v)
-                extra = (
-                    f"; {len(better)} of {len(scored)} baselines beat it" if len(better) > 1 else ""
-                )
-                out.append(f"{top.name} beats {who} on {metric} ({sb} vs {sm}){extra}{tail}.")
-            elif tied:
-                out.append(
-                    f"{_who(m.name, start=True)} does not beat every baseline on {metric}: "
-                    f"{tied[0].name} ties it ({v:.6g}){tail}."
-                )
-            else:
-                runner = _best_of(scored, metric) or scored[0]
-                sm, sb = _pair_text(v, runner.metrics[metric])
-                out.append(
-                    f"{_who(m.name, start=True)} beats every baseline on {metric} ({sm} vs {sb} "
-                    f"for {runner.name}, the best baseline){tail}."
-                )
-        return tuple(out)
+    def standing(self, model: str | None = None) -> Standing:
+        """The standing of ``model`` (default: the first) against the baselines: its level
+        (``use``, ``care``, ``do_not_rely``, ``unknown``) and reason
+        (:func:`~mfgtx.baselines.standing.standing`)."""
+        return rule.standing(self, model)
+
+    def verdicts(self) -> tuple[str, ...]:
+        """One line per model: its standing against the baselines in words
+        (:func:`~mfgtx.baselines.standing.standing`, the one rule every reader uses)."""
+        return tuple(s.headline for s in rule.standings(self))
 
     @property
     def verdict(self) -> str:
-        """The verdicts on the primary metric, as one line."""
+        """The verdicts, as one line."""
         return " ".join(self.verdicts())
 
     @property

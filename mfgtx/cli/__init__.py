@@ -6,10 +6,11 @@ Every job command reads a YAML job file (see :mod:`mfgtx.jobfile.config`), takes
 ``--set key=value`` overrides, and ends with one JSON summary line on stdout.
 
 One module per concept: :mod:`~mfgtx.cli.parser` (the argparse tree),
-:mod:`~mfgtx.cli.jobs` (train, score, audit, evaluate), :mod:`~mfgtx.cli.bench` (bench,
-bench --onnx), :mod:`~mfgtx.cli.bundle` (export, sign), :mod:`~mfgtx.cli.app` (app,
-hash-password), :mod:`~mfgtx.cli.demo`, :mod:`~mfgtx.cli.output` (stdout and the summary
-line); here, :func:`main` with its exit codes and stop signals.
+:mod:`~mfgtx.cli.jobs` (train, score, audit, evaluate), :mod:`~mfgtx.cli.check` (check),
+:mod:`~mfgtx.cli.bench` (bench, bench --onnx), :mod:`~mfgtx.cli.bundle` (export, sign),
+:mod:`~mfgtx.cli.app` (app, hash-password), :mod:`~mfgtx.cli.demo`,
+:mod:`~mfgtx.cli.output` (stdout and the summary line); here, :func:`main` with its exit
+codes and stop signals.
 
 Exit codes: 0 success; 2 bad input (command line, config, data, missing bundle, a model kind
 not in this version); 1 failure (leakage found, output locked, training diverged, anything

@@ -73,7 +73,7 @@ def evaluate(args: argparse.Namespace) -> int:
         rules = PathRules(config.source_file, job_inputs(config), config.bundle, written=written)
         target = rules.output("--report", report_path)
     found, report = evaluate_job(config)
-    emit(report.to_markdown())
+    emit(report.to_markdown())  # its "Verdict:" line is the summary's standing, in words
     if target is not None:
         write_text(target, report.to_json())  # the very path that was checked
         found["report"] = str(args.report)

@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Iterator
 
 import mfgtx
-from mfgtx.cli import app, bench, bundle, demo, jobs
+from mfgtx.cli import app, bench, bundle, check, demo, jobs
 
 __all__ = ["build_parser"]
 
@@ -88,6 +88,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("score", parents=[common], help="write a bundle's predictions for new data")
     _job_args(p)
     p.set_defaults(func=jobs.score)
+
+    p = sub.add_parser(
+        "check",
+        parents=[common],
+        help="list every problem of a job's data in one run (bad values, times, labels, "
+        "short lots, missing columns)",
+        description="Read the job's data as train and score would and list every problem: "
+        "per lot and column the first bad value, missing or doubled columns, short lots, "
+        "labels not understood. Exit code 0: nothing stops a job or leaves a lot out; 1: "
+        "something does; 2: the job file cannot be read.",
+    )
+    _job_args(p)
+    p.add_argument("--json", action="store_true", help="one JSON line holding every problem")
+    p.add_argument("--errors", metavar="FILE.csv", help="write every problem to this CSV file")
+    p.add_argument(
+        "--max", type=int, default=10, metavar="N", help="problems shown per kind (default 10)"
+    )
+    p.set_defaults(func=check.check)
 
     p = sub.add_parser("audit", parents=[common], help="check a split configuration for leakage")
     _job_args(p)

@@ -8,7 +8,9 @@ Typical use::
 
 Files are read by :mod:`mfgtx.data.io` (CSV dialects, compressed CSV, Parquet batches, in
 bounded memory, each row with its file and line): ``io.file_chunks(path)`` iterates a
-file's chunks, ``io.read_csv_bytes(data, name)`` reads an upload whole.
+file's chunks, ``io.read_csv_bytes(data, name)`` reads an upload whole. How a plant writes
+its files (CSV dialect, time format and zone, pass/fail words) is one
+:class:`~mfgtx.data.read_options.ReadOptions`, saved in a bundle's input spec.
 """
 
 from mfgtx.data.batches import evaluation_batches, evaluation_loader
@@ -17,9 +19,11 @@ from mfgtx.data.dataset import WindowDataset
 from mfgtx.data.errors import DataError, DataWarning
 from mfgtx.data.forecast_dataset import ForecastWindows
 from mfgtx.data.plan import Windowing
+from mfgtx.data.problems import Problems
+from mfgtx.data.read_options import LabelWords, ReadOptions
 from mfgtx.data.regimes import RegimePlan, Regimes
 from mfgtx.data.scaling import SensorScaler
-from mfgtx.data.table import TIME_KIND_WORDS, SensorTable, read_table
+from mfgtx.data.table import TIME_KIND_WORDS, SensorTable, read_table, read_times
 from mfgtx.data.windowing import make_windows
 from mfgtx.data.windows import Windows
 
@@ -29,6 +33,9 @@ __all__ = [
     "DataError",
     "DataWarning",
     "ForecastWindows",
+    "LabelWords",
+    "Problems",
+    "ReadOptions",
     "RegimePlan",
     "Regimes",
     "SensorScaler",
@@ -40,4 +47,5 @@ __all__ = [
     "evaluation_loader",
     "make_windows",
     "read_table",
+    "read_times",
 ]

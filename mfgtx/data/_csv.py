@@ -342,6 +342,9 @@ def _header(lines: _Lines, name: str, sep: str) -> list[str]:
                 column=c,
                 file=name,
                 line=1,
+                problem="column name twice",
+                found=c,
+                expected="each column name once",
             )
         first.setdefault(c, i)
     return [c or f"Unnamed: {i}" for i, c in enumerate(names)]  # pandas' names

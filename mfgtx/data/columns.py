@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ColumnMap"]
+__all__ = ["ColumnMap", "check_time_zone"]
 
 Layout = Literal["wide", "long"]
+
+
+def check_time_zone(name: object) -> str | None:
+    """``name`` when it is ``None`` or an IANA time zone (``Europe/Berlin``, ``UTC``).
+
+    Raises:
+        ValueError: naming the value.
+    """
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"time_zone: an IANA time zone such as Europe/Berlin, found {name!r}")
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"time_zone: {name!r} is not an IANA time zone (such as Europe/Berlin, UTC)"
+        ) from None
+    return name
 
 
 def _names(value: object, field: str) -> tuple[str, ...]:
@@ -65,6 +85,10 @@ class ColumnMap:
             ``strptime`` format such as ``"%d.%m.%Y %H:%M"`` for ``13.02.2026 06:00``.
             ``None``: ISO 8601, else one format inferred for the whole column; a column
             that reads both day first and month first (``01.02.2026``) is refused then.
+        time_zone: the IANA time zone (``Europe/Berlin``) of text times written without an
+            offset: they are read as that clock's times and kept in UTC (a time that does not
+            exist or happens twice there, at a daylight-saving change, is refused). ``None``:
+            such times are kept as written (naive).
         units: the unit each column is measured in (``{temperature_c: °C}``), for people:
             charts label their axes with it; nothing is converted. Given as a mapping,
             kept as ``(column, unit)`` pairs in column order. Columns without one have none.
@@ -92,8 +116,10 @@ class ColumnMap:
     categories: tuple[str, ...] = ()
     time_format: str | None = None
     units: tuple[tuple[str, str], ...] = ()
+    time_zone: str | None = None
 
     def __post_init__(self) -> None:
+        check_time_zone(self.time_zone)
         object.__setattr__(self, "units", _units(self.units))
         if self.time_format is not None and (
             not isinstance(self.time_format, str) or "%" not in self.time_format

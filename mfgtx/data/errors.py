@@ -20,6 +20,10 @@ class DataError(ValueError):
         file: the file (or SQL table) the row came from, or ``None``.
         line: the row's line in ``file`` as a text editor numbers it (CSV, header = line 1)
             or its row in a Parquet file or query; ``None`` when not known.
+        problem: what kind of problem it is in a few words (``bad time``, ``not a number``),
+            for lists of problems (``mfgtx check``), or ``None``.
+        found: the value found, as written, or ``None``.
+        expected: what was expected in its place, in words, or ``None``.
     """
 
     def __init__(
@@ -31,6 +35,9 @@ class DataError(ValueError):
         row: int | None = None,
         file: str | None = None,
         line: int | None = None,
+        problem: str | None = None,
+        found: object = None,
+        expected: str | None = None,
     ) -> None:
         super().__init__(message or "bad input data (no reason given)")
         self.column = column
@@ -38,6 +45,9 @@ class DataError(ValueError):
         self.row = row
         self.file = file
         self.line = line
+        self.problem = problem
+        self.found = None if found is None else str(found)
+        self.expected = expected
 
 
 class DataWarning(UserWarning):

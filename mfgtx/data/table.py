@@ -25,7 +25,7 @@ import difflib
 import logging
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
@@ -36,8 +36,19 @@ import pandas as pd
 from mfgtx.data.categories import encode_categories
 from mfgtx.data.columns import ColumnMap
 from mfgtx.data.errors import DataError, DataWarning
+from mfgtx.data.problems import Problems, flag
 
-__all__ = ["FILE", "LINE", "TIME_KIND_WORDS", "SensorTable", "Where", "check_names", "read_table"]
+__all__ = [
+    "FILE",
+    "LINE",
+    "TIME_KIND_WORDS",
+    "SensorTable",
+    "Where",
+    "check_names",
+    "pass_fail",
+    "read_table",
+    "read_times",
+]
 
 #: :attr:`SensorTable.time_kind` in words, for messages.
 TIME_KIND_WORDS = {
@@ -51,7 +62,9 @@ log = logging.getLogger(__name__)
 _TZ_SUFFIX = r"\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:Z|UTC|[+-]\d{2}(?::?\d{2})?)$"
 #: Largest magnitude of a reading: models compute in float32.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
-_BOOL_WORDS = {"true": 1.0, "false": 0.0, "pass": 1.0, "fail": 0.0, "yes": 1.0, "no": 0.0}
+#: The pass/fail words read when a job file names none (its top-level ``labels``).
+GOOD_WORDS, BAD_WORDS = ("true", "pass", "yes"), ("false", "fail", "no")
+_BOOL_WORDS = {w: 1.0 for w in GOOD_WORDS} | {w: 0.0 for w in BAD_WORDS}
 _CSV_SUFFIXES = (".csv", ".csv.gz", ".txt", ".tsv")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -436,6 +449,10 @@ def _require(df: pd.DataFrame, columns: ColumnMap, where: Where) -> None:
         raise DataError(
             f"{where.source}: missing column(s) {said}; found columns {found}",
             column=missing[0][1],
+            file=where.names[0] if len(where.names) == 1 else None,
+            problem="missing column",
+            found=", ".join(found),
+            expected=", ".join(name for _, name in missing),
         )
 
 
@@ -446,17 +463,18 @@ def _first(mask: np.ndarray | pd.Series) -> int:
     return int(np.flatnonzero(np.asarray(mask))[0])
 
 
-def _parse_lots(s: pd.Series, column: str, where: Where) -> pd.Series:
+def _parse_lots(
+    s: pd.Series, column: str, where: Where, problems: Problems | None = None
+) -> tuple[pd.Series, np.ndarray]:
+    """The lot ids as text, and the rows without one (listed in ``problems``, or raised)."""
     missing = s.isna().to_numpy() | (s.astype(str).str.strip() == "").to_numpy()
-    if missing.any():
-        i = _first(missing)
-        raise DataError(
-            f"{where(i)}: no lot id in column {column!r} ({int(missing.sum())} such rows); "
-            "every reading must belong to a lot",
-            column=column,
-            **where.fields(i),
-        )
-    return s.astype(str).str.strip()
+    flag(missing, None, problems, lambda i, n: DataError(
+        f"{where(i)}: no lot id in column {column!r} ({n} such rows); every reading must "
+        "belong to a lot",
+        column=column, problem="no lot id", found=s.iloc[i], expected="a lot id",
+        **where.fields(i),
+    ))  # fmt: skip
+    return s.astype(str).str.strip(), missing
 
 
 def _text_times(
@@ -486,51 +504,92 @@ def _text_times(
                 "(month first); say which with data.columns.time_format, such as "
                 "'%d.%m.%Y %H:%M'",
                 column=column,
+                problem="day or month first?",
+                found=text.iloc[i],
+                expected="data.columns.time_format",
                 **where.fields(i),
             )
         return month_first
     return day_first if day_first.isna().sum() < month_first.isna().sum() else month_first
 
 
-def _parse_times(
-    s: pd.Series, column: str, where: Where, lots: pd.Series, time_format: str | None = None
+def _in_zone(
+    out: pd.Series, raw: pd.Series, time_zone: str, column: str, where: Where, lots: pd.Series
 ) -> pd.Series:
-    """Timestamps -> UTC (or naive) datetimes; numbers (cycles) stay numbers."""
+    """Naive times read as the clock of ``time_zone`` and kept in UTC; a time that clock
+    skips or shows twice (a daylight-saving change) is refused, naming its row."""
+    local = out.dt.tz_localize(time_zone, ambiguous="NaT", nonexistent="NaT")
+    bad = (local.isna() & out.notna()).to_numpy()
+    if bad.any():
+        i = _first(bad)
+        raise DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): time {raw.iloc[i]!r} in column {column!r} is "
+            f"skipped or shown twice by the clock of {time_zone} (a daylight-saving change; "
+            f"{int(bad.sum())} such rows), so it names no one moment; export the times with "
+            "an offset (+01:00) or in UTC",
+            column=column,
+            lot=str(lots.iloc[i]),
+            **where.fields(i),
+        )
+    return local.dt.tz_convert("UTC")
+
+
+def _parse_times(
+    s: pd.Series,
+    column: str,
+    where: Where,
+    lots: pd.Series,
+    time_format: str | None = None,
+    problems: Problems | None = None,
+    time_zone: str | None = None,
+) -> pd.Series:
+    """Timestamps -> UTC (or naive) datetimes; numbers (cycles) stay numbers. With
+    ``problems``, a bad time is listed there (the first of each lot) and left missing; with
+    ``time_zone`` naive times are that clock's, kept in UTC."""
+    flagged = np.zeros(len(s), dtype=bool)  # rows listed already (collecting)
+
+    def mark(bad: np.ndarray, error: Callable[[int, int], DataError]) -> None:
+        bad = np.asarray(bad, dtype=bool) & ~flagged
+        flag(bad, lots, problems, error)
+        flagged[bad] = True
+
     if pd.api.types.is_datetime64_any_dtype(s):
         out = s.dt.tz_convert("UTC") if s.dt.tz is not None else s
+        if time_zone is not None and out.dt.tz is None:
+            out = _in_zone(out, s, time_zone, column, where, lots)
     elif pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         out = s.astype(float)
-        if np.isinf(out).any():
-            i = _first(np.isinf(out))
-            raise DataError(
-                f"{where(i)}: infinite time in column {column!r}", column=column, **where.fields(i)
-            )
+        mark(np.isinf(out.to_numpy()), lambda i, n: DataError(
+            f"{where(i)}: infinite time in column {column!r}", column=column,
+            lot=None if problems is None else str(lots.iloc[i]), problem="bad time",
+            found=s.iloc[i], expected="a finite time", **where.fields(i),
+        ))  # fmt: skip
     else:
         text = s.astype("string").str.strip()
         missing = (text.isna() | (text == "")).to_numpy()
-        if missing.any():
-            i = _first(missing)
-            raise DataError(
-                f"{where(i)} (lot {lots.iloc[i]}): no time in column {column!r} "
-                f"({int(missing.sum())} such rows)",
-                column=column,
-                lot=str(lots.iloc[i]),
-                **where.fields(i),
-            )
+        mark(missing, lambda i, n: DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): no time in column {column!r} ({n} such rows)",
+            column=column, lot=str(lots.iloc[i]), problem="no time", found="",
+            expected="a time", **where.fields(i),
+        ))  # fmt: skip
         as_number = pd.to_numeric(text, errors="coerce")
-        if as_number.notna().all() and time_format is None:
-            return _check_finite_time(as_number.astype(float), column, where, lots)
-        aware = text.str.contains(_TZ_SUFFIX, regex=True).to_numpy()
-        if aware.any() and not aware.all():
-            i, j = _first(aware), _first(~aware)
+        if (as_number.notna() | flagged).all() and time_format is None:
+            return _check_finite_time(as_number.astype(float), column, where, lots,
+                                      problems, flagged)  # fmt: skip
+        aware = text.str.contains(_TZ_SUFFIX, regex=True).fillna(False).to_numpy(dtype=bool)
+        if aware.any() and not (aware | flagged).all():
+            i, j = _first(aware), _first(~aware & ~flagged)
             raise DataError(
                 f"mixed time zones in column {column!r}: {where(i)} has a zone "
                 f"({text.iloc[i]!r}), {where(j)} has none ({text.iloc[j]!r}); export all "
                 "times with an offset (e.g. +00:00) or all without",
                 column=column,
+                problem="time zones mixed",
+                found=text.iloc[j],
+                expected="a zone offset on every time, or on none",
                 **where.fields(j),
             )
-        utc = bool(aware.all())
+        utc = bool(aware.any())
         if time_format is not None:
             out = pd.to_datetime(text, utc=utc, format=time_format, errors="coerce")
             expected = f"the format {time_format!r} of data.columns.time_format"
@@ -538,29 +597,30 @@ def _parse_times(
             out = pd.to_datetime(text, utc=utc, format="ISO8601", errors="coerce")
             expected = "ISO 8601 such as 2026-03-02T06:00:00+00:00"
             if out.isna().any():  # not ISO 8601: one format inferred for the whole column
-                inferred = _text_times(text, utc, column, where, lots)
+                # rows listed already read as a good one, so that positions stay rows
+                good = text[~flagged]
+                filled = text if not flagged.any() else text.where(~flagged, good.iloc[0])
+                inferred = _text_times(filled, utc, column, where, lots)
                 if inferred.isna().sum() < out.isna().sum():
-                    out = inferred
-        bad = out.isna().to_numpy()
-        if bad.any():
-            i = _first(bad)
-            raise DataError(
-                f"{where(i)} (lot {lots.iloc[i]}): cannot parse {text.iloc[i]!r} in column "
-                f"{column!r} as a time ({int(bad.sum())} such rows); expected {expected}",
-                column=column,
-                lot=str(lots.iloc[i]),
-                **where.fields(i),
-            )
+                    out = inferred.where(~flagged)
+        mark(out.isna().to_numpy(), lambda i, n: DataError(
+            f"{where(i)} (lot {lots.iloc[i]}): cannot parse {text.iloc[i]!r} in column "
+            f"{column!r} as a time ({n} such rows); expected {expected}",
+            column=column, lot=str(lots.iloc[i]), problem="bad time", found=text.iloc[i],
+            expected=expected, **where.fields(i),
+        ))  # fmt: skip
+        if time_zone is not None and not utc:
+            out = _in_zone(out, s, time_zone, column, where, lots)
     if pd.api.types.is_datetime64_any_dtype(out):
-        _check_time_range(out, s, column, where, lots)
+        _check_time_range(out, s, column, where, lots, problems, flagged)
         out = out.astype("datetime64[ns, UTC]" if out.dt.tz is not None else "datetime64[ns]")
-        if out.isna().any():
-            i = _first(out.isna())
-            raise DataError(
-                f"{where(i)}: no time in column {column!r}", column=column, **where.fields(i)
-            )
+        mark(out.isna().to_numpy(), lambda i, n: DataError(
+            f"{where(i)}: no time in column {column!r}", column=column,
+            lot=None if problems is None else str(lots.iloc[i]), problem="no time",
+            found="", expected="a time", **where.fields(i),
+        ))  # fmt: skip
         return out
-    return _check_finite_time(out, column, where, lots)
+    return _check_finite_time(out, column, where, lots, problems, flagged)
 
 
 #: Times outside these years are refused: a clock error, not a reading (and beyond 2262
@@ -569,44 +629,74 @@ TIME_RANGE = ("1900-01-01", "2200-01-01")
 
 
 def _check_time_range(
-    out: pd.Series, raw: pd.Series, column: str, where: Where, lots: pd.Series
+    out: pd.Series,
+    raw: pd.Series,
+    column: str,
+    where: Where,
+    lots: pd.Series,
+    problems: Problems | None = None,
+    flagged: np.ndarray | None = None,
 ) -> None:
+    """Times outside :data:`TIME_RANGE` are refused (with ``problems``: listed, and left
+    missing in ``out``; ``flagged``: the rows listed already, updated)."""
     lo, hi = (pd.Timestamp(t, tz="UTC" if out.dt.tz is not None else None) for t in TIME_RANGE)
     bad = (out.notna() & ((out < lo) | (out >= hi))).to_numpy()
-    if bad.any():
-        i = _first(bad)
-        raise DataError(
-            f"{where(i)} (lot {lots.iloc[i]}): time {raw.iloc[i]!r} in column {column!r} is "
-            f"outside the years {TIME_RANGE[0][:4]}-{int(TIME_RANGE[1][:4]) - 1} "
-            f"({int(bad.sum())} such rows); check the export's clock",
-            column=column,
-            lot=str(lots.iloc[i]),
-            **where.fields(i),
-        )
+    if flagged is not None:
+        bad = bad & ~flagged
+    flag(bad, lots, problems, lambda i, n: DataError(
+        f"{where(i)} (lot {lots.iloc[i]}): time {raw.iloc[i]!r} in column {column!r} is "
+        f"outside the years {TIME_RANGE[0][:4]}-{int(TIME_RANGE[1][:4]) - 1} ({n} such "
+        "rows); check the export's clock",
+        column=column, lot=str(lots.iloc[i]), problem="bad time", found=raw.iloc[i],
+        expected=f"a time in {TIME_RANGE[0][:4]}-{int(TIME_RANGE[1][:4]) - 1}",
+        **where.fields(i),
+    ))  # fmt: skip
+    if bad.any() and flagged is not None:
+        flagged[bad] = True
+        out.iloc[np.flatnonzero(bad)] = pd.NaT  # a listed lot, left out
 
 
-def _check_finite_time(out: pd.Series, column: str, where: Where, lots: pd.Series) -> pd.Series:
+def _check_finite_time(
+    out: pd.Series,
+    column: str,
+    where: Where,
+    lots: pd.Series,
+    problems: Problems | None = None,
+    flagged: np.ndarray | None = None,
+) -> pd.Series:
     bad = ~np.isfinite(out.to_numpy(dtype=float))
-    if bad.any():
-        i = _first(bad)
-        raise DataError(
-            f"{where(i)} (lot {lots.iloc[i]}): no finite time in column {column!r}",
-            column=column,
-            **where.fields(i),
-        )
+    if flagged is not None:
+        bad = bad & ~flagged
+    flag(bad, lots, problems, lambda i, n: DataError(
+        f"{where(i)} (lot {lots.iloc[i]}): no finite time in column {column!r}",
+        column=column, lot=None if problems is None else str(lots.iloc[i]),
+        problem="bad time", found=out.iloc[i], expected="a finite time", **where.fields(i),
+    ))  # fmt: skip
     return out
 
 
 def _to_float(
-    s: pd.Series, column: str, where: Where, lots: pd.Series, *, words: bool = False
+    s: pd.Series,
+    column: str,
+    where: Where,
+    lots: pd.Series,
+    *,
+    words: bool | Mapping[str, float] = False,
+    expected: str | None = None,
+    problems: Problems | None = None,
 ) -> pd.Series:
-    """Numbers -> float64; NaN stays NaN; anything else or inf raises, naming the line.
+    """Numbers -> float64; NaN stays NaN; anything else or inf raises, naming the line (with
+    ``problems``: is listed there, the first of each lot, and left missing).
 
     Real numbers are read whatever the format stored them as (text, int, float, nullable).
     True/false values are numbers only with ``words`` (a pass/fail target: ``True``,
     ``pass``, ``yes`` is 1): in a sensor they are refused from every format, a boolean
     column of a Parquet file or DataFrame as the text ``True`` of a CSV file."""
     kind = getattr(s.dtype, "kind", "O")
+    if expected is None:
+        expected = "a number" if not words else "a number or pass/fail, yes/no, true/false"
+    mapping = _BOOL_WORDS if words is True else words or {}
+    problem = "not a number" if not words else "label not understood"
     if kind == "b" and words:
         out = pd.Series(s.astype("Float64").to_numpy(dtype=float, na_value=np.nan), s.index)
     elif kind in "iuf":
@@ -622,48 +712,88 @@ def _to_float(
             f"{s.dtype}); export the reading itself",
             column=column,
             lot=str(lots.iloc[i]),
+            problem=problem,
+            found=value,
+            expected=expected,
             **where.fields(i),
         )
     else:
         text = s.astype("string").str.strip()
         if words:
-            text = text.str.lower().replace(_BOOL_WORDS).astype("string")
+            text = text.str.lower().replace(dict(mapping)).astype("string")
         out = pd.to_numeric(text, errors="coerce").astype(float)
         bad = (out.isna() & text.notna() & (text.str.lower() != "nan")).to_numpy()
-        if bad.any():
-            i = _first(bad)
+
+        def not_a_number(i: int, n: int) -> DataError:
             value = _shown(s.iloc[i])
             hint = ", a true/false value" if isinstance(value, bool | np.bool_) else ""
-            raise DataError(
+            return DataError(
                 f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {value!r}{hint}, "
-                f"expected a number ({int(bad.sum())} such values){_comma_hint(value)}",
-                column=column,
-                lot=str(lots.iloc[i]),
-                **where.fields(i),
-            )
-    inf = np.isinf(out.to_numpy())
-    if inf.any():
-        i = _first(inf)
-        raise DataError(
-            f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {out.iloc[i]}, expected "
-            f"a finite number or empty for missing ({int(inf.sum())} such values)",
-            column=column,
-            lot=str(lots.iloc[i]),
-            **where.fields(i),
-        )
-    huge = (np.abs(out.to_numpy()) > FLOAT32_MAX).astype(bool)
-    if huge.any():
-        i = _first(huge)
-        value = _shown(s.iloc[i])
-        raise DataError(
-            f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {value!r}, beyond "
-            f"the +/-{FLOAT32_MAX:.1e} a model can read ({int(huge.sum())} such values); "
-            "check the export's units",
-            column=column,
-            lot=str(lots.iloc[i]),
-            **where.fields(i),
-        )
+                f"expected {expected} ({n} such values){_comma_hint(value)}",
+                column=column, lot=str(lots.iloc[i]), problem=problem, found=value,
+                expected=expected, **where.fields(i),
+            )  # fmt: skip
+
+        flag(bad, lots, problems, not_a_number)
+    values = out.to_numpy()
+    inf = np.isinf(values)
+    flag(inf, lots, problems, lambda i, n: DataError(
+        f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {out.iloc[i]}, expected "
+        f"a finite number or empty for missing ({n} such values)",
+        column=column, lot=str(lots.iloc[i]), problem=problem, found=out.iloc[i],
+        expected="a finite number", **where.fields(i),
+    ))  # fmt: skip
+    huge = (np.abs(values) > FLOAT32_MAX).astype(bool) & ~inf
+    flag(huge, lots, problems, lambda i, n: DataError(
+        f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {_shown(s.iloc[i])!r}, "
+        f"beyond the +/-{FLOAT32_MAX:.1e} a model can read ({n} such values); check the "
+        "export's units",
+        column=column, lot=str(lots.iloc[i]), problem="number too large",
+        found=_shown(s.iloc[i]), expected=f"a number within +/-{FLOAT32_MAX:.1e}",
+        **where.fields(i),
+    ))  # fmt: skip
+    if inf.any() or huge.any():  # listed (collecting): left missing, its lot left out
+        out = out.where(~(inf | huge))
     return out
+
+
+def pass_fail(
+    s: pd.Series,
+    column: str,
+    where: Where,
+    lots: pd.Series,
+    problems: Problems | None = None,
+    *,
+    good: Sequence[str] = GOOD_WORDS,
+    bad: Sequence[str] = BAD_WORDS,
+) -> pd.Series:
+    """A pass/fail column as 1 (a ``good`` word, or 1) and 0 (a ``bad`` word, or 0), words
+    compared trimmed and without regard to case (missing stays NaN). A value not understood
+    raises, naming its line and lot, the accepted words and the job-file key ``labels`` that
+    takes more; with ``problems`` it is listed there (the first of each lot) and left missing.
+
+    >>> pass_fail(pd.Series(["pass", "FAIL", None]), "ok", Where("DataFrame"),
+    ...           pd.Series(["A", "B", "C"])).tolist()
+    [1.0, 0.0, nan]
+    >>> pass_fail(pd.Series([" I.O. ", "n.i.O.", "1"]), "Ergebnis", Where("DataFrame"),
+    ...           pd.Series(["A", "B", "C"]), good=["i.O."], bad=["n.i.O."]).tolist()
+    [1.0, 0.0, 1.0]
+    """
+    words = {w.strip().lower(): 1.0 for w in good} | {w.strip().lower(): 0.0 for w in bad}
+    expected = (
+        f"a pass/fail word: good {list(good)}, bad {list(bad)} (any case), or 1/0; add the "
+        "plant's words to the job file's top-level key labels, such as labels: {good: [i.O.], "
+        "bad: [n.i.O.]}"
+    )
+    out = _to_float(s, column, where, lots, words=words, expected=expected, problems=problems)
+    odd = (out.notna() & ~out.isin([0.0, 1.0])).to_numpy()
+    flag(odd, lots, problems, lambda i, n: DataError(
+        f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {_shown(s.iloc[i])!r}, "
+        f"expected {expected} ({n} such values)",
+        column=column, lot=str(lots.iloc[i]), problem="label not understood",
+        found=_shown(s.iloc[i]), expected=expected, **where.fields(i),
+    ))  # fmt: skip
+    return out.where(~odd) if odd.any() else out
 
 
 #: A number written with one decimal comma (``-1,25``, ``,5``, ``3,0e-2``), as European
@@ -775,13 +905,69 @@ def _pivot_long(df: pd.DataFrame, columns: ColumnMap, where: Where) -> pd.DataFr
 # --------------------------------------------------------------------------- the reader
 
 
-def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorTable:
+def _without_listed(
+    df: pd.DataFrame,
+    columns: ColumnMap,
+    problems: Problems | None,
+    no_lot: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """``df`` without the lots ``problems`` lists (and, with ``no_lot``, the rows without a
+    lot id): what the collecting mode leaves out. Rows keep ``_row``, their input row."""
+    if problems is None:
+        return df
+    drop = df[columns.lot].isin(problems.lots).to_numpy()
+    if no_lot is not None:
+        drop = drop | no_lot
+        problems.rows_without_lot += int(no_lot.sum())
+    return df[~drop].reset_index(drop=True) if drop.any() else df
+
+
+def read_times(frame: pd.DataFrame, columns: ColumnMap) -> pd.Series:
+    """The time column of ``frame`` read as :func:`read_table` reads it (``time_format``,
+    ``time_zone``; without a format a column that reads both day first and month first is
+    refused naming both readings), for whoever shows the rows themselves (the dashboard).
+
+    Example:
+        >>> df = pd.DataFrame({"lot": ["A", "A"], "t": ["13.03.2026 06:00", "14.03.2026 06:00"]})
+        >>> read_times(df, ColumnMap(lot="lot", time="t")).dt.day.tolist()
+        [13, 14]
+
+    Raises:
+        DataError: a time that cannot be read, naming its row, lot and column.
+    """
+    where = Where.of(frame)
+    if columns.time not in frame.columns:
+        raise DataError(
+            f"{where.source}: missing time column {columns.time!r}", column=columns.time
+        )
+    lots = (
+        frame[columns.lot].astype(str)
+        if columns.lot in frame.columns
+        else pd.Series("?", index=frame.index)
+    )
+    return _parse_times(
+        frame[columns.time].reset_index(drop=True),
+        columns.time,
+        where,
+        lots.reset_index(drop=True),
+        columns.time_format,
+        time_zone=columns.time_zone,
+    ).set_axis(frame.index)
+
+
+def read_table(
+    source: str | Path | pd.DataFrame, columns: ColumnMap, *, problems: Problems | None = None
+) -> SensorTable:
     """Read and validate a sensor table.
 
     Args:
         source: a CSV (``.csv``, ``.csv.gz``, ``.tsv``, ``.txt``) or Parquet file, or a
             DataFrame.
         columns: the :class:`~mfgtx.data.ColumnMap` saying which column means what.
+        problems: the collecting mode (:class:`Problems`): a problem of one lot (a bad
+            value or time, no lot id, two rows at one time, a label known too early, a key
+            that changes, no sensor value) is listed there, per column the first of each
+            lot, and the lot left out; the table holds the other lots (maybe none).
 
     Returns:
         A :class:`SensorTable`, wide, sorted by lot and time.
@@ -813,20 +999,23 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
     df["_row"] = np.arange(len(df))
     notes: list[str] = []
     categories: dict[str, dict[float, str]] = {}
+    p = problems
+    written = df[columns.time].copy() if p is not None else None  # as the input wrote them
 
-    lots = _parse_lots(df[columns.lot], columns.lot, where)
+    lots, no_lot = _parse_lots(df[columns.lot], columns.lot, where, p)
     df[columns.lot] = lots
-    fmt = columns.time_format
-    df[columns.time] = _parse_times(df[columns.time], columns.time, where, lots, fmt)
+    fmt, zone = columns.time_format, columns.time_zone
+    df[columns.time] = _parse_times(df[columns.time], columns.time, where, lots, fmt, p, zone)
     if columns.label_time is not None:
         df[columns.label_time] = _parse_times(
-            df[columns.label_time], columns.label_time, where, lots, fmt
+            df[columns.label_time], columns.label_time, where, lots, fmt, p, zone
         )
 
     for c in columns.targets:  # before any reshaping, so that positions are input rows
-        df[c] = _to_float(df[c], c, where, lots, words=True)
+        df[c] = _to_float(df[c], c, where, lots, words=True, problems=p)
     if columns.layout == "long":
-        df[columns.value] = _to_float(df[columns.value], columns.value, where, lots)
+        df[columns.value] = _to_float(df[columns.value], columns.value, where, lots, problems=p)
+        df = _without_listed(df, columns, p, no_lot)
         df = _pivot_long(df, columns, where)
         mapped = {*columns.non_sensor_columns, "_row"}
         sensors = list(columns.sensors or sorted(c for c in df.columns if c not in mapped))
@@ -853,7 +1042,8 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
             if c in named:
                 df[c], categories[c] = _to_codes(df[c], c, where)
             else:
-                df[c] = _to_float(df[c], c, where, lots)
+                df[c] = _to_float(df[c], c, where, lots, problems=p)
+        df = _without_listed(df, columns, p, no_lot)
 
     lots = df[columns.lot]
     rows = df["_row"].to_numpy()
@@ -864,12 +1054,24 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
     def place(i: int) -> Place:
         return where.fields(int(rows[i]))
 
+    def time_at(i: int) -> object:  # position in df -> its time as written (collecting)
+        return df[columns.time].iloc[i] if written is None else written.iloc[int(rows[i])]
+
     # rows in order: lots contiguous (in order of first appearance), time increasing
     codes, _ = pd.factorize(lots)
     time_values = df[columns.time].to_numpy()
     out_of_order = (codes[1:] < codes[:-1]) | (
         (codes[1:] == codes[:-1]) & (time_values[1:] < time_values[:-1])
     )
+    if p is not None:  # each lot whose time goes back: a note (the rows are sorted)
+        back = (codes[1:] == codes[:-1]) & (time_values[1:] < time_values[:-1])
+        flag(back, lots.iloc[1:], p, lambda i, n: DataError(
+            f"{where_pos(i + 1)} (lot {lots.iloc[i + 1]}): time {time_at(i + 1)!r} in column "
+            f"{columns.time!r} comes after {time_at(i)!r} ({n} such rows in the lot); the "
+            "rows are sorted by time",
+            column=columns.time, lot=str(lots.iloc[i + 1]), problem="time goes back",
+            found=time_at(i + 1), expected=f"a time after {time_at(i)}", **place(i + 1),
+        ), note=True)  # fmt: skip
     if out_of_order.any():
         order = np.lexsort((time_values, codes))
         i = _first(out_of_order) + 1
@@ -886,15 +1088,12 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
     same = (lots.to_numpy()[1:] == lots.to_numpy()[:-1]) & (
         df[columns.time].to_numpy()[1:] == df[columns.time].to_numpy()[:-1]
     )
-    if same.any():
-        i = _first(same)
-        raise DataError(
-            f"lot {lots.iloc[i]}: two rows at time {df[columns.time].iloc[i]} "
-            f"({where_pos(i)} and {where_pos(i + 1)}); each lot needs one row per time",
-            column=columns.time,
-            lot=str(lots.iloc[i]),
-            **place(i + 1),
-        )
+    flag(same, lots.iloc[:-1], p, lambda i, n: DataError(
+        f"lot {lots.iloc[i]}: two rows at time {df[columns.time].iloc[i]} "
+        f"({where_pos(i)} and {where_pos(i + 1)}); each lot needs one row per time",
+        column=columns.time, lot=str(lots.iloc[i]), problem="time repeated",
+        found=time_at(i), expected="one row per time in a lot", **place(i + 1),
+    ))  # fmt: skip
 
     if columns.label_time is not None:
         lt, t = df[columns.label_time], df[columns.time]
@@ -911,44 +1110,60 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
                 column=columns.label_time,
             )
         early = (lt < t).to_numpy()
-        if early.any():
-            i = _first(early)
-            raise DataError(
-                f"{where_pos(i)} (lot {lots.iloc[i]}): label known at {lt.iloc[i]}, before "
-                f"the row was measured at {t.iloc[i]}; check column {columns.label_time!r}",
-                column=columns.label_time,
-                lot=str(lots.iloc[i]),
-                **place(i),
-            )
+        flag(early, lots, p, lambda i, n: DataError(
+            f"{where_pos(i)} (lot {lots.iloc[i]}): label known at {lt.iloc[i]}, before "
+            f"the row was measured at {t.iloc[i]}; check column {columns.label_time!r}",
+            column=columns.label_time, lot=str(lots.iloc[i]), problem="label known too early",
+            found=lt.iloc[i], expected=f"a time at or after {t.iloc[i]}", **place(i),
+        ))  # fmt: skip
 
     for k in columns.keys:
         varying = df.groupby(columns.lot, sort=False)[k].nunique(dropna=False) > 1
-        if varying.any():
-            lot = str(varying[varying].index[0])
+        for lot in [str(x) for x in varying[varying].index]:
             at = np.flatnonzero((lots == lot).to_numpy())
             values = df[k].iloc[at]
             first = values.iloc[0]
             same_value = (values == first) | (values.isna() & pd.isna(first))
             i = int(at[_first(~same_value.to_numpy())])
-            raise DataError(
+            err = DataError(
                 f"lot {lot}: key column {k!r} changes within the lot, from {first!r} to "
                 f"{df[k].iloc[i]!r} at {where_pos(i)}; keys must be constant per lot",
                 column=k,
                 lot=lot,
+                problem="key changes in a lot",
+                found=df[k].iloc[i],
+                expected=f"{first!r}, as on the lot's first row",
                 **place(i),
             )
+            if p is None:
+                raise err
+            p.add(err)
 
     observed = df[sensors].notna().any(axis=1).groupby(lots.to_numpy(), sort=False).any()
     if not observed.all():
         empty = [str(x) for x in observed[~observed].index]
-        i = _first((lots == empty[0]).to_numpy())
-        raise DataError(
-            f"{where.source}: lot(s) {empty[:5]} have no observed sensor value "
-            f"({len(empty)} lots; lot {empty[0]} begins at {where_pos(i)}); remove them or "
-            "fix the export",
-            lot=empty[0],
-            **place(i),
-        )
+        for lot in empty if p is not None else empty[:1]:
+            i = _first((lots == lot).to_numpy())
+            said = (
+                f"lot(s) {empty[:5]} have no observed sensor value ({len(empty)} lots; lot "
+                f"{lot} begins at {where_pos(i)}); remove them"
+                if p is None
+                else f"lot {lot} has no observed sensor value (it begins at {where_pos(i)}); "
+                "remove it"
+            )
+            err = DataError(
+                f"{where.source}: {said} or fix the export",
+                lot=lot,
+                problem="no sensor value in a lot",
+                found="every sensor empty",
+                expected="a reading",
+                **place(i),
+            )
+            if p is None:
+                raise err
+            p.add(err)
+    if p is not None and p.lots:
+        df = _without_listed(df, columns, p)
 
     keep = [columns.lot, columns.time, *columns.keys, *sensors, *columns.targets]
     if columns.label_time is not None:
@@ -966,6 +1181,7 @@ def read_table(source: str | Path | pd.DataFrame, columns: ColumnMap) -> SensorT
         value=columns.value,
         categories=columns.categories,
         time_format=columns.time_format,
+        time_zone=columns.time_zone,
     )
     log.info(
         "read %s: %d rows, %d lots, %d sensors",

@@ -32,6 +32,7 @@ from mfgtx._config import default_of
 from mfgtx._files import expand_path
 from mfgtx.data import ColumnMap, RegimePlan, Windowing
 from mfgtx.data.io import CsvFormat
+from mfgtx.data.read_options import LabelWords, ReadOptions
 from mfgtx.jobfile._schema import (
     MAX_YAML_CHARS,
     ConfigError,
@@ -88,11 +89,19 @@ class SourceSection:
         rul_cap: ``cmapss`` only: cap the remaining-useful-life target at this many cycles.
         delimiter: CSV files: the character between values, ``auto`` (the one of ``,``
             ``;`` tab ``|`` that the header line holds most often, ``,`` when it holds
-            none) or ``tab``.
+            none) or ``tab``. Left out: ``auto`` (``score.source``, ``evaluate.source``:
+            inherited, as below).
         decimal: CSV files: ``,`` reads ``1,25`` as 1.25 (European exports; the delimiter
             is then not ``,``). Only values that are numbers with one decimal comma change.
+            Left out: ``.`` (``score.source``, ``evaluate.source``: inherited).
         encoding: CSV files: the text encoding (``utf-8``, a byte-order mark is skipped;
-            Windows exports are often ``cp1252``).
+            Windows exports are often ``cp1252``). Left out: ``utf-8`` (``score.source``,
+            ``evaluate.source``: inherited).
+
+    ``delimiter``, ``decimal`` and ``encoding`` left out of ``score.source`` are what
+    ``data.source`` gives, else what the bundle was trained with (its read options,
+    :class:`~mfgtx.data.read_options.ReadOptions`); each one a source gives wins.
+    ``evaluate.source`` takes them from ``data.source`` the same way.
     """
 
     path: str | None = None
@@ -105,13 +114,14 @@ class SourceSection:
     max_inflated_mb: int = 2048
     max_lot_rows: int = 2_000_000
     rul_cap: float | None = None
-    delimiter: str = "auto"
-    decimal: Literal[".", ","] = "."
-    encoding: str = "utf-8"
+    delimiter: str | None = None
+    decimal: Literal[".", ","] | None = None
+    encoding: str | None = None
 
     def __post_init__(self) -> None:
-        CsvFormat(self.delimiter, self.decimal, self.encoding)  # the reader's own checks
-        csv_options = (self.delimiter, self.decimal, self.encoding) != ("auto", ".", "utf-8")
+        self.csv_format()  # the reader's own checks
+        given = (self.delimiter, self.decimal, self.encoding)
+        csv_options = any(v not in (None, d) for v, d in zip(given, _PLAIN_CSV, strict=True))
         if csv_options and (self.url is not None or self.format in ("parquet", "cmapss")):
             raise ValueError("delimiter, decimal and encoding are for CSV files")
         if (self.path is None) == (self.url is None):
@@ -132,6 +142,32 @@ class SourceSection:
                 raise ValueError(f"{key}: a whole number >= 1, found {value!r}")
         if self.rul_cap is not None and (self.format != "cmapss" or not self.rul_cap > 0):
             raise ValueError("rul_cap is a positive number of cycles for format: cmapss only")
+
+    def csv_format(self, inherit: CsvFormat | None = None) -> CsvFormat:
+        """How the source's CSV files are written: its own ``delimiter``, ``decimal`` and
+        ``encoding``, each one it leaves out as ``inherit`` has it (default: a plain CSV
+        file's ``auto``, ``.``, ``utf-8``)."""
+        inherit = inherit or CsvFormat()
+        return CsvFormat(
+            delimiter=inherit.delimiter if self.delimiter is None else self.delimiter,
+            decimal=inherit.decimal if self.decimal is None else self.decimal,
+            encoding=inherit.encoding if self.encoding is None else self.encoding,
+        )
+
+    def inheriting(self, inherit: CsvFormat) -> SourceSection:
+        """This source with each CSV option it leaves out taken from ``inherit`` (a SQL
+        source has none: itself)."""
+        if self.url is not None or self.format in ("parquet", "cmapss"):
+            return self
+        fmt = self.csv_format(inherit)
+        decimal: Literal[".", ","] = "," if fmt.decimal == "," else "."
+        return dataclasses.replace(
+            self, delimiter=fmt.delimiter, decimal=decimal, encoding=fmt.encoding
+        )
+
+
+#: ``delimiter``, ``decimal`` and ``encoding`` of a plain CSV file.
+_PLAIN_CSV = ("auto", ".", "utf-8")
 
 
 @dataclass(frozen=True)
@@ -154,7 +190,9 @@ class ColumnsSection:
     """The :class:`~mfgtx.data.ColumnMap` of the input; see its documentation.
 
     ``units`` (optional): the unit of each column for people, ``{temperature_c: °C}``;
-    the dashboard labels its charts with it, nothing is converted.
+    the dashboard labels its charts with it, nothing is converted. ``time_zone``
+    (optional): the IANA zone (``Europe/Berlin``) of times written without an offset; they
+    are read as that clock's times and kept in UTC.
     """
 
     lot: str
@@ -168,6 +206,7 @@ class ColumnsSection:
     value: str = "value"
     time_format: str | None = None
     units: dict[str, str] = field(default_factory=dict)
+    time_zone: str | None = None
 
     def __post_init__(self) -> None:
         self.column_map()  # ColumnMap's own checks, with its messages
@@ -394,7 +433,10 @@ class ScoreSection:
     Args:
         output: where the predictions go (replaced by key: lot and window end; for a forecaster
             also sensor and step; for a ViT the image path).
-        source: the rows to score (default: ``data.source``, without labels).
+        source: the rows to score (default: ``data.source``, without labels). The CSV
+            options it leaves out (``delimiter``, ``decimal``, ``encoding``) are
+            ``data.source``'s, else the bundle's; its times are read with the bundle's time
+            format and zone unless ``data.columns`` gives them.
         images: ViT bundles: the images to score, a folder (searched recursively), a ``.zip``
             or a CSV manifest with a ``path`` column (default: ``images.path``). A file that
             is not a usable image goes to the errors file; the others are scored.
@@ -523,6 +565,11 @@ class JobConfig:
         score: batch scoring (``score``).
         evaluate: an external test set (``evaluate``).
         name: a name for the job (free text, kept with the job in its bundle).
+        labels: the plant's pass/fail words (:class:`~mfgtx.data.read_options.LabelWords`,
+            ``{good: [i.O., OK, pass], bad: [n.i.O., NOK, fail]}``), read wherever a
+            pass/fail value is (``data.pass_column``); compared trimmed and without regard
+            to case; default: true/pass/yes and false/fail/no. Not ``data.labels``, which
+            joins a label *table* on the lot.
     """
 
     data: DataSection | None = None
@@ -538,6 +585,7 @@ class JobConfig:
     score: ScoreSection | None = None
     evaluate: EvaluateSection | None = None
     name: str | None = None
+    labels: LabelWords = field(default_factory=LabelWords)
     #: sections of kinds registered beyond mfgtx's own (``(key, section)``, read by key)
     kind_sections: tuple[tuple[str, Any], ...] = ()
     source_file: str = field(default="config", compare=False)
@@ -548,6 +596,21 @@ class JobConfig:
         for key in keys:
             if getattr(self, key) is None:
                 raise ConfigError(f"{self.source_file}: {key}: required by this command")
+
+    def read_options(self) -> ReadOptions:
+        """How ``data.source`` is written (its CSV options, ``data.columns.time_format``
+        and ``time_zone``) and the pass/fail words: what a bundle trained on it records."""
+        if self.data is None:
+            return ReadOptions(labels=self.labels)
+        fmt, cols = self.data.source.csv_format(), self.data.columns
+        return ReadOptions(
+            delimiter=fmt.delimiter,
+            decimal=fmt.decimal,
+            encoding=fmt.encoding,
+            time_format=cols.time_format,
+            time_zone=cols.time_zone,
+            labels=self.labels,
+        )
 
     def section(self, key: str) -> Any:
         """The job's section ``key`` (a field, or a registered kind's own section), or

@@ -2,7 +2,11 @@
 
 :func:`read_windows` reads the source lot-complete in chunks (joining labels, deriving
 ``defect`` and label times as ``data`` says), validates each chunk and keeps only its
-windows, so an input larger than memory can train as long as its windows fit. The kind
+windows, so an input larger than memory can train as long as its windows fit. A lot with a
+bad value, time or label is left out (:class:`~mfgtx.data.Problems`, the collecting mode of
+the validation) with an errors row naming its file, line and column, and a
+:class:`~mfgtx.data.DataWarning` saying how many; a problem of the whole input (a missing
+column, a name given twice, a file that cannot be read) still stops the job. The kind
 says how a table is cut (:meth:`~mfgtx.kinds.Kind.cut`) and whether its data needs targets.
 :func:`split` splits them by lot and time with the job's ``split`` plan and audits the split.
 """
@@ -21,11 +25,13 @@ from mfgtx.data import (
     ColumnMap,
     DataError,
     DataWarning,
+    Problems,
     SensorTable,
     Windows,
     read_table,
 )
-from mfgtx.jobfile.config import ConfigError, JobConfig
+from mfgtx.data.table import Where, pass_fail
+from mfgtx.jobfile.config import ConfigError, DataSection, JobConfig
 from mfgtx.jobfile.sources import (
     UngroupedLotsError,
     add_segments,
@@ -36,13 +42,17 @@ from mfgtx.jobfile.sources import (
 )
 from mfgtx.kinds import Kind, SplitWindows, WindowKind, split_windows
 
-__all__ = ["read_windows", "split", "windows_by_chunk"]
+__all__ = ["checked_labels", "read_windows", "split", "windows_by_chunk"]
 
 log = logging.getLogger(__name__)
 
 
 def windows_by_chunk(
-    config: JobConfig, cols: ColumnMap, cut: Callable[[SensorTable], Windows], need: int
+    config: JobConfig,
+    cols: ColumnMap,
+    cut: Callable[[SensorTable], Windows],
+    need: int,
+    left_out: list[dict[str, Any]] | None = None,
 ) -> tuple[Windows, ColumnMap]:
     """Windows of ``config.data``, read lot-complete ``source.chunk_rows`` rows at a time.
 
@@ -50,13 +60,15 @@ def windows_by_chunk(
     ``cut``, and only its windows are kept (float32 sensor values, not the text of the
     export). An input whose lots do not come together cannot be read that way: a warning,
     then it is read whole. ``need``: rows a lot needs for one window; a chunk whose lots are
-    all shorter gives none (with ``windows.on_short: skip``).
+    all shorter gives none (with ``windows.on_short: skip``). A lot with a bad value is left
+    out (see the module docstring); ``left_out`` receives its errors rows.
     """
     data = config.data
     assert data is not None
     label_frame = None
     if data.labels is not None:
         label_frame = read_frame(data.labels.source)
+    problems = Problems()
     try:
         return _windows_of_chunks(
             config,
@@ -65,8 +77,10 @@ def windows_by_chunk(
             iter_lot_frames(
                 data.source, cols.lot, cols.time, segment=data.segment, time_format=cols.time_format
             ),
-            label_frame,
+            checked_labels(label_frame, data, problems),
             need,
+            problems,
+            left_out,
         )
     except UngroupedLotsError as e:
         log.warning("%s; reading the whole input at once instead", e)
@@ -74,7 +88,25 @@ def windows_by_chunk(
         if data.segment is not None:
             whole = add_segments(whole, cols.lot, cols.time, data.segment, describe(data.source),
                                  cols.time_format)  # fmt: skip
-        return _windows_of_chunks(config, cols, cut, [whole], label_frame, need)
+        problems = Problems()
+        labels = checked_labels(label_frame, data, problems)
+        return _windows_of_chunks(config, cols, cut, [whole], labels, need, problems, left_out)
+
+
+def checked_labels(
+    labels: pd.DataFrame | None, data: DataSection, problems: Problems | None
+) -> pd.DataFrame | None:
+    """The label table with its pass/fail column (``data.pass_column``) read as 1/0, once
+    for the whole job: a value not understood names the label file's line, and with
+    ``problems`` is listed there (its lot left out) instead of raised."""
+    column = data.pass_column
+    if labels is None or data.labels is None or column is None or column not in labels:
+        return labels
+    on = data.labels.on
+    lots = labels[on].astype(str) if on in labels.columns else pd.Series("", labels.index)
+    out = labels.copy()
+    out[column] = pass_fail(labels[column], column, Where.of(labels), lots, problems)
+    return out
 
 
 def _windows_of_chunks(
@@ -84,6 +116,8 @@ def _windows_of_chunks(
     chunks: Iterable[pd.DataFrame],
     label_frame: pd.DataFrame | None,
     need: int,
+    problems: Problems,
+    left_out: list[dict[str, Any]] | None,
 ) -> tuple[Windows, ColumnMap]:
     data = config.data
     assert data is not None
@@ -91,8 +125,13 @@ def _windows_of_chunks(
     columns: ColumnMap | None = None
     first_kind: tuple[str, str] | None = None
     for chunk in chunks:
-        frame = prepare(chunk, data, label_frame=label_frame)  # _file, _line: for messages
-        table = read_table(frame, cols)
+        # _file, _line: for messages; a lot with a bad value is listed in problems, left out
+        frame = prepare(
+            chunk, data, label_frame=label_frame, problems=problems, words=config.labels
+        )
+        table = read_table(frame, cols, problems=problems)
+        if not len(table.frame):
+            continue
         if columns is not None and table.columns.sensors != columns.sensors:
             raise DataError(
                 f"{describe(data.source)}: the sensors differ between chunks "
@@ -128,6 +167,7 @@ def _windows_of_chunks(
             raise ConfigError(f"{config.source_file}: {e}") from e
         if len(windows):
             parts.append(windows)
+    _report_left_out(describe(data.source), problems, left_out, kept=columns is not None)
     if columns is None:
         raise DataError(f"{describe(data.source)}: no rows")
     if not parts:
@@ -139,9 +179,44 @@ def _windows_of_chunks(
     return Windows.concat(parts), columns
 
 
-def read_windows(config: JobConfig, kind: Kind[Any, Any, Any]) -> tuple[Windows, ColumnMap]:
+def _report_left_out(
+    source: str, problems: Problems, left_out: list[dict[str, Any]] | None, *, kept: bool
+) -> None:
+    """Warn of the lots ``problems`` left out (and hand their rows to ``left_out``); with no
+    lot ``kept``, raise naming the first reasons."""
+    if not len(problems):
+        return
+    reasons = [str(e) for e in problems.errors[:3]]
+    more = f" (and {len(problems) - 3} more problems)" if len(problems) > 3 else ""
+    if not kept:
+        raise DataError(
+            f"{source}: every lot has a problem, none is left: {'; '.join(reasons)}{more}; "
+            "run mfgtx check JOB to list them all",
+            lot=problems.errors[0].lot,
+            column=problems.errors[0].column,
+            file=problems.errors[0].file,
+            line=problems.errors[0].line,
+        )
+    if left_out is not None:
+        left_out.extend(problems.rows())
+    rows = problems.rows_without_lot
+    without = f" and {rows} row(s) without a lot id" if rows else ""
+    warnings.warn(
+        f"{source}: {len(problems.lots)} lot(s){without} left out for bad values (first: "
+        f"{reasons[0]}); mfgtx train lists them in <bundle>.errors.csv, mfgtx check JOB "
+        "lists every problem",
+        DataWarning,
+        stacklevel=3,
+    )
+
+
+def read_windows(
+    config: JobConfig, kind: Kind[Any, Any, Any], *, left_out: list[dict[str, Any]] | None = None
+) -> tuple[Windows, ColumnMap]:
     """Read (in lot-complete chunks), join, validate and window the job's data as ``kind``
-    trains on it.
+    trains on it. A lot with a bad value, time or label is left out with a
+    :class:`~mfgtx.data.DataWarning`; ``left_out`` receives its errors rows (``lot``,
+    ``file``, ``line``, ``column``, ``reason``).
 
     Raises:
         ConfigError: a missing section, no targets for a kind that needs them, or settings
@@ -169,6 +244,7 @@ def read_windows(config: JobConfig, kind: Kind[Any, Any, Any]) -> tuple[Windows,
         cols,
         kind.cut(config.windows, section),
         kind.need(config.windows, section),
+        left_out,
     )
     log.info(
         "%d windows of %d rows from %d lots (%s)",

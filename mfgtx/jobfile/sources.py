@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mfgtx.data import DataError
+from mfgtx.data import DataError, Problems
 from mfgtx.data.io import (
     CSV_SUFFIXES,
     FILE,
@@ -41,6 +41,8 @@ from mfgtx.data.io import (
     without_position,
 )
 from mfgtx.data.io import csv_delimiter as _csv_delimiter
+from mfgtx.data.read_options import LabelWords
+from mfgtx.data.table import Where, pass_fail, read_times
 from mfgtx.jobfile.config import DataSection, SourceSection
 
 __all__ = [
@@ -82,8 +84,9 @@ def describe(source: SourceSection) -> str:
 
 
 def csv_format(source: SourceSection) -> CsvFormat:
-    """How the source's CSV files are written (``delimiter``, ``decimal``, ``encoding``)."""
-    return CsvFormat(delimiter=source.delimiter, decimal=source.decimal, encoding=source.encoding)
+    """How the source's CSV files are written (``delimiter``, ``decimal``, ``encoding``;
+    one it leaves out as a plain CSV file: ``auto``, ``.``, ``utf-8``)."""
+    return source.csv_format()
 
 
 def csv_delimiter(file: Path, source: SourceSection) -> tuple[str, str]:
@@ -191,7 +194,8 @@ def read_chunks(
                 raise
             line = getattr(e, "line", None)
             reason = str(e) if not rows or line else f"{e}; {rows} rows read before"
-            problems.append({"file": file.name, "line": line, "reason": reason})
+            problems.append({"file": file.name, "line": line, "reason": reason,
+                             "problem": getattr(e, "problem", None)})  # fmt: skip
             log.warning("%s", reason)
             if rows:  # the last lot read from it may be cut short: the reader must know
                 yield _cut_off(file.name)
@@ -389,27 +393,26 @@ def _check_grouped(frame: pd.DataFrame, lot: str, done: set[str], source: Source
     done.update(ids)
 
 
-def _truthy(s: pd.Series, column: str) -> pd.Series:
-    words = {"true": 1.0, "false": 0.0, "pass": 1.0, "fail": 0.0, "yes": 1.0, "no": 0.0}
-    text = s.astype("string").str.strip().str.lower()
-    out = pd.to_numeric(text.replace(words), errors="coerce")
-    bad = out.isna() & text.notna()
-    if bad.any():
-        i = int(bad.to_numpy().nonzero()[0][0])
-        raise DataError(f"column {column!r} holds {s.iloc[i]!r}, expected pass/fail", column=column)
-    return out
-
-
 def prepare(
     frame: pd.DataFrame,
     data: DataSection,
     *,
     labels: bool = True,
     label_frame: pd.DataFrame | None = None,
+    problems: Problems | None = None,
+    words: LabelWords | None = None,
 ) -> pd.DataFrame:
     """Join the labels, derive ``defect`` and the label time as ``data`` says.
 
-    ``label_frame``: the label table already read (a chunked reader reads it once).
+    ``label_frame``: the label table already read (a chunked reader reads it once);
+    ``problems``: a pass/fail value not understood is listed there and its lot left out
+    (:class:`~mfgtx.data.Problems`), instead of raised; ``words``: the pass/fail words of
+    ``data.pass_column`` (the job file's top-level ``labels``; default: true/pass/yes and
+    false/fail/no).
+
+    Raises:
+        DataError: a pass/fail value that is none of ``words`` (without ``problems``), naming
+            its file, line and lot, the accepted words and the key ``labels``.
     """
     cols = data.columns
     if labels and data.labels is not None:
@@ -433,12 +436,16 @@ def prepare(
             raise DataError(
                 f"pass_column {data.pass_column!r} is not a column", column=data.pass_column
             )
-        passed = _truthy(frame[data.pass_column], data.pass_column)
+        lots = frame[cols.lot] if cols.lot in frame.columns else pd.Series("", frame.index)
+        column = data.pass_column
+        w = words or LabelWords()
+        where = Where.of(frame, describe(data.source))
+        passed = pass_fail(
+            frame[column], column, where, lots.astype(str), problems, good=w.good, bad=w.bad
+        )
         frame["defect"] = 1.0 - passed
         frame = frame.drop(columns=[data.pass_column])
-    if labels and data.label_known == "lot_end":
-        times = pd.to_numeric(frame[cols.time], errors="coerce")
-        if times.isna().any():  # timestamps, not cycle numbers
-            times = pd.to_datetime(frame[cols.time], utc=True, format="ISO8601")
+    if labels and data.label_known == "lot_end":  # times read as the rows' own are
+        times = read_times(frame, cols.column_map(targets=False))
         frame[cols.label_time] = times.groupby(frame[cols.lot]).transform("max")
     return frame

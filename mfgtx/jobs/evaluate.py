@@ -72,7 +72,8 @@ def _external_windows(
     from mfgtx.jobfile.sources import FILE, LINE, iter_lot_frames, without_position
 
     assert config.evaluate is not None and config.data is not None
-    source = config.evaluate.source
+    # what evaluate.source leaves out of its CSV options, data.source says (as for score.source)
+    source = config.evaluate.source.inheriting(config.data.source.csv_format())
     try:
         predictor = predictor.with_columns(config.data.column_map(targets=False))
     except ValueError as e:
@@ -138,7 +139,8 @@ def _evaluate_external(config: JobConfig, predictor: Any, kind: Kind) -> tuple[d
     errors: list[dict[str, object]] = []
     if ev.truth is None:
         assert config.data is not None
-        test_config = replace(config, data=replace(config.data, source=ev.source))
+        test_source = ev.source.inheriting(config.data.source.csv_format())
+        test_config = replace(config, data=replace(config.data, source=test_source))
         test_w, _ = read_windows(test_config, kind)
         _check_sensors(config, predictor, test_w)
         test_w = to_model(test_w)
@@ -208,6 +210,7 @@ def _summary(predictor: Any, report: Any, audit_passed: bool, extra: dict) -> di
         "n_test": report.n_test,
         "metrics": {**metrics, **extra},
         "verdict": report.verdict,
+        "standing": report.standing().level,
         "how_sure": report.how_sure,
         "audit_passed": audit_passed,
     }

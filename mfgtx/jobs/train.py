@@ -53,6 +53,7 @@ class TrainOutcome:
     audit_passed: bool
     metrics: dict[str, float] = field(default_factory=dict)
     verdict: str = ""
+    standing: str = ""
     world_size: int = 1
     report_markdown: str = ""
 
@@ -168,11 +169,14 @@ def _train(
     judge = rank() == 0
     try:
         kind.check_train(config)
-        data = kind.read(config, lambda k: read_windows(config, k))
+        bad_lots: list[dict[str, Any]] = []  # sensor rows: the lots left out for bad values
+        data = kind.read(config, lambda k: read_windows(config, k, left_out=bad_lots))
         try:
             left_out = kind.left_out(config, data)
             if left_out is not None:
                 _write_left_out(config, left_out)
+            elif bad_lots or _written_before(config):
+                _write_left_out(config, bad_lots, what="lot")
             key = run_key(config, kind, *kind.fingerprint(config, data))
             fitted = kind.train(data, config, FitSetup(train_cfg, key, on_step, judge))
         finally:
@@ -192,13 +196,24 @@ def _train(
 
 
 def left_out_path(config: JobConfig) -> Path:
-    """Where a tiled job lists the photos and masks it left out: ``<bundle>.errors.csv``."""
+    """Where training lists what it left out: ``<bundle>.errors.csv`` (the photos and masks
+    of a tiled job, the lots with a bad value of a sensor-row job)."""
     return Path(f"{config.bundle}.errors.csv")
 
 
-def _write_left_out(config: JobConfig, errors: list[dict[str, Any]]) -> None:
-    """The errors file of a tiled training job (always written; a header only when every
-    photo and mask could be used), after the path rules."""
+def _written_before(config: JobConfig) -> bool:
+    """Whether ``<bundle>.errors.csv`` is there from an earlier run, written by mfgtx: a run
+    that leaves nothing out rewrites it (a header only), so it never tells of another run."""
+    from mfgtx._files import replace_problem
+
+    path = left_out_path(config)
+    return path.exists() and replace_problem(path) is None
+
+
+def _write_left_out(config: JobConfig, errors: list[dict[str, Any]], what: str = "photo") -> None:
+    """The errors file of a training job, after the path rules: a tiled job's always (a
+    header only when every photo and mask could be used); a sensor-row job's when it left
+    lots out (or rewrites one it wrote before)."""
     from mfgtx.jobs._paths import PathRules
     from mfgtx.jobs.sinks import write_errors
 
@@ -207,7 +222,8 @@ def _write_left_out(config: JobConfig, errors: list[dict[str, Any]]) -> None:
     path = PathRules.of(config).errors_file("bundle", left_out_path(config))
     write_errors(path, errors)
     if errors:
-        log.warning("%d photo(s) left out of training, listed in %s", len(errors), path)
+        n = len(errors) if what != "lot" else len({str(e["lot"]) for e in errors})
+        log.warning("%d %s(s) left out of training, listed in %s", n, what, path)
 
 
 def _outcome(
@@ -248,6 +264,7 @@ def _outcome(
         audit_passed=fitted.audit.passed,
         metrics=fitted.metrics,
         verdict="" if report is None else report.verdict,
+        standing="" if report is None else report.standing().level,
         world_size=fit.world_size,
         report_markdown="" if report is None else report.to_markdown(),
     )

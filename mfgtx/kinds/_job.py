@@ -9,12 +9,13 @@ and scoring of sensor rows, and :class:`JobScores` what a scoring job scored.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 import pandas as pd
 
 from mfgtx.data import ColumnMap, RegimePlan, Windowing, Windows
+from mfgtx.data.read_options import ReadOptions
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig
 
@@ -76,6 +77,9 @@ class FitRequest(Generic[SectionT]):
         regimes: the operating regimes fitted on the training rows (``data.regimes``), or
             ``None``; the jobs refuse them for a kind that does not take them
             (``takes_regimes``) before reading its rows.
+        read: how the training source's files are written (CSV dialect, time format and
+            zone, pass/fail words), saved in the bundle's input spec so that every entry
+            point reads another file the same way.
 
     Example:
         >>> from mfgtx.kinds import SensorSection
@@ -95,6 +99,7 @@ class FitRequest(Generic[SectionT]):
     judge: bool = True
     members: int | None = None
     regimes: RegimePlan | None = None
+    read: ReadOptions = field(default_factory=ReadOptions)
 
 
 class JobSettings(Protocol):
@@ -125,6 +130,7 @@ class JobSettings(Protocol):
 
     def require(self, *keys: str) -> None: ...
     def section(self, key: str) -> Any: ...
+    def read_options(self) -> ReadOptions: ...
 
 
 #: The jobs' reading of a job's sensor rows as a kind cuts them

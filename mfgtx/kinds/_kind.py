@@ -123,6 +123,7 @@ class Kind(ABC, Generic[SectionT, SpecT, DataT]):
             judge=setup.judge,
             members=ensemble.members if ensemble is not None else None,
             regimes=job.data.regimes if job.data is not None else None,
+            read=job.read_options(),
         )
 
     def check_train(self, job: JobSettings) -> None:

@@ -187,6 +187,11 @@ class Predictor(ABC, Generic[SpecT]):
     def predict(self, data: Any, **options: Any) -> pd.DataFrame:
         """The output rows for ``data`` (see :meth:`score`; ``options`` are its options).
 
+        A predictor of sensor rows also takes a file path (``str`` or ``Path``: a CSV or
+        Parquet file, or a folder of them) and reads it the bundle's way (its saved read
+        options: delimiter, decimal mark, encoding, time format and zone), giving the rows
+        ``mfgtx score`` writes for that file.
+
         Raises:
             DataError: the input cannot be read as a whole (no rows, a column name given
                 twice), or a lot or image could not be scored (the first reason, with its

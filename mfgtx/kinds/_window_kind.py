@@ -278,12 +278,16 @@ class WindowKind(Kind[SectionT, SpecT, WindowData], Generic[SectionT, SpecT]):
         return source, source
 
     def score(self, predictor: Any, job: JobSettings, source: Any, rows: RowScorer) -> JobScores:
+        """Score ``source`` with the job's columns; a CSV option the source leaves out is
+        ``data.source``'s, else the bundle's (:attr:`WindowPredictor.read_options`)."""
         if job.data is not None:  # the job file's mapping (a new plant's export) wins
             try:
                 predictor = predictor.with_columns(job.data.column_map(targets=False))
             except ValueError as e:
                 raise ConfigError(f"{job.source_file}: {e}") from e
-        return rows(predictor, source)
+            if source is not job.data.source:
+                source = source.inheriting(job.data.source.csv_format(predictor.read_options.csv))
+        return rows(predictor, source.inheriting(predictor.read_options.csv))
 
     def onnx_data(self, predictor: Any, job: JobSettings, rows: RowReader) -> tuple[Any, str]:
         windows, _ = rows(predictor.kind)

@@ -26,6 +26,7 @@ import warnings
 from abc import abstractmethod
 from collections.abc import Iterator
 from dataclasses import Field, replace
+from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
@@ -42,6 +43,8 @@ from mfgtx.data import (
     Windows,
     read_table,
 )
+from mfgtx.data.io import file_chunks, plant_files
+from mfgtx.data.read_options import ReadOptions
 from mfgtx.data.table import FILE, LINE, Where, check_names
 from mfgtx.kinds._predictor import InputSpec, Predictor, Scored, error_row
 
@@ -93,6 +96,29 @@ class WindowPredictor(Predictor[WindowSpecT]):
     def windowing(self) -> Windowing:
         return self.input_spec.windowing
 
+    @property
+    def read_options(self) -> ReadOptions:
+        """How this predictor reads a file (:meth:`score` of a path, the dashboard's
+        uploads, ``mfgtx score`` of a source that names none): the read options its bundle
+        saved, with the time format and zone of its columns (what the rows are parsed with)."""
+        c = self.input_spec.columns
+        saved = getattr(self.input_spec, "read", None) or ReadOptions()
+        return replace(saved, time_format=c.time_format, time_zone=c.time_zone)
+
+    def read_file(self, path: str | Path) -> pd.DataFrame:
+        """The rows of a CSV or Parquet file (or a folder of them, in name order) read with
+        :attr:`read_options` by the jobs' bounded reader (:func:`mfgtx.data.io.file_chunks`),
+        each with its ``_file`` and ``_line``.
+
+        Raises:
+            DataError: the file cannot be read, naming it and, where known, its line.
+        """
+        csv = self.read_options.csv
+        parts = [c for f in plant_files(path) for c in file_chunks(f, csv=csv) if len(c)]
+        if not parts:
+            raise DataError(f"{path}: no rows to score (a header only, or empty)", file=str(path))
+        return pd.concat(parts, ignore_index=True)
+
     def with_columns(self, columns: ColumnMap) -> WindowPredictor[WindowSpecT]:
         """This predictor reading an export whose columns are named otherwise (a new
         plant's): the same sensors, in the same order, under ``columns``' names.
@@ -113,6 +139,9 @@ class WindowPredictor(Predictor[WindowSpecT]):
             targets=(),
             label_time=None,
             categories=self.columns.categories,  # a grade is read as in training
+            # times written as in training unless the job says how
+            time_format=columns.time_format or self.columns.time_format,
+            time_zone=columns.time_zone or self.columns.time_zone,
         )
         new.input_spec = replace(self.input_spec, columns=columns)
         return new
@@ -278,7 +307,7 @@ class WindowPredictor(Predictor[WindowSpecT]):
 
     def score(
         self,
-        data: pd.DataFrame,
+        data: pd.DataFrame | str | Path,
         *,
         stride: int | None = None,
         last_per_lot: bool = False,
@@ -288,7 +317,9 @@ class WindowPredictor(Predictor[WindowSpecT]):
         """Output rows and errors for the sensor rows ``data``.
 
         Args:
-            data: rows of one or more complete lots, the columns of the bundle's data.
+            data: rows of one or more complete lots, the columns of the bundle's data; or
+                the path of a CSV or Parquet file (or folder) read as :meth:`read_file`
+                reads it, with the bundle's read options, as ``mfgtx score`` reads it.
             stride: rows between scored windows (default: the training stride); each lot's
                 last window ends at its latest row.
             last_per_lot: only each lot's last window (the prediction as of now).
@@ -303,6 +334,10 @@ class WindowPredictor(Predictor[WindowSpecT]):
             DataWarning: a sensor has no reading at all in a lot; the lot is scored with it
                 missing, as the model reads a missing reading (:attr:`Scored.warnings`).
         """
+        if isinstance(data, str | Path):
+            if positions is not None:
+                raise ValueError("positions: a file's rows carry their own file and line")
+            data = self.read_file(data)
         frame = self._frame(data, positions)
         parts: list[pd.DataFrame] = []
         errors: list[dict[str, object]] = []

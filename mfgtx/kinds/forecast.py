@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
@@ -35,6 +35,7 @@ from mfgtx.data import (
     Windowing,
     Windows,
 )
+from mfgtx.data.read_options import ReadOptions
 from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
 from mfgtx.kinds._job import FitRequest, JobSettings
 from mfgtx.kinds._onnx import Forecast, masked_example
@@ -44,7 +45,7 @@ from mfgtx.kinds._registry import register_kind
 from mfgtx.kinds._split import learning_split, target_values
 from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
-from mfgtx.kinds.sensor import _columns_dict, columns_from
+from mfgtx.kinds.sensor import _columns_dict, columns_from, read_options_from, with_recorded_read
 from mfgtx.metrics import interval_coverage
 from mfgtx.models import CausalForecaster, ForecasterConfig, ForecasterEnsemble
 from mfgtx.train import fit
@@ -166,6 +167,9 @@ class ForecastSpec:
         covariates: the other sensors, given as past-observed covariates.
         time_kind: the time axis it trained on (``utc``, ``naive``, ``number``, or ``None``).
         scaler: fitted on the training rows.
+        read: how the training source's files were written
+            (:class:`~mfgtx.data.read_options.ReadOptions`; the defaults for a bundle
+            written before they were saved).
     """
 
     VERSION: ClassVar[int] = 1
@@ -178,9 +182,11 @@ class ForecastSpec:
     covariates: tuple[str, ...]
     time_kind: str | None
     scaler: SensorScaler | None
+    read: ReadOptions = field(default_factory=ReadOptions)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "read": self.read.to_dict(),
             "kind": "forecast",
             "version": self.VERSION,
             "columns": _columns_dict(self.columns),
@@ -196,14 +202,16 @@ class ForecastSpec:
     def from_dict(cls, state: dict[str, Any]) -> ForecastSpec:
         if state.get("version") != cls.VERSION:
             raise ValueError(f"input_spec version {state.get('version')!r}, expected 1")
+        columns = columns_from(state["columns"])
         return cls(
-            columns=columns_from(state["columns"]),
+            columns=columns,
             windowing=Windowing(**state["windowing"]),
             horizon=int(state["horizon"]),
             targets=tuple(state["targets"]),
             covariates=tuple(state["covariates"]),
             time_kind=state["time_kind"],
             scaler=None if state["scaler"] is None else SensorScaler.from_dict(state["scaler"]),
+            read=read_options_from(state, columns),
         )
 
 
@@ -497,6 +505,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
             covariates=covariates,
             time_kind=windows.time_kind,
             scaler=scaler,
+            read=request.read,
         )
         labelled = windows.labelled()
         trained, fits, picks = [], [], []
@@ -633,7 +642,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
     def spec_from_bundle(self, bundle: Bundle) -> ForecastSpec:
         if bundle.input_spec is not None:
             try:
-                return ForecastSpec.from_dict(bundle.input_spec)
+                return ForecastSpec.from_dict(with_recorded_read(bundle))
             except (KeyError, TypeError, ValueError) as e:
                 raise BundleError(f"{bundle.path}: bad input_spec: {e}", file=bundle.path) from e
         job = self.old_layout(bundle, "window", "targets", "horizon")  # format 2

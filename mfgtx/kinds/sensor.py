@@ -15,7 +15,7 @@ scored), for a regressor one column per target and ``<target>_q<NN>`` per quanti
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -36,6 +36,7 @@ from mfgtx.data import (
     Windowing,
     Windows,
 )
+from mfgtx.data.read_options import ReadOptions
 from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
 from mfgtx.kinds._job import FitRequest
 from mfgtx.kinds._onnx import Sensor, masked_example
@@ -156,7 +157,37 @@ def _columns_dict(c: ColumnMap) -> dict[str, Any]:
         "value": c.value,
         **({"categories": list(c.categories)} if c.categories else {}),  # a text grade
         **({"time_format": c.time_format} if c.time_format else {}),
+        **({"time_zone": c.time_zone} if c.time_zone else {}),
     }
+
+
+def read_options_from(state: dict[str, Any], columns: ColumnMap) -> ReadOptions:
+    """The read options an input spec saved (``read``), or for a bundle written before
+    they were saved, today's defaults with the time format of its columns."""
+    if state.get("read"):
+        return ReadOptions.from_dict(state["read"])
+    return ReadOptions(time_format=columns.time_format, time_zone=columns.time_zone)
+
+
+def with_recorded_read(bundle: Bundle) -> dict[str, Any]:
+    """``bundle``'s input spec; one written before read options were saved takes the CSV
+    options of the job it records (``extra.job_file``), where they are valid."""
+    state = dict(bundle.input_spec or {})
+    if state.get("read"):
+        return state
+    job = (bundle.manifest.get("extra") or {}).get("job_file") or {}
+    source = (job.get("data") or {}).get("source") if isinstance(job, dict) else None
+    if not isinstance(source, dict):
+        return state
+    keys = ("delimiter", "decimal", "encoding")
+    given = {k: source[k] for k in keys if isinstance(source.get(k), str)}
+    try:
+        state["read"] = ReadOptions(**given).to_dict() | {"time_format": None}
+    except ValueError:  # written for another mfgtx: the defaults
+        return state
+    columns = state.get("columns") or {}
+    state["read"].update(time_format=columns.get("time_format"))
+    return state
 
 
 def columns_from(state: dict[str, Any]) -> ColumnMap:
@@ -184,6 +215,10 @@ class SensorSpec:
         regimes: the operating regimes (:class:`~mfgtx.data.Regimes`, ``data.regimes``)
             fitted on the training rows, or ``None``: the model reads each sensor
             normalised within its row's regime and one channel per regime.
+        read: how the training source's files were written (CSV dialect, time format and
+            zone, pass/fail words: :class:`~mfgtx.data.read_options.ReadOptions`); scoring
+            another source reads with them unless told otherwise. A bundle written before
+            they were saved reads with the defaults.
     """
 
     VERSION: ClassVar[int] = 2
@@ -196,9 +231,11 @@ class SensorSpec:
     scaler: SensorScaler
     clip: tuple[tuple[float, float], ...] | None = None
     regimes: Regimes | None = None
+    read: ReadOptions = field(default_factory=ReadOptions)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "read": self.read.to_dict(),
             "clip": None if self.clip is None else [list(c) for c in self.clip],
             "kind": "sensor",
             "version": self.VERSION,
@@ -217,8 +254,9 @@ class SensorSpec:
         if state.get("version") not in (1, cls.VERSION):
             raise ValueError(f"input_spec version {state.get('version')!r}, expected 1 or 2")
         regimes = state.get("regimes") if state["version"] >= 2 else None
+        columns = columns_from(state["columns"])
         return cls(
-            columns=columns_from(state["columns"]),
+            columns=columns,
             windowing=Windowing(**state["windowing"]),
             task=state["task"],
             targets=tuple(state["targets"]),
@@ -226,6 +264,7 @@ class SensorSpec:
             scaler=SensorScaler.from_dict(state["scaler"]),
             clip=None if state.get("clip") is None else tuple(tuple(c) for c in state["clip"]),
             regimes=None if regimes is None else Regimes.from_dict(regimes),
+            read=read_options_from(state, columns),
         )
 
 
@@ -499,6 +538,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             scaler=scaler,
             clip=_target_range(windows, learn) if section.clip else None,
             regimes=fitted_regimes,
+            read=request.read,
         )
         result = Fitted(
             model=model,
@@ -560,7 +600,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
     def spec_from_bundle(self, bundle: Bundle) -> SensorSpec:
         if bundle.input_spec is not None:
             try:
-                return SensorSpec.from_dict(bundle.input_spec)
+                return SensorSpec.from_dict(with_recorded_read(bundle))
             except (KeyError, TypeError, ValueError) as e:
                 raise BundleError(f"{bundle.path}: bad input_spec: {e}", file=bundle.path) from e
         job = self.old_layout(bundle, "window", "targets", "task")  # format 2
@@ -568,8 +608,9 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         if not schema or bundle.scaler is None:
             self.too_old(bundle, "data_schema", "scaler")
         window = int(job["window"])
+        columns = columns_from(schema)
         return SensorSpec(
-            columns=columns_from(schema),
+            columns=columns,
             windowing=Windowing(
                 window=window, stride=int(job.get("stride") or window), min_rows=job.get("min_rows")
             ),
@@ -577,6 +618,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             targets=tuple(job["targets"]),
             time_kind=job.get("time_kind"),
             scaler=bundle.scaler,
+            read=read_options_from({}, columns),
         )
 
     def predictor(self, bundle: Bundle) -> SensorPredictor:

@@ -83,7 +83,17 @@ def test_overview_lists_bundle_metrics_audit_and_data(app_env):
     assert any("Split audit: **passed**" in t for t in _texts(at.markdown))
     how_sure = [t for t in _texts(at.markdown) if t.startswith("How sure: ")]
     assert how_sure and "paired bootstrap interval over the" in how_sure[0]
-    assert any("file" in f.columns and "sensors.csv" in set(f["file"]) for f in frames)
+    # one verdict, the library's standing in its colour; no second verdict line beside it
+    boxes = _texts(at.success) + _texts(at.warning) + _texts(at.error) + _texts(at.info)
+    verdicts = [t for t in boxes if t.startswith("**Verdict.**")]
+    assert len(verdicts) == 1, boxes
+    assert not any(t.startswith("Verdict:") for t in _texts(at.markdown))
+    assert "SensorEncoder" not in verdicts[0] and "MajorityClass" not in how_sure[0]
+    files = next(f for f in frames if "file" in f.columns).set_index("file")
+    newest = pd.to_datetime(pd.read_csv(SAMPLE / "sensors.csv")["timestamp"], utc=True).max()
+    assert files.loc["sensors.csv", "newest reading (UTC)"] == newest.strftime("%Y-%m-%d %H:%M")
+    age = (pd.Timestamp.now(tz="UTC") - newest).total_seconds() / 86400
+    assert abs(files.loc["sensors.csv", "data age (days)"] - age) < 0.2  # not the file's mtime
     latest = next(f for f in frames if "latest reading (UTC)" in f.columns)
     assert latest["line"].tolist() == ["L1", "L2", "L3"]  # read by mfgtx.data.io, per line
 

@@ -15,7 +15,7 @@ from mfgtx.jobs import ConfigError, load_config
 from tests.cli.conftest import quality_job, summary, train_until_killed, write_job
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ["train", "evaluate", "score", "audit", "app", "demo", "bench"]
+COMMANDS = ["train", "evaluate", "score", "audit", "check", "app", "demo", "bench"]
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])

@@ -54,6 +54,12 @@ def test_train_writes_an_audited_calibrated_bundle(trained) -> None:
     assert loaded.manifest["metrics"]["rows"][0]["name"] == "SensorEncoder"
     assert not Path(f"{bundle}.ckpt").exists()  # checkpoints removed after success
     assert not Path(f"{bundle}.lock").exists()
+    # the summary's standing is the one rule's level for the report the bundle stores
+    from mfgtx.baselines import EvaluationReport
+
+    stored = EvaluationReport.from_dict(loaded.manifest["metrics"])
+    assert result["standing"] == stored.standing().level
+    assert result["verdict"] == stored.verdict
 
 
 def _scoring_input(plant: Path, folder: Path) -> Path:

@@ -5,6 +5,7 @@ Shape legend: ``N`` images, ``C`` channels, ``S`` image side, ``K`` classes."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ class VitExplanation:
         deletion: :class:`~mfgtx.explain.DeletionResult`, or ``None``.
         image: the image as the model read it ``(S, S)`` grey in [0, 1].
         row: the image's output row (the columns ``mfgtx score`` writes).
+        inputs: the normalised input the maps read ``(1, C, S, S)`` (the image, or the worst
+            tile, one view), which :meth:`VitPredictor.deletion_of` tests again.
 
     With ``input_spec.views`` above 1 the maps and the deletion test read the image (or the
     worst tile) as read, one view, while ``row`` is the mean over the views, as scored.
@@ -44,6 +47,7 @@ class VitExplanation:
     deletion: Any
     image: torch.Tensor
     row: dict[str, Any]
+    inputs: torch.Tensor | None = None
 
 
 class VitPredictor(Predictor[VitSpec]):
@@ -193,7 +197,7 @@ class VitPredictor(Predictor[VitSpec]):
             DataError: the image cannot be used (the reason of the image reader).
         """
         from mfgtx.data import DataError
-        from mfgtx.explain import attention_maps, deletion_test
+        from mfgtx.explain import attention_maps
 
         spec = self.input_spec
         if spec.tiled:
@@ -207,10 +211,22 @@ class VitPredictor(Predictor[VitSpec]):
         if not spec.tiled:
             cols = self.columns_of(self.probabilities(images))  # over the views, as scored
             row = {"image": data[0], **{k: v[0] for k, v in cols.items()}}
-        check = None
-        if deletion:
-            check = deletion_test(self.model, x, maps, which=which, fraction=0.1, n_random=5)
-        return VitExplanation(maps, check, images[0].mean(0), row)
+        explained = VitExplanation(maps, None, images[0].mean(0), row, x)
+        if not deletion:
+            return explained
+        return dataclasses.replace(explained, deletion=self.deletion_of(explained, which))
+
+    def deletion_of(self, explained: VitExplanation, which: str = "rollout") -> Any:
+        """The deletion test of ``explained``'s map ``which`` (``"rollout"`` or ``"layer"``),
+        on the input its maps read: the image is not read, nor a photo's tiles scored, again
+        (what :meth:`explain` with ``which`` gives, for another map kind)."""
+        from mfgtx.explain import deletion_test
+
+        if explained.inputs is None:
+            raise ValueError("this explanation keeps no input to test: explain the image again")
+        return deletion_test(
+            self.model, explained.inputs, explained.maps, which=which, fraction=0.1, n_random=5
+        )
 
     def _worst_tile(self, data: tuple[str, bytes]) -> tuple[torch.Tensor, dict[str, Any]]:
         """The worst tile of a photo ``(1, C, S, S)`` and the photo's output row."""
