@@ -53,11 +53,11 @@ def _metrics_table(metrics: dict) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "predictor": r["name"],
-                "kind": r.get("kind", ""),
-                "in words": (model_words if r.get("kind") == "model" else baseline_words)(
+                # in words, never the class behind it (SensorEncoder, LogisticRegression)
+                "predictor": (model_words if r.get("kind") == "model" else baseline_words)(
                     r["name"]
                 ),
+                "kind": r.get("kind", ""),
                 **{name(k): v for k, v in r["metrics"].items()},
             }
             for r in rows

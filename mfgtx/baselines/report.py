@@ -364,7 +364,9 @@ than the model on RMSE (lower is better), 12.3 against 14.1; prefer the baseline
             "| --- | " + " | ".join("---:" for _ in metrics) + " |",
         ]
         for r in self.rows:
-            label = r.name if r.kind == "model" else f"{r.name} (baseline)"
+            # in words (model_words, baseline_words), never the class behind the row
+            label = model_words(r.name) if r.kind == "model" else baseline_words(r.name)
+            label = label if r.kind == "model" else f"{label} (baseline)"
             cells = " | ".join(cell(r.metrics[k], k) for k in metrics)
             lines.append(f"| {label} | {cells} |")
         lines += ["", "What the figures mean:", *(f"- {m}" for m in plain_meanings(metrics))]

@@ -7,12 +7,6 @@ every score output. None may hold ``p_0``/``p_1``, ``class 1``, ``logits``, ``km
 traceback, the name of a Python class of mfgtx (collected from the package: its public
 classes) or of the libraries under it (:data:`LIBRARY_CLASSES`), or a metric's key
 (``log_loss``: a metric is shown by its plain name, :data:`mfgtx.metrics.PLAIN`).
-
-Pending: the verdict sentences and the predictors' names in a report (``SensorEncoder``,
-``LogisticRegression (baseline)``, "... on log_loss") are worded by the verdict work of
-issue 37, on another branch. Until it is merged (:data:`PENDING`), a test that finds only
-those words (a report row's name, a metric key) is marked ``xfail`` with them; any other word
-fails it outright. Once the verdict work is in, the tests pass and :data:`PENDING` goes.
 """
 
 from __future__ import annotations
@@ -70,35 +64,10 @@ def library_words(text: str) -> list[str]:
     return [text[max(0, m.start() - 60) : m.end() + 60] for m in _pattern().finditer(text)]
 
 
-#: the verdict work is not merged yet: a report row's name and a metric key are pending
-PENDING = True
-
-
-def report_names(jobs: dict) -> frozenset[str]:
-    """The names of every predictor in the demo bundles' reports (model and baselines)."""
-    names: set[str] = set()
-    for _, job in jobs.values():
-        metrics = mfgtx.load(job.bundle).bundle.manifest.get("metrics") or {}
-        for state in (metrics, metrics.get("tiles") or {}):
-            names |= {str(r["name"]) for r in state.get("rows") or ()}
-    return frozenset(names)
-
-
-def check(text: str, where: object, pending: frozenset[str]) -> list[str]:
-    """Fail (``AssertionError``) on a library word in ``text`` that is not ``pending`` (a
-    report row's name or a metric key, while :data:`PENDING`); return the pending ones."""
-    found = [(m.group(0), text[max(0, m.start() - 60) : m.end() + 60])
-             for m in _pattern().finditer(text)]  # fmt: skip
-    later = set(pending) | set(METRIC_KEYS) if PENDING else set()
-    real = [around for word, around in found if word not in later]
-    assert real == [], (where, real)
-    return [around for word, around in found if word in later]
-
-
-def _end(pending: list[str]) -> None:
-    """``xfail`` when words the verdict work rewords were found (and nothing else was)."""
-    if pending:
-        pytest.xfail(f"pending the verdict work's wording (issue 37): {pending[:3]}")
+def check(text: str, where: object) -> None:
+    """Fail (``AssertionError``) on a library word in ``text``, naming ``where``."""
+    found = library_words(text)
+    assert found == [], (where, found)
 
 
 def test_the_guard_knows_the_words() -> None:
@@ -110,10 +79,8 @@ def test_the_guard_knows_the_words() -> None:
     # plant words pass: names from the classes, metrics by their plain names
     plain = "p_bad 41%, decision: bad; temp_1 (°C); probability error ↓; class 12 of 3"
     assert library_words(plain) == []
-    # a pending word is told apart from a real one
-    assert check("Ridge beats the model on rmse", "x", frozenset({"Ridge"})) != []
-    with pytest.raises(AssertionError):
-        check("Ridge beats the model on rmse; P(class 1)", "x", frozenset({"Ridge"}))
+    with pytest.raises(AssertionError, match="where"):
+        check("the model beats a linear fit on rmse", "where")
 
 
 def _strings(value: object) -> list[str]:
@@ -150,14 +117,11 @@ def page_text(at) -> str:
 @pytest.mark.parametrize("page", PAGES)
 def test_pages_show_no_library_words(demo_env, page) -> None:
     names = [n for n, (k, _) in demo_env["jobs"].items() if KIND_OF_PAGE.get(page) in (k, "any")]
-    pending = report_names(demo_env["jobs"])
-    later: list[str] = []
     for bundle in names or [None]:
         at = _app(demo_env["out"], page, BUNDLE_KEYS.get(page), bundle)
         text = page_text(at)
         assert text.strip(), (page, bundle)
-        later += check(text, (page, bundle), pending)
-    _end(later)
+        check(text, (page, bundle))
 
 
 @pytest.mark.slow
@@ -201,26 +165,23 @@ def test_reports_cli_and_scores_hold_no_library_words(demo, capsys, monkeypatch)
     from mfgtx.baselines import EvaluationReport
     from mfgtx.cli import main
 
-    pending = report_names(demo["jobs"])
-    later: list[str] = []
     for name, (kind, job) in demo["jobs"].items():
         bundle = mfgtx.load(job.bundle)
         metrics = dict(bundle.bundle.manifest.get("metrics") or {})
         report = EvaluationReport.from_dict(metrics)
-        later += check(report.to_markdown(), (name, "report"), pending)  # `mfgtx train` says
+        check(report.to_markdown(), (name, "report"))  # what `mfgtx train` prints
         # `mfgtx evaluate` on the job: stdout (the report, the summary) and stderr
         monkeypatch.setattr("mfgtx.cli.jobs.job_config", lambda args, job=job: job)
         capsys.readouterr()
         code = main(["evaluate", f"{name}.yaml"])
         out, err = capsys.readouterr()
         assert code == 0, (name, err)
-        later += check(cli_text(out, err), (name, "mfgtx evaluate"), pending)
+        check(cli_text(out, err), (name, "mfgtx evaluate"))
         scored = pd.read_parquet(job.score.output.path)
         assert library_words(" ".join(scored.columns)) == [], (name, list(scored.columns))
         if "decision" in scored:
             words = {"bad", "good"} if kind == "sensor" else {"defect", "good"}
             assert set(scored["decision"].dropna()) <= words, (name, set(scored["decision"]))
-    _end(later)
 
 
 def test_attention_labels_carry_units_and_never_guess_names() -> None:
