@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +29,18 @@ def demo(args: argparse.Namespace) -> int:
         progress=None if bar is None else "log",  # one bar for the whole demo, not per epoch
         on_step=None if bar is None else bar.tick,
     )
-    try:
+    with contextlib.ExitStack() as stack:
+        if bar is not None:  # log lines above the bar, not through it
+            from tqdm.contrib.logging import logging_redirect_tqdm
+
+            stack.enter_context(logging_redirect_tqdm())
+            stack.callback(bar.close)
         for step in steps:
             line = _line(step, args.data, out)
             if bar is not None:
                 bar.step(step, line)
             elif line:
                 emit(line)
-    finally:
-        if bar is not None:
-            bar.close()
     summary({"command": "demo", "ok": True, "out": out, "quick": args.quick})
     if args.no_app:
         return 0
@@ -93,8 +97,9 @@ def _watched() -> bool:
 
 class _Bar:
     """One progress bar for the whole demo, on stderr: it advances by each phase's estimated
-    seconds as the phase ends, so its ETA starts from the estimates and follows the pace the
-    finished phases actually took (tqdm's average rate, ``smoothing=0``)."""
+    seconds as the phase ends. The time left starts as the sum of the estimates and follows
+    the pace the finished phases actually took (their wall time over their estimates), less
+    the time the running phase has had."""
 
     def __init__(self) -> None:
         from tqdm.auto import tqdm
@@ -102,6 +107,8 @@ class _Bar:
         self._tqdm = tqdm
         self._bar: Any = None
         self._plan: dict[tuple[str, str], float] = {}
+        self._t0 = self._since = time.monotonic()
+        self._done = 0.0  # estimated seconds of the finished phases
 
     def step(self, step: dict[str, Any], line: str) -> None:
         if step.get("start"):
@@ -113,9 +120,9 @@ class _Bar:
                     desc="demo",
                     smoothing=0,
                     dynamic_ncols=True,
-                    bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} elapsed, "
-                    "about {remaining} left",
+                    bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} elapsed{postfix}",
                 )
+                self._left()
             self._describe(step, "training" if step["train"] else "scoring")
             return
         self._write(line)
@@ -125,6 +132,9 @@ class _Bar:
         phase = "score" if step.get("command") == "score" else "train"
         done = self._plan.pop((step["job"], phase), None)
         if self._bar is not None and done is not None:
+            self._done += done
+            self._since = time.monotonic()
+            self._left()
             self._bar.update(min(round(done), self._bar.total - self._bar.n))
         if phase == "train":
             self._describe(step, "scoring")
@@ -132,7 +142,15 @@ class _Bar:
     def tick(self, _step: int, _loss: float) -> None:
         """After every optimizer step: let the clock and the ETA move."""
         if self._bar is not None:
-            self._bar.update(0)
+            self._left()
+            self._bar.update(0)  # redraws at most every 0.1 s
+
+    def _left(self) -> None:
+        """Time left: the unfinished phases' estimates at the pace of the finished ones."""
+        now = time.monotonic()
+        pace = (self._since - self._t0) / self._done if self._done > 0 else 1.0
+        left = max(0.0, sum(self._plan.values()) * pace - (now - self._since))
+        self._bar.set_postfix_str(f"about {_clock(left)} left", refresh=False)
 
     def close(self) -> None:
         if self._bar is not None:
@@ -152,6 +170,16 @@ class _Bar:
             return
         with self._tqdm.external_write_mode():
             emit(line)
+
+
+def _clock(seconds: float) -> str:
+    """``1:05``, ``12:00``: minutes and seconds.
+
+    >>> _clock(65.4), _clock(0)
+    ('1:05', '0:00')
+    """
+    m, sec = divmod(round(seconds), 60)
+    return f"{m}:{sec:02d}"
 
 
 def _minutes(minutes: float) -> str:

@@ -49,3 +49,36 @@ def test_every_demo_job_has_measured_estimates() -> None:
         for phase in ("train", "score"):
             full, quick = (estimate_seconds(name, phase, quick=q) for q in (False, True))
             assert 0 < quick <= full, (name, phase)
+
+
+def test_a_person_waiting_sees_one_bar_that_ends_full(tmp_path, monkeypatch, capsys) -> None:
+    """At a terminal the demo shows one bar for all jobs and phases, advancing by each phase's
+    estimate, and turns training's own bars into log lines."""
+    import mfgtx.cli.demo as cli_demo
+    import mfgtx.jobs.demo as jobs_demo
+    from mfgtx.cli import main
+
+    seen: dict = {}
+
+    def fake_run_demo(data, out, **kwargs):
+        seen.update(kwargs)
+        plan = [
+            {"job": "a", "phase": "train", "seconds": 10.0},
+            {"job": "a", "phase": "score", "seconds": 2.0},
+            {"job": "b", "phase": "score", "seconds": 3.0},
+        ]
+        yield {"job": "demo", "start": True, "train": ["a"], "minutes": 0.25, "plan": plan}
+        yield {"job": "a", "training": "sensor", "bundle": "A", "model": "a model", "minutes": 0.2}
+        kwargs["on_step"](1, 0.5)  # training's steps keep the clock moving
+        yield {"job": "a", "command": "train", "bundle": "A", "seconds": 9.0, "verdict": "v"}
+        yield {"job": "a", "command": "score", "windows": 3, "windows_per_s": 1.0, "output": "o"}
+        yield {"job": "b", "command": "train", "bundle": "B", "reused": True}
+        yield {"job": "b", "command": "score", "windows": 3, "windows_per_s": 1.0, "output": "p"}
+
+    monkeypatch.setattr(jobs_demo, "run_demo", fake_run_demo)
+    monkeypatch.setattr(cli_demo, "_watched", lambda: True)
+    assert main(["demo", "--no-app", "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert seen["progress"] == "log" and seen["on_step"] is not None
+    assert "demo" in captured.err and "100%" in captured.err and "left" in captured.err
+    assert "a: trained A" in captured.out and "b: reusing B" in captured.out
