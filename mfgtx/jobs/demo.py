@@ -305,7 +305,8 @@ def scores_up_to_date(job: JobConfig, bundle_id: str) -> bool:
     """Whether the job's scores need no rescoring: the output and its record
     ``<output>.demo.json`` exist, mfgtx wrote both and neither changed since
     (:func:`mfgtx._files.replace_problem`), and the record names this bundle id, the sha256
-    of the same input and the same score section."""
+    of the same input, the same score section and the output's own sha256 (a ``mfgtx score``
+    run by hand since, with other settings, is not taken for the demo's)."""
     from mfgtx._files import replace_problem
 
     files = _score_files(job)
@@ -315,7 +316,8 @@ def scores_up_to_date(job: JobConfig, bundle_id: str) -> bool:
         recorded = json.loads(files[1].read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return recorded == _score_key(job, bundle_id)
+    key = _score_key(job, bundle_id)  # and the output is the one the demo wrote, not a rerun's
+    return key is not None and recorded == {**key, "output_sha256": _input_sha256([files[0]])}
 
 
 def _record_scores(job: JobConfig, bundle_id: str) -> None:
@@ -323,7 +325,8 @@ def _record_scores(job: JobConfig, bundle_id: str) -> None:
     from mfgtx._files import atomic_write_bytes
 
     files, key = _score_files(job), _score_key(job, bundle_id)
-    if files is None or key is None:
+    if files is None or key is None or not files[0].is_file():
         return
+    key["output_sha256"] = _input_sha256([files[0]])
     text = json.dumps(key, indent=1, sort_keys=True) + "\n"
     atomic_write_bytes(files[1], text.encode("utf-8"))
