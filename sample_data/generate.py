@@ -17,7 +17,15 @@ and, each from its own random stream so that the others do not change:
   truth of the test machines);
 * ``generate_inspection``: the folder ``inspection/``: 16 full-size 900x360 photos of steel
   strip, some with pitting, each with a PNG mask and a labelme file of the pit outlines, and
-  ``manifest.csv`` (path, lot, timestamp).
+  ``manifest.csv`` (path, lot, timestamp);
+* ``generate_finishing``: the folder ``finishing/``: a finishing stand's 10-s log of 200 coils
+  (``log.csv``: strip speed, vibration) and each coil's inspection (``inspection.csv``: chatter
+  marks, pass/fail). The physics (:func:`vibration_beat`): the vibration level beats as work
+  and backup roll pass each other; on a healthy stand the beat is irregular, when the stand
+  chatters it turns regular at the roll stack's natural frequency, with the same depth. Only
+  that regularity, a shape in time, marks the failing coils: a window's mean, std, min, max,
+  last value and slope (the baselines' features) are distributed alike. Chatter is likelier
+  at high speed, a weak clue the baselines can use.
 
 Usage::
 
@@ -1000,6 +1008,99 @@ def generate_inspection(
     return out
 
 
+# --------------------------------------------------------------------------- finishing stand
+
+FINISH_START = pd.Timestamp("2026-03-23T06:00:00Z")
+N_COILS = 200  # coils F001..F200, one after another on one finishing stand
+COIL_SAMPLES = 64  # one reading every 10 s: about 11 min a coil
+COIL_GAP_MIN = (2, 6)  # inclusive range of minutes between two coils (threading the next)
+STRIP_SPEEDS = (8.0, 10.0, 12.0, 14.0)  # m/s, the coil's rolling speed set-point
+BEAT_DEPTH = (0.20, 0.35)  # amplitude of the vibration beat, relative to its level
+CHATTER_PERIOD = (5.8, 6.2)  # samples (10 s each) per beat: the roll stack's natural frequency
+WANDER_STEP = (0.02, 0.50)  # turns of the beat's phase per sample on a healthy stand
+
+
+def vibration_beat(rng: np.random.Generator, n: int, chatter: bool) -> np.ndarray:
+    """Relative beat of the stand's vibration level, ``1 + depth * sin(phase)``.
+
+    The work roll and the backup roll turn at slightly different speeds, so the bearing's
+    vibration level rises and falls as they pass each other. On a healthy stand the strip's
+    tension keeps changing the slip between them, so the beat is irregular: the phase moves
+    by a fresh random step every sample (:data:`WANDER_STEP`). When the stand **chatters** the
+    rolls lock into a self-excited oscillation and the beat turns regular: the phase moves by
+    the same step every sample (one beat every :data:`CHATTER_PERIOD` samples). Depth, start
+    phase and the range of steps are drawn alike in both cases, so a window's mean, std, min,
+    max, last value and slope of the vibration are distributed alike: only the regularity over
+    time, a shape, tells a chattering coil apart.
+    """
+    depth = rng.uniform(*BEAT_DEPTH)
+    if chatter:
+        steps = np.full(n, 2 * np.pi / rng.uniform(*CHATTER_PERIOD))
+    else:
+        steps = rng.uniform(2 * np.pi * WANDER_STEP[0], 2 * np.pi * WANDER_STEP[1], n)
+    return 1.0 + depth * np.sin(rng.uniform(0, 2 * np.pi) + np.cumsum(steps))
+
+
+def chatter_probability(speed: float) -> float:
+    """Chatter is likelier the faster the strip runs: 15 % at 8 m/s to 55 % at 14 m/s."""
+    return 0.15 + 0.40 * (speed - STRIP_SPEEDS[0]) / (STRIP_SPEEDS[-1] - STRIP_SPEEDS[0])
+
+
+def make_finishing(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(log, inspection): the stand's 10-s log of every coil, and each coil's inspection."""
+    frames, rows = [], []
+    start = FINISH_START
+    n = COIL_SAMPLES
+    for c in range(N_COILS):
+        coil = f"F{c + 1:03d}"
+        speed_sp = float(rng.choice(STRIP_SPEEDS))
+        chatter = bool(rng.random() < chatter_probability(speed_sp))
+        speed = speed_sp * (1 + rng.normal(0.0, 0.004)) + ar1(rng, n, 0.8, 0.03)
+        level = (1.2 + 0.08 * speed_sp) * rng.lognormal(0.0, 0.15)  # bearing, speed, roll
+        noise = np.exp(ar1(rng, n, 0.5, 0.04) + rng.normal(0.0, 0.02, n))
+        vibration = level * vibration_beat(rng, n, chatter) * noise
+        stamps = start + pd.to_timedelta(10 * np.arange(n), unit="s")
+        frames.append(
+            pd.DataFrame(
+                {
+                    "coil": coil,
+                    "timestamp": stamps,
+                    "strip_speed_m_s": speed.round(2),
+                    "vibration_mm_s": vibration.round(3),
+                }
+            )
+        )
+        end = stamps[-1] + pd.Timedelta(seconds=10)
+        rows.append(
+            {
+                "coil": coil,
+                "coil_start": start,
+                "coil_end": end,
+                "inspected_at": end + pd.Timedelta(minutes=int(rng.integers(20, 61))),
+                "chatter_marks": chatter,
+                "passed": not chatter,
+            }
+        )
+        start = end + pd.Timedelta(minutes=int(rng.integers(COIL_GAP_MIN[0], COIL_GAP_MIN[1] + 1)))
+    return pd.concat(frames, ignore_index=True), pd.DataFrame(rows)
+
+
+def generate_finishing(out_dir: Path, seed: int = DEFAULT_SEED) -> dict[str, Path]:
+    """Write ``out_dir/finishing/`` (log.csv, inspection.csv); return name -> path.
+
+    Uses its own random stream (``SeedSequence(seed)``'s eighth child), so no other file
+    changes with it.
+    """
+    folder = Path(out_dir) / "finishing"
+    folder.mkdir(parents=True, exist_ok=True)
+    ss = np.random.SeedSequence(seed).spawn(8)[7]
+    log, inspection = make_finishing(np.random.default_rng(ss))
+    return {
+        "log": write_csv(log, folder / "log.csv"),
+        "inspection": write_csv(inspection, folder / "inspection.csv"),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
@@ -1023,6 +1124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, files in (
         ("regimes", generate_regimes(args.out, args.seed)),
         ("inspection", generate_inspection(args.out, args.seed)),
+        ("finishing", generate_finishing(args.out, args.seed)),
     ):
         size = sum(p.stat().st_size for p in files.values())
         print(f"{name:12s} {args.out / name} ({len(files)} files, {size / 1024:.0f} KiB)")

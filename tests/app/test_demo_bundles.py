@@ -36,7 +36,8 @@ def _sorted(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("name", ["sample_quality", "sample_rul", "sample_regimes",
-                                  "sample_forecast", "sample_defects", "sample_inspection"])  # fmt: skip
+                                  "sample_forecast", "sample_defects", "sample_inspection",
+                                  "sample_chatter"])  # fmt: skip
 def test_load_predict_equals_the_rows_score_wrote(demo, name) -> None:
     kind, job = demo["jobs"][name]
     predictor = mfgtx.load(job.bundle)

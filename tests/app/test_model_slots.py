@@ -64,7 +64,7 @@ def test_forecast_page_draws_the_forecast_and_its_band(app_env, forecaster_dir):
     spec = _specs(at)[0]
     names = [trace.get("name") for trace in spec["data"]]
     assert names == [
-        "history", "upper quantile", "quantile band", "Naive baseline (last reading held)",
+        "history", "upper quantile", "quantile band", "baseline: repeating the last reading",
         "forecast",
     ]  # fmt: skip
     at.select_slider(key="forecast_horizon").set_value(10).run()

@@ -158,6 +158,9 @@ def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert "sample_quality: reusing" in captured.out
+    # and the scores, written by these bundles from the same input: not scored again
+    assert "sample_quality: scores up to date" in captured.out
+    assert "sample_forecast: scored" not in captured.out
     assert "dashboard is not in this version" in captured.err
 
 

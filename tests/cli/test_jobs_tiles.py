@@ -130,11 +130,11 @@ def test_the_sample_photos_tile_as_their_readme_says() -> None:
     labels = labelme.tiles["label"]
     assert len(labels) == 1440 and (labels == 1).sum() == 15 and (labels == -1).sum() == 2
     assert int(labelme.image_labels.sum()) == 5
-    # the job's own: half-overlapping tiles (28 x 11 a photo), training tiles 16 px apart
+    # the job's own: half-overlapping tiles (28 x 11 a photo), training tiles 24 px apart
     job = prepare_tiles(cfg.images, plan)
     labels = job.tiles["label"]
     assert len(labels) == 16 * 28 * 11 and (labels == 1).sum() == 51 and (labels == -1).sum() == 4
-    assert job.fit_tiles is not None and len(job.fit_tiles) == 16 * 54 * 20
+    assert job.fit_tiles is not None and len(job.fit_tiles) == 16 * 36 * 14
 
 
 def test_no_photo_and_no_lot_straddles_two_sets(photos) -> None:

@@ -339,3 +339,36 @@ def test_sample_data_stays_small() -> None:
     assert total < 5_000_000
     for photo in (INSPECTION / "images").glob("*.png"):
         assert photo.stat().st_size < 150_000, photo.name
+
+
+# ---------------------------------------------------------------------- finishing stand
+
+FINISHING = SAMPLE / "finishing"
+
+
+def test_finishing_stand_is_exactly_what_the_generator_writes(tmp_path: Path) -> None:
+    written = _generator().generate_finishing(tmp_path)
+    _same_bytes(written, tmp_path / "finishing", FINISHING, "finishing")
+
+
+def test_chatter_shows_in_the_shape_of_the_vibration_not_in_its_summaries() -> None:
+    """The sample's shape-in-time problem: chattering coils are told apart by the regularity
+    of the vibration's beat (lag-6 autocorrelation), not by a window's summary statistics."""
+    log = pd.read_csv(FINISHING / "log.csv")
+    inspection = pd.read_csv(FINISHING / "inspection.csv")
+    assert (inspection["passed"] == ~inspection["chatter_marks"]).all()
+    assert 0.25 < inspection["chatter_marks"].mean() < 0.45
+    stats, lag6 = [], []
+    for _, rows in log.groupby("coil", sort=True):
+        v = rows["vibration_mm_s"].to_numpy()[-32:]  # the last window, as evaluated
+        r = v / v.mean() - 1  # relative to the coil's level
+        stats.append([r.std(), r.min(), r.max(), r[-1], np.polyfit(np.arange(32), r, 1)[0]])
+        lag6.append((r[6:] * r[:-6]).sum() / (r * r).sum())
+    chatter = inspection.sort_values("coil")["chatter_marks"].to_numpy()
+    lag6 = np.array(lag6)
+    assert lag6[chatter].min() > lag6[~chatter].max()  # the shape separates them completely
+    stats = np.array(stats)
+    for j in range(stats.shape[1]):  # the summaries hardly do: AUC near 0.5 for each
+        a, b = stats[chatter, j], stats[~chatter, j]
+        auc = (a[:, None] > b[None, :]).mean()
+        assert 0.3 < auc < 0.7, (j, auc)
