@@ -53,7 +53,8 @@ _TINY_VIT = {"d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64}
 _TINY_OF = {"vit": _TINY_VIT}  # the sample ViT job keeps a few more layers
 #: Wall seconds per job and phase, ``(full, quick)``: benchmarks/demo_time.py (a fresh demo into
 #: a temporary folder) on 2 quiet cores (taskset) of an Intel Xeon with AVX-512, 2026-12-04,
-#: 73 s in all, 19 s quick (benchmarks/results/demo_time-20261204T170903Z*.json). A 2-core
+#: 73 s in all, 19 s quick; 55 s on the project's 2-core Xeon at load under 1.2
+#: (benchmarks/results/demo_time-20261204T175212Z.json). A 2-core
 #: machine without AVX-512 or shared with other work takes longer; the CLI's ETA follows the
 #: pace of the finished phases.
 _SECONDS: dict[str, dict[str, tuple[float, float]]] = {
