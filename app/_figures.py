@@ -48,11 +48,21 @@ def _meta(fig: go.Figure, title: str) -> go.Figure:
     return fig
 
 
-def token_labels(maps: Any, sensors: Sequence[str], times: Sequence[str] | None) -> list[str]:
-    """Names of a map's inputs: sensor names, or the time span each patch covers."""
+def token_labels(
+    maps: Any,
+    sensors: Sequence[str],
+    times: Sequence[str] | None,
+    units: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Names of a map's inputs: the model's channels (``sensors``: the predictor's
+    ``channel_names``, one per input) with their ``units``, or the time span each patch
+    covers."""
     m = int(maps.rollout.shape[-1])
     if maps.axis == "sensor":
-        return list(sensors)[:m] if len(sensors) >= m else [f"sensor {i + 1}" for i in range(m)]
+        if len(sensors) != m:  # a bundle that does not name its channels: numbered
+            return [f"input {i + 1}" for i in range(m)]
+        units = units or {}
+        return [f"{s} ({units[s]})" if units.get(s) else str(s) for s in sensors]
     if maps.spans is None:
         return [f"input {i + 1}" for i in range(m)]
     out = []

@@ -9,7 +9,8 @@ counts once. A metric that is undefined for the data (ROC AUC with one class pre
 constant truth) is ``nan`` with a :class:`MetricWarning` that says why; the ``*_metrics``
 helpers can collect those reasons in a list instead.
 
-Which direction is better for each metric name is in :data:`HIGHER_IS_BETTER`.
+Which direction is better for each metric name is in :data:`HIGHER_IS_BETTER`; the words a
+plant user reads for each (a plain name and a one-line meaning) are in :data:`PLAIN`.
 
 Classification inputs are integer labels ``y_true (N,)`` (``0..M-1``; binary: ``1`` is the
 positive class, the defect or failure) and probabilities: ``(N,)`` = P(class 1) for a binary
@@ -19,7 +20,7 @@ problem, or ``(N, M)`` rows that sum to 1 (``M == 2`` is binary too).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
 from types import MappingProxyType
 from typing import NamedTuple
@@ -30,6 +31,7 @@ from sklearn.metrics import f1_score, roc_auc_score
 __all__ = [
     "ECE_BINS",
     "HIGHER_IS_BETTER",
+    "PLAIN",
     "MetricWarning",
     "PairedDifference",
     "accuracy",
@@ -48,6 +50,8 @@ __all__ = [
     "mse",
     "nasa_score",
     "paired_bootstrap",
+    "plain_meanings",
+    "plain_name",
     "r2",
     "regression_metrics",
     "rmse",
@@ -78,6 +82,69 @@ HIGHER_IS_BETTER: Mapping[str, bool] = MappingProxyType(
     }
 )
 """Metric name (as used in the ``*_metrics`` dicts) -> whether a higher value is better."""
+
+
+PLAIN: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "mae": ("average error", "the average size of a miss, in the target's units"),
+        "mse": (
+            "squared error",
+            "the average squared miss (squared units); large misses weigh most",
+        ),
+        "rmse": (
+            "typical error",
+            "the size of a typical miss, in the target's units; large misses weigh more",
+        ),
+        "r2": ("share explained", "how much of the spread the predictions explain (1 = all)"),
+        "nasa_score": (
+            "late-warning penalty",
+            "penalises predicting failure too late more than too early",
+        ),
+        "accuracy": ("share right", "the share of lots (or images) given the right class"),
+        "balanced_accuracy": (
+            "share right per class",
+            "the share right within each class, averaged, so a rare class counts as much",
+        ),
+        "f1": ("defect catch score", "balances finding bad lots against false alarms"),
+        "roc_auc": ("ranking", "how often a bad lot scores above a good one (0.5 = chance)"),
+        "average_precision": (
+            "flag precision",
+            "how clean the flags are as the threshold moves, averaged",
+        ),
+        "recall": ("defects caught", "the share of bad lots (or images) flagged"),
+        "false_alarm_rate": ("false alarms", "the share of good lots (or images) flagged"),
+        "log_loss": (
+            "probability error",
+            "how far the stated probabilities are from what happened (confident misses cost most)",
+        ),
+        "brier": ("probability miss", "the average squared gap between probability and outcome"),
+        "ece": (
+            "calibration gap",
+            "how far a stated probability is from how often it comes true",
+        ),
+    }
+)
+"""Metric name -> ``(plain name, one-line meaning)``: the words the reports, the ``mfgtx``
+command and the dashboard show a plant user for each metric of :data:`HIGHER_IS_BETTER`."""
+
+
+def plain_name(metric: str) -> str:
+    """The plain name of ``metric`` (:data:`PLAIN`), or the metric itself when it has none.
+
+    >>> plain_name("log_loss"), plain_name("ece")
+    ('probability error', 'calibration gap')
+    """
+    return PLAIN.get(metric, (metric.replace("_", " "), ""))[0]
+
+
+def plain_meanings(metrics: Iterable[str]) -> tuple[str, ...]:
+    """One line per metric of ``metrics`` that has a meaning in :data:`PLAIN`: its plain
+    name and what it says.
+
+    >>> plain_meanings(["ece"])
+    ('calibration gap: how far a stated probability is from how often it comes true',)
+    """
+    return tuple(f"{PLAIN[m][0]}: {PLAIN[m][1]}" for m in metrics if m in PLAIN)
 
 
 class MetricWarning(UserWarning):

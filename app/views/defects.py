@@ -31,6 +31,8 @@ from _images import check_image
 from _settings import MAX_IMAGE_MB
 from _trust import set_sentence, show_trust
 
+from mfgtx.kinds import probability_column
+
 IMAGE_TYPES = ["png", "jpg", "jpeg", "bmp", "tif", "tiff"]
 #: What the user picked for the bundle shown, cleared when another bundle is shown: the
 #: data folder's images (a crack patch is not a photo) and the attention map option.
@@ -64,14 +66,14 @@ def decision_of(predictor: Any, row: dict) -> dict[str, Any]:
     choice = cal.threshold if cal is not None else None
     p_defect = float(row["p_defect"]) if "p_defect" in row else None
     if p_defect is None and len(predictor.input_spec.class_names) == 2:
-        p_defect = float(row["p_1"])
+        p_defect = float(row[probability_column(predictor.input_spec.class_names[1])])
     return {
         "label": str(row["predicted_class"]),
-        "p_label": float(row[f"p_{k}"]),
+        "p_label": float(row[probability_column(predictor.input_spec.class_names[k])]),
         "p_defect": p_defect,
         "threshold": None if choice is None else float(choice.threshold),
         "cost_ratio": None if choice is None else float(choice.cost_ratio),
-        "flagged": None if "decision" not in row else bool(row["decision"]),
+        "flagged": None if "decision" not in row else row["decision"] != "good",
     }
 
 

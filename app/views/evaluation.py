@@ -14,6 +14,7 @@ from _labels import labelled_windows
 from _recorded import recorded
 
 from mfgtx.calibration import reliability_curve
+from mfgtx.kinds import probability_column
 from mfgtx.metrics import confusion_matrix
 
 
@@ -78,7 +79,7 @@ def evaluation() -> None:
     cfg, infos = bundles_of("sensor")
     if not infos:
         no_bundle_message(
-            "SensorEncoder",
+            "sensor (lot quality or RUL)",
             cfg.models_dir,
             "mfgtx train sensor pipelines/configs/sample_quality.yaml",
         )
@@ -96,7 +97,7 @@ def evaluation() -> None:
     )
     truth = windows.y[idx, 0]
     if classifier:
-        score = rows["p_1"].to_numpy()
+        score = rows[probability_column(predictor.class_names[1])].to_numpy()
     else:
         score = rows[predictor.input_spec.targets[0]].to_numpy()
     pred = _Pred(windows.lot[idx], windows.end[idx], score, truth)

@@ -14,6 +14,7 @@ from _settings import app_config
 from _trust import show_trust
 
 from mfgtx.baselines import baseline_words, model_words
+from mfgtx.metrics import plain_meanings, plain_name
 from mfgtx.split import duration_text
 
 TASK_WORDS = {
@@ -23,6 +24,23 @@ TASK_WORDS = {
 }
 
 
+#: what each kind's model is, in words (the class name is for the bundle's loader)
+MODEL_WORDS = {
+    "sensor": "Transformer on sensor readings",
+    "forecast": "forecasting Transformer",
+    "vit": "vision Transformer on images",
+}
+
+
+def bundle_model_words(kind: str | None, model_class: str, manifest: dict) -> str:
+    """The bundle's model in words: what it is and, for an ensemble, how many members."""
+    words = MODEL_WORDS.get(kind or "", "model")
+    members = (manifest.get("split") or {}).get("ensemble_members")
+    if "Ensemble" in model_class:
+        words += f", {members} cross-fitted members" if members else ", ensemble"
+    return words
+
+
 def _metrics_table(metrics: dict) -> pd.DataFrame:
     """One row per predictor; each metric's column says which way is better."""
     rows = metrics.get("rows") or []
@@ -30,16 +48,16 @@ def _metrics_table(metrics: dict) -> pd.DataFrame:
 
     def name(m: str) -> str:
         arrow = {True: " ↑", False: " ↓"}.get(higher.get(m), "")
-        return m.replace("_", " ") + arrow
+        return plain_name(m) + arrow
 
     return pd.DataFrame(
         [
             {
-                "predictor": r["name"],
-                "kind": r.get("kind", ""),
-                "in words": (model_words if r.get("kind") == "model" else baseline_words)(
+                # in words, never the class behind it (SensorEncoder, LogisticRegression)
+                "predictor": (model_words if r.get("kind") == "model" else baseline_words)(
                     r["name"]
                 ),
+                "kind": r.get("kind", ""),
                 **{name(k): v for k, v in r["metrics"].items()},
             }
             for r in rows
@@ -47,11 +65,19 @@ def _metrics_table(metrics: dict) -> pd.DataFrame:
     )
 
 
-def duration_words(text: str) -> str:
+def audit_words(text: str) -> str:
     """``gap=0 days 00:30:00`` (pandas' text of a Timedelta, in the audit of bundles written
-    before the audit wrote durations in words) as ``gap=30 min``."""
+    before the audit wrote durations in words) as ``gap=30 min``; the class names and
+    clustering words older audits wrote (``the SensorScaler (standard)``, ``3 kmeans regimes
+    of [...]``) in plant words, as the audit writes them now."""
     pattern = r"-?\d+ days? \d{2}:\d{2}:\d{2}(?:\.\d+)?"
-    return re.sub(pattern, lambda m: duration_text(pd.Timedelta(m.group(0))), text)
+    text = re.sub(pattern, lambda m: duration_text(pd.Timedelta(m.group(0))), text)
+    text = text.replace("the SensorScaler (", "the sensor scaling (")
+    text = re.sub(
+        r"(\d+) kmeans regimes of", r"\1 operating regimes grouped by similar settings of", text
+    )
+    text = re.sub(r"(\d+) column regimes of", r"\1 operating regimes read from", text)
+    return text.replace(" (Regimes.fit(windows, train))", "")
 
 
 def judged_on(metrics: dict) -> str:
@@ -69,7 +95,7 @@ def judged_on(metrics: dict) -> str:
     primary = metrics.get("primary")
     higher = (metrics.get("higher_is_better") or {}).get(primary)
     arrow = {True: " (↑ higher is better)", False: " (↓ lower is better)"}.get(higher, "")
-    return f"{text}; primary metric: **{str(primary).replace('_', ' ')}**{arrow}"
+    return f"{text}; primary metric: **{plain_name(str(primary))}**{arrow}"
 
 
 @guarded
@@ -95,7 +121,7 @@ def overview() -> None:
                     {
                         "bundle": b.path.name,
                         "kind": b.kind,
-                        "model": b.model_class,
+                        "model": bundle_model_words(b.kind, b.model_class, b.manifest),
                         "task": TASK_WORDS.get(b.task or "", b.task or "not recorded"),
                         "created (UTC)": b.manifest.get("created_utc"),
                         "parameters": b.manifest["model"].get("parameters"),
@@ -114,6 +140,8 @@ def overview() -> None:
                 trust = show_trust(b.manifest, details=False, lead="Verdict.")
                 st.markdown(judged_on(metrics))
                 st.dataframe(_metrics_table(metrics), hide_index=True)
+                shown = dict.fromkeys(k for r in metrics["rows"] for k in r.get("metrics", {}))
+                st.caption("  \n".join(plain_meanings(shown)))  # what each column means
                 for line in trust.details:  # "How sure: ...", recomputed in plant words
                     st.markdown(line)
             else:
@@ -130,7 +158,7 @@ def overview() -> None:
                             {
                                 "check": c["name"].replace("_", " "),
                                 "passed": c["passed"],
-                                "detail": duration_words(c["detail"]),
+                                "detail": audit_words(c["detail"]),
                             }
                             for c in checks
                         ]

@@ -31,6 +31,8 @@ from _settings import MAX_CSV_MB
 from _tables import csv_format, frame_for, lot_windows, read_upload_csv
 from _trust import set_sentence, show_trust
 
+from mfgtx.kinds import probability_column
+
 #: What the user picked for the bundle shown, cleared when another bundle is shown.
 QUALITY_PICKS = ("quality_line", "quality_lot", "quality_as_of", "quality_threshold")
 
@@ -75,7 +77,7 @@ def quality() -> None:
     cfg, infos = bundles_of("sensor")
     if not infos:
         no_bundle_message(
-            "SensorEncoder",
+            "sensor (lot quality or RUL)",
             cfg.models_dir,
             "mfgtx train sensor pipelines/configs/sample_quality.yaml",
         )
@@ -139,7 +141,7 @@ def quality() -> None:
     if task == "classification":
         choice = predictor.calibration.threshold if predictor.calibration else None
         default = float(choice.threshold) if choice is not None else 0.5
-        p = float(row["p_1"])
+        p = float(row[probability_column(predictor.class_names[1])])
         st.metric("Calibrated probability of a bad lot", f"{p:.1%}")
         what_if = st.slider(
             "Operating threshold (what-if only; the bundle's threshold is not changed)",
@@ -203,7 +205,7 @@ def quality() -> None:
     notice()
     explained = _explained(info.bundle_id, source, lot, at, predictor, windows)
     times = _window_times(rows, cmap.time, windows, at)
-    labels = token_labels(explained.maps, sensors, times)
+    labels = token_labels(explained.maps, predictor.channel_names, times, units)
     axis = "sensor" if explained.maps.axis == "sensor" else "readings of the window (time)"
     left, right = st.columns(2)
     left.plotly_chart(attention_bars(explained.maps, labels, axis_title=axis))

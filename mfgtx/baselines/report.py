@@ -16,7 +16,7 @@ from typing import Any, Literal
 from mfgtx.baselines import standing as rule
 from mfgtx.baselines._base import check_task
 from mfgtx.baselines.standing import Standing, baseline_words, metric_words, model_words
-from mfgtx.metrics import HIGHER_IS_BETTER
+from mfgtx.metrics import HIGHER_IS_BETTER, plain_meanings, plain_name
 
 __all__ = ["Difference", "EvaluationReport", "ReportRow"]
 
@@ -355,7 +355,7 @@ than the model on RMSE (lower is better), 12.3 against 14.1; prefer the baseline
         trained = (
             f", baselines fitted on {self.n_train} training {self.unit}" if self.n_train else ""
         )
-        arrows = [f"{k} {'↑' if HIGHER_IS_BETTER[k] else '↓'}" for k in metrics]
+        arrows = [f"{plain_name(k)} {'↑' if HIGHER_IS_BETTER[k] else '↓'}" for k in metrics]
         lines = [
             f"{_TASK_TITLE[self.task]}: {self.n_test} test {self.unit}, the same for every "
             f"predictor{trained}. ↑ higher is better, ↓ lower is better.",
@@ -364,9 +364,12 @@ than the model on RMSE (lower is better), 12.3 against 14.1; prefer the baseline
             "| --- | " + " | ".join("---:" for _ in metrics) + " |",
         ]
         for r in self.rows:
-            label = r.name if r.kind == "model" else f"{r.name} (baseline)"
+            # in words (model_words, baseline_words), never the class behind the row
+            label = model_words(r.name) if r.kind == "model" else baseline_words(r.name)
+            label = label if r.kind == "model" else f"{label} (baseline)"
             cells = " | ".join(cell(r.metrics[k], k) for k in metrics)
             lines.append(f"| {label} | {cells} |")
+        lines += ["", "What the figures mean:", *(f"- {m}" for m in plain_meanings(metrics))]
         lines += ["", f"Verdict: {self.verdict}"]
         if self.differences:
             lines += ["", f"How sure: {self.how_sure}"]

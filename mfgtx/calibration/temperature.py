@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ TEMPERATURE_RANGE = (0.05, 20.0)
 """The temperatures :meth:`TemperatureScaler.fit` searches, ``(lowest, highest)``."""
 
 _STEP_RTOL = 1e-10  # the temperature search stops when 1/T moves by less than this (relative)
+
+log = logging.getLogger(__name__)
 
 
 def _log_softmax(s: np.ndarray) -> np.ndarray:
@@ -101,21 +104,29 @@ class TemperatureScaler:
         y = _check_labels(labels, z.shape[0], z.shape[1], "TemperatureScaler.fit")
         t_low, t_high = TEMPERATURE_RANGE
         if _separated(z, y):
+            log.debug("TemperatureScaler.fit: every true class has the highest logit")
             warnings.warn(
-                "TemperatureScaler.fit: the validation set is perfectly separated by the "
-                "logits, so the temperature cannot be fitted (a lower one always looks "
-                "better); it is left at 1, the model's own probabilities. A larger validation "
-                "set, with parts the model gets wrong, lets it be fitted.",
+                "probability calibration: the model puts every validation part in its right "
+                "class (perfectly separated), so its probabilities cannot be tuned (a sharper "
+                "setting always looks better); the setting (temperature) is left at 1, the "
+                "model's own probabilities. More validation parts, some of which the model "
+                "gets wrong, let them be tuned.",
                 CalibrationWarning,
                 stacklevel=2,
             )
             return cls(temperature=1.0)
         lo, hi = 1.0 / t_high, 1.0 / t_low  # bracket on beta = 1 / T
         if _nll_slope_curvature(z, y, lo)[0] >= 0:
-            _warn_bound(t_high, "the logits tell nothing about the labels (or point the wrong way)")
+            _warn_bound(
+                t_high, "the model's scores tell nothing about the validation parts' labels "
+                "(or point the wrong way)"
+            )  # fmt: skip
             return cls(temperature=t_high)
         if _nll_slope_curvature(z, y, hi)[0] <= 0:
-            _warn_bound(t_low, "the validation set is almost separated by the logits")
+            _warn_bound(
+                t_low, "the model puts the validation parts in their right class almost "
+                "without error (almost separated)"
+            )  # fmt: skip
             return cls(temperature=t_low)
         beta = 1.0  # start from the model as it is
         for _ in range(max_iter):
@@ -134,8 +145,8 @@ class TemperatureScaler:
                 break
         else:
             warnings.warn(
-                f"TemperatureScaler.fit: the search did not converge in max_iter={max_iter} "
-                f"steps; using T = {1.0 / beta:.6g}",
+                f"probability calibration: the search did not converge in max_iter={max_iter} "
+                f"steps; using the setting (temperature) {1.0 / beta:.6g}",
                 CalibrationWarning,
                 stacklevel=2,
             )
@@ -176,9 +187,10 @@ def _separated(z: np.ndarray, y: np.ndarray) -> bool:
 
 def _warn_bound(temperature: float, why: str) -> None:
     warnings.warn(
-        f"TemperatureScaler.fit: {why}; the temperature is set to {temperature}, the end of "
-        f"the searched range {TEMPERATURE_RANGE}. Check the validation set (size, both "
-        "classes, not the training data) before trusting these probabilities.",
+        f"probability calibration: {why}; the setting (temperature) is set to {temperature}, "
+        f"the end of the searched range {TEMPERATURE_RANGE}. Check the validation parts "
+        "(enough of them, good and bad ones, not the training data) before trusting these "
+        "probabilities.",
         CalibrationWarning,
         stacklevel=3,
     )

@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
         "kind",
         choices=_KINDS,
         metavar="KIND",  # add_argument formats the choices to check them: not the kinds yet
-        help="sensor: SensorEncoder (quality, RUL); forecast: CausalForecaster; vit: DefectViT; "
+        help="sensor: lot quality or RUL from sensor readings; forecast: sensor forecasts; "
+        "vit: defect images; "
         "or a kind a plugin registers (MFGTX_KINDS, entry points mfgtx.kinds)",
     )
     kind.metavar = None  # usage and help list the kinds, read when they are shown

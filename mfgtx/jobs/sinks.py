@@ -8,6 +8,10 @@ renamed into place (readers see the old or the new file, never half of one); a S
 changed in one transaction (delete the batch's keys, insert the batch) and carries a unique
 index on the keys.
 
+Scores written by mfgtx before the output columns were named from the classes (``p_0``,
+``p_1``, a ``decision`` of 1/0) are not merged with today's (``p_bad``, ``decision`` bad/good):
+such a file or table is refused, naming it and its old columns (:func:`old_columns_problem`).
+
 Only outputs mfgtx wrote are merged into and replaced (:mod:`mfgtx._files`): a file it wrote
 and nobody changed since, a table it created (with its index,
 :func:`~mfgtx.jobs._sql.table_problem`). A user's file or table of that name is refused.
@@ -16,6 +20,8 @@ and nobody changed since, a table it created (with its index,
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -28,6 +34,32 @@ __all__ = ["KEYS", "describe_sink", "write_errors", "write_scores", "write_text"
 log = logging.getLogger(__name__)
 
 KEYS = ("lot", "window_end")
+
+_OLD_PROBABILITY = re.compile(r"p_\d+")  # p_0, p_1 ...: class indices, before class names
+
+
+def old_columns_problem(where: str, columns: Iterable[str], frame: pd.DataFrame) -> str | None:
+    """Why an existing output (``where``: its file or table, with ``columns``) cannot take
+    ``frame``: it holds probabilities named by class index (``p_0``, ``p_1``), written before
+    the scores were named from the classes; ``None`` when it can.
+
+    Example:
+        >>> new = pd.DataFrame(columns=["lot", "p_bad", "decision"])
+        >>> old_columns_problem("out.csv", ["lot", "p_bad", "decision"], new) is None
+        True
+        >>> print(old_columns_problem("out.csv", ["lot", "p_0", "p_1", "decision"], new))
+        ... # doctest: +ELLIPSIS
+        out.csv holds scores named the old way (columns p_0, p_1, decision as 1/0) ...
+    """
+    old = [str(c) for c in columns if _OLD_PROBABILITY.fullmatch(str(c)) and c not in frame]
+    if not old:
+        return None
+    new = ", ".join(str(c) for c in frame.columns if str(c).startswith("p_") or c == "decision")
+    return (
+        f"{where} holds scores named the old way (columns {', '.join(old)}, decision as 1/0) "
+        f"and these scores are named from the classes ({new}); write them to a new file or "
+        "table, or rename or move the old one away; nothing was written"
+    )
 
 
 def describe_sink(sink: SinkSection) -> str:
@@ -96,6 +128,10 @@ def _write_sql(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...]) ->
                 raise NotWrittenByMfgtx(f"{describe_sink(sink)} {problem}; nothing was written")
             table = sa.table(name, *(sa.column(k) for k in keys), schema=schema)
             if sa.inspect(conn).has_table(name, schema=schema):
+                columns = [c["name"] for c in sa.inspect(conn).get_columns(name, schema=schema)]
+                old = old_columns_problem(describe_sink(sink), columns, frame)
+                if old is not None:
+                    raise ValueError(old)
                 rows = frame[list(keys)].astype(str).to_dict("records")
                 stmt = sa.delete(table).where(
                     *(table.c[k] == sa.bindparam(f"k_{i}") for i, k in enumerate(keys))
@@ -122,7 +158,12 @@ def write_scores(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...] =
             raise NotWrittenByMfgtx(
                 f"{path} {problem}; choose another file or move it away; nothing was written"
             )
-        merged = _merge(_read_file(path, keys), frame, keys)
+        existing = _read_file(path, keys)
+        if existing is not None:
+            old = old_columns_problem(str(path), existing.columns, frame)
+            if old is not None:
+                raise ValueError(old)
+        merged = _merge(existing, frame, keys)
         _write_frame(path, merged)
         return len(merged)
     _write_sql(sink, frame, keys)

@@ -39,6 +39,7 @@ from mfgtx.kinds._registry import (
 from mfgtx.kinds._split import CrossFit, SplitWindows, cross_fit, split_windows
 from mfgtx.kinds._window_kind import WindowData, WindowKind
 from mfgtx.kinds._windows import WindowPredictor, WindowSpec
+from mfgtx.kinds._words import probability_column
 from mfgtx.kinds.forecast import FORECAST, ForecastPredictor, ForecastSection, ForecastSpec
 from mfgtx.kinds.sensor import SENSOR, SensorPredictor, SensorSection, SensorSpec
 from mfgtx.kinds.vit import VIT, ImagesSection, VitPredictor, VitSection, VitSpec
@@ -89,6 +90,7 @@ __all__ = [
     "model_classes",
     "photo_scores",
     "prepare_tiles",
+    "probability_column",
     "register_kind",
     "split_windows",
 ]

@@ -7,9 +7,10 @@ Job file: the ``model`` section (:class:`SensorSection`: the encoder's config mi
 sensor count, window length, outputs and class weights, which come from the data). Bundle:
 the encoder, its :class:`SensorSpec` (columns, windowing, task, targets, time axis, scaler)
 and, for a classifier, its calibration. Output rows: ``lot``, ``window_end`` (the key),
-``window_start``, ``bundle_id``, then for a classifier ``p_<k>`` per class (calibrated) and
-``decision`` (1 = flagged at the bundle's threshold), for a regressor one column per target
-and ``<target>_q<NN>`` per quantile.
+``window_start``, ``bundle_id``, then for a classifier (calibrated) ``p_bad`` (two classes:
+label 1 is bad) or ``p_<target>_<k>`` per class, and ``decision``: ``bad`` or ``good`` at the
+bundle's threshold (the most probable class without one; empty where a window could not be
+scored), for a regressor one column per target and ``<target>_q<NN>`` per quantile.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from mfgtx.kinds._registry import register_kind
 from mfgtx.kinds._split import learning_split, target_values
 from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
+from mfgtx.kinds._words import BAD, GOOD, decision_words, lot_class_names, probability_column
 from mfgtx.models import ClassLoss, SensorEncoder, SensorEncoderConfig, SensorEncoderEnsemble
 from mfgtx.train import fit, predict
 
@@ -351,13 +353,15 @@ class SensorPredictor(WindowPredictor[SensorSpec]):
             safe = np.where(finite[:, None], out, 0.0)
             cal = self.calibration
             prob = class_probabilities(safe, cal)
-            for k in range(prob.shape[1]):
-                cols[f"p_{k}"] = np.where(finite, prob[:, k], np.nan).astype(np.float64)
-            if cal is not None and cal.threshold is not None:
-                decision = cal.decide(safe)
+            names = self.class_names
+            # binary: P(bad) only (P(good) is 1 - P(bad)); multi-class: one per class
+            for k in range(1, 2) if prob.shape[1] == 2 else range(prob.shape[1]):
+                p = np.where(finite, prob[:, k], np.nan).astype(np.float64)
+                cols[probability_column(names[k])] = p
+            if cal is not None and cal.threshold is not None:  # flagged at the threshold
+                cols["decision"] = decision_words(cal.decide(safe), (GOOD, BAD), scored=finite)
             else:
-                decision = prob.argmax(axis=1)
-            cols["decision"] = np.where(finite, decision, -1).astype(np.int64)
+                cols["decision"] = decision_words(prob.argmax(axis=1), names, scored=finite)
             return cols
         targets, clip = self.input_spec.targets, self.input_spec.clip
         if clip is not None:  # within the training targets' range
@@ -373,6 +377,29 @@ class SensorPredictor(WindowPredictor[SensorSpec]):
                     cols[f"{name}_q{round(level * 100):02d}"] = q[:, k, j].astype(np.float64)
         return cols
 
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """A classifier's class names as its output columns use them (:mod:`mfgtx.kinds._words`):
+        ``good``, ``bad`` for two classes, else ``<target>_<k>``."""
+        return lot_class_names(self.input_spec.targets[0], self.model.config.n_outputs)
+
+    @property
+    def channel_names(self) -> tuple[str, ...]:
+        """The model's input channels in words, in the order it reads them (what a sensor
+        attention map's bars are): the sensors, then with regimes one channel per regime,
+        ``regime S355`` (a column regime's names or values) or ``regime 1`` ... (regimes
+        grouped by settings). From the bundle's scaler, which holds the channels' names."""
+        channels = tuple(self.input_spec.scaler.sensors)
+        regimes = self.input_spec.regimes
+        if regimes is None:
+            return channels
+        if regimes.plan.column is not None:
+            named = regimes.names or tuple(f"{v:g}" for v in regimes.labels)
+        else:
+            named = tuple(str(k + 1) for k in range(regimes.n_regimes))
+        words = {f"regime_{k}": f"regime {n}" for k, n in enumerate(named)}
+        return tuple(words.get(c, c) for c in channels)
+
     def rows(self, windows: Windows, idx: np.ndarray, *, batch_size: int = 256) -> pd.DataFrame:
         out, q = self.outputs(windows, idx, batch_size=batch_size)
         return pd.DataFrame(
@@ -386,7 +413,7 @@ class SensorPredictor(WindowPredictor[SensorSpec]):
         )
 
     def defect_probability(self, windows: Windows, idx: np.ndarray) -> np.ndarray:
-        """A classifier's calibrated P(class 1) (binary) or probabilities ``(n, K)``."""
+        """A classifier's calibrated P(bad) (binary) or probabilities ``(n, K)``."""
         out, _ = self.outputs(windows, idx)
         prob = class_probabilities(out, self.calibration)
         return prob[:, 1] if prob.shape[1] == 2 else prob
@@ -400,7 +427,7 @@ class SensorPredictor(WindowPredictor[SensorSpec]):
         fraction: float = 0.1,
     ) -> Explanation:
         """Attention maps of one window of ``data`` (rows of one lot, or windows) and the
-        deletion test beside them, watching P(class 1) or the first target."""
+        deletion test beside them, watching P(bad) or the first target."""
         from mfgtx.explain import attention_maps, deletion_test
 
         windows, i = self._window_to_explain(data, window)

@@ -76,7 +76,8 @@ def regimes_check(
             f"have {list(windows.sensors)}"
         )
     train_rows = windows.rows(sets["train"])
-    what = f"{regimes.n_regimes} {regimes.plan.method} regimes of {list(regimes.settings)}"
+    how = "read from" if regimes.plan.method == "column" else "grouped by similar settings of"
+    what = f"{regimes.n_regimes} operating regimes {how} {', '.join(regimes.settings)}"
     problem = _apart(regimes, regimes.recomputed(windows, train_rows))
     if problem is None:
         return (
@@ -106,7 +107,7 @@ def regimes_check(
     return (
         False,
         f"the {what} do not hold the statistics of the {train_rows.size} training rows: "
-        f"{detail}. {found} Refit them on the training rows only (Regimes.fit(windows, train))",
+        f"{detail}. {found} Refit them on the training rows only",
         ({"part": words, "detail": detail},),
     )
 

@@ -102,7 +102,7 @@ def held_statistics(scaler: Any, windows: Windows) -> ScalerStatistics:
     if isinstance(scaler, SensorScaler):
         record = scaler.fitted_rows() if scaler.fit_rows else None
         return ScalerStatistics(
-            kind=f"SensorScaler ({scaler.method})",
+            kind=f"sensor scaling ({scaler.method})",
             columns=_columns(scaler, scaler.sensors, len(scaler.sensors), windows),
             center=_vector(scaler.center),
             scale=_vector(scaler.scale),
@@ -264,8 +264,7 @@ def scaler_check(
             parts, examples = _readers(times, extra, sets)
             detail = (
                 f"{what} records fitting on {held.record.size} rows, {extra.size} of them not "
-                "training rows: " + "; ".join(parts) + ". Refit it with SensorScaler.fit(windows, "
-                "train)"
+                "training rows: " + "; ".join(parts) + ". Refit it on the training rows only"
             )
             return False, detail, examples
 

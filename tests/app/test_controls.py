@@ -95,7 +95,7 @@ def test_defect_result_shows_p_defect_threshold_and_decision(demo_env) -> None:
     text = " ".join(_texts(at.markdown))
     assert f"P(defect) **{row['p_defect']:.1%}**" in text, text
     assert f"the threshold {threshold:.1%}" in text, text
-    verdict = "**flagged as defective**" if row["decision"] == 1 else "**passed**"
+    verdict = "**flagged as defective**" if row["decision"] == "defect" else "**passed**"
     assert f"decision: {verdict}" in text, text
 
 
@@ -244,8 +244,13 @@ def test_rul_page_warns_when_a_baseline_beats_the_model(demo_env) -> None:
     # sensor tokens: the map's axis names the sensors, and the deletion test is in cycles
     # or the target's unit, never "class 1"
     attention = next(s for s in _charts(at) if s["layout"]["title"]["text"].startswith("Attention"))
-    sensors = list(mfgtx.load(demo_env["jobs"]["sample_rul"][1].bundle).columns.sensors)
-    assert list(attention["data"][0]["x"]) == sensors
+    job = demo_env["jobs"]["sample_rul"][1]
+    predictor = mfgtx.load(job.bundle)
+    sensors = list(predictor.columns.sensors)
+    assert list(predictor.channel_names) == sensors
+    units = dict(job.data.columns.units)  # as the job file gives them
+    named = [f"{s} ({units[s]})" for s in sensors]  # every sensor has a unit there
+    assert list(attention["data"][0]["x"]) == named
     deletion = next(s for s in _charts(at) if s["layout"]["title"]["text"].startswith("Deletion"))
     assert deletion["layout"]["yaxis"]["title"]["text"].endswith("(cycles)")
     # a point outside its own interval is said, never shown as if it were fine

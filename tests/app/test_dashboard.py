@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
+from mfgtx.baselines import baseline_words, model_words
 from mfgtx.explain import KIND, NOTICE
 
 from .conftest import MAIN, SAMPLE
@@ -79,7 +80,8 @@ def test_overview_lists_bundle_metrics_audit_and_data(app_env):
     frames = [df.value for df in at.dataframe]
     assert any("sample_quality" in set(f.get("bundle", [])) for f in frames)
     predictors = next(f for f in frames if "predictor" in f.columns)["predictor"].tolist()
-    assert predictors[0] == "SensorEncoder" and "MajorityClass" in predictors
+    assert predictors[0] == model_words("SensorEncoder")  # in words, not the class names
+    assert baseline_words("MajorityClass") in predictors
     assert any("Split audit: **passed**" in t for t in _texts(at.markdown))
     how_sure = [t for t in _texts(at.markdown) if t.startswith("How sure: ")]
     assert how_sure and "paired bootstrap interval over the" in how_sure[0]
@@ -193,8 +195,8 @@ def test_evaluation_threshold_moves_the_confusion_matrix(app_env):
 def test_empty_models_dir_gives_clear_messages(app_env, monkeypatch, tmp_path):
     monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
     for page, words in [
-        ("views/quality.py", "No SensorEncoder model bundle"),
-        ("views/evaluation.py", "No SensorEncoder model bundle"),
+        ("views/quality.py", "No sensor (lot quality or RUL) model bundle"),
+        ("views/evaluation.py", "No sensor (lot quality or RUL) model bundle"),
         ("views/overview.py", "No model bundles"),
     ]:
         at = _app(page)

@@ -104,7 +104,7 @@ def test_quality_page_shows_the_scored_probability(demo_env) -> None:
     lot = at.selectbox(key="quality_lot").value
     last = written[written["lot"] == lot].sort_values("window_end").iloc[-1]
     shown = at.metric[0].value
-    assert shown == f"{last['p_1']:.1%}", (shown, last["p_1"])
+    assert shown == f"{last['p_bad']:.1%}", (shown, last["p_bad"])
 
 
 def test_forecast_page_draws_the_scored_forecast(demo_env) -> None:
@@ -135,8 +135,8 @@ def test_defect_page_shows_the_scored_probability(demo_env) -> None:
     at.file_uploader(key="defect_uploads").set_value([(image, data, "image/png")]).run()
     assert not at.exception
     row = written.loc[image]
-    k = int(row["predicted"])
+    p = f"p_{row['predicted_class']}"  # named after the class
     text = " ".join(m.value for m in at.markdown)
-    assert f"class **{row['predicted_class']}** ({row[f'p_{k}']:.1%})" in text
+    assert f"class **{row['predicted_class']}** ({row[p]:.1%})" in text
     assert f"P(defect) **{row['p_defect']:.1%}**" in text
-    assert not math.isnan(row[f"p_{k}"])
+    assert not math.isnan(row[p])

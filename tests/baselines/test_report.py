@@ -19,7 +19,7 @@ from mfgtx.baselines import (
     compare,
     fit_baselines,
 )
-from mfgtx.baselines.standing import baseline_words
+from mfgtx.baselines.standing import baseline_words, model_words
 from mfgtx.metrics import rmse
 
 
@@ -113,11 +113,14 @@ def test_markdown_lists_every_predictor_bolds_the_best_and_states_the_verdict(fi
     w, _, test, baselines = fitted
     report = compare("regression", w, test, w.y[test] + 5.0, baselines, rul=True)
     md = report.to_markdown()
-    for name in ("model", "TrainMean", "Ridge", "GradientBoosting"):
-        assert re.search(rf"^\| {name}( \(baseline\))? \|", md, flags=re.MULTILINE), name
-    assert "nasa_score ↓" in md and "r2 ↑" in md
+    for name in ("model", "TrainMean", "Ridge", "GradientBoosting"):  # named in words
+        words = model_words(name) if name == "model" else baseline_words(name)
+        assert re.search(rf"^\| {re.escape(words)}( \(baseline\))? \|", md, re.M), name
+    assert "late-warning penalty ↓" in md and "share explained ↑" in md  # plain names
+    assert "- probability error" not in md and "- typical error: the size" in md
     best = report.best("rmse")
-    best_line = next(line for line in md.splitlines() if line.startswith(f"| {best} "))
+    best_words = model_words(best) if best == "model" else baseline_words(best)
+    best_line = next(line for line in md.splitlines() if line.startswith(f"| {best_words} "))
     assert f"**{report.row(best).metrics['rmse']:.4g}**" in best_line
     assert md.count("**") == 2 * len(report.metrics)  # one best per metric here
     assert f"Verdict: {report.verdict}" in md

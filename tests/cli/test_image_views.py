@@ -54,7 +54,10 @@ def test_a_flipped_image_scores_as_the_image_with_views_and_not_without(viewed) 
     pair = [("a.png", data), ("flipped.png", _flipped(data))]
     for p, same in ((predictor, True), (one, False)):
         rows = p.score(pair).rows.set_index("image")
-        a, b = rows.loc["a.png", ["p_0", "p_1"]], rows.loc["flipped.png", ["p_0", "p_1"]]
+        a, b = (
+            rows.loc["a.png", ["p_none", "p_scratch"]],
+            rows.loc["flipped.png", ["p_none", "p_scratch"]],
+        )
         assert np.allclose(a.to_numpy(float), b.to_numpy(float), rtol=0, atol=1e-6) is same
     # explain writes the row score writes (over the views)
     row = predictor.score(pair[:1]).rows.iloc[0]

@@ -103,7 +103,8 @@ def test_score_file_bad_lots_reported_and_rerun_idempotent(
     once = read(out)
     assert {"L1-0002", "SHORT-1"}.isdisjoint(set(once["lot"].astype(str)))
     assert len(once) == first["windows"] > 0
-    assert {"lot", "window_end", "bundle_id", "p_0", "p_1", "decision"} <= set(once.columns)
+    assert {"lot", "window_end", "bundle_id", "p_bad", "decision"} <= set(once.columns)
+    assert not {"p_0", "p_1"} & set(once.columns) and set(once["decision"]) <= {"bad", "good"}
 
     code, second, _ = _run(capsys, *args)
     assert code == 0 and second["windows"] == first["windows"]

@@ -186,9 +186,9 @@ def test_one_batch_with_a_corrupt_image_and_a_malformed_lot_completes(
     assert "truncated" in bad.loc["cut.png", "reason"] and "RGBA" in bad.loc["alpha.png", "reason"]
     scored = pd.read_csv(images)
     assert sorted(scored["image"]) == ["a.png", "b.png", "line2/c.png"]
-    assert np.allclose(scored[["p_0", "p_1"]].sum(axis=1), 1.0)
-    assert set(scored["decision"]) <= {0, 1}
-    assert np.allclose(scored["p_defect"], 1 - scored["p_0"])  # P(defect) = 1 - P(none)
+    assert np.allclose(scored[["p_none", "p_scratch"]].sum(axis=1), 1.0)
+    assert set(scored["decision"]) <= {"defect", "good"}
+    assert np.allclose(scored["p_defect"], 1 - scored["p_none"])  # P(defect) = 1 - P(none)
 
     # re-run: same outputs, no duplicates
     assert _run(capsys, *forecast_args)[0] == 0 and _run(capsys, *image_args)[0] == 0

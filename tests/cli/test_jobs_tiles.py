@@ -207,7 +207,7 @@ def test_train_writes_a_tiled_bundle_judged_per_photo_and_per_tile(trained) -> N
         assert set(r.metrics) == {"roc_auc", "average_precision", "recall", "false_alarm_rate"}
     for r in (report, tiles):  # the report says how tiles were scored, baselines included
         assert any(
-            "DefectViT scores every tile as the mean of 4 views (as cut and flipped); the "
+            "The model scores every tile as the mean of 4 views (as cut and flipped); the "
             "baselines, fitted without flips, score tiles as cut" in n
             for n in r.notes
         )

@@ -174,7 +174,7 @@ def test_scaler_fitted_on_all_rows_vs_on_train_rows(plant) -> None:
     on_all = SensorScaler.fit(plant, np.arange(len(plant)))
     with pytest.raises(
         LeakageError,
-        match=r"scaler_train_only: the SensorScaler \(standard\) records fitting on 72 rows, 27 ",
+        match=r"scaler_train_only: the sensor scaling \(standard\) records fitting on 72 rows, 27 ",
     ):
         audit(plant, sets, scaler=on_all)
     detail = audit(plant, sets, scaler=on_all, strict=False).checks[5].detail

@@ -13,8 +13,9 @@ temperature and the flag threshold on P(defect) = 1 - P(good class) -> compared 
 majority class and HOG + logistic regression fitted on the training and validation images.
 
 Output rows: one per image: ``image`` (its path relative to the scored folder, zip or
-manifest; the key), ``bundle_id``, ``predicted`` (class index), ``predicted_class``, ``p_<k>``
-per class, and with a good class ``p_defect`` and ``decision`` (1 = flagged).
+manifest; the key), ``bundle_id``, ``predicted`` (class index), ``predicted_class``, ``p_<name>``
+per class (its folder name), and with a good class ``p_defect`` and ``decision`` (``defect`` or
+``good`` at the threshold).
 
 Modules, one concept each: :mod:`~mfgtx.kinds.vit.section` (the ``vit`` job-file section),
 :mod:`~mfgtx.kinds.vit.spec` (what a bundle reads), :mod:`~mfgtx.kinds.vit.images` (the

@@ -18,6 +18,7 @@ import torch
 
 from mfgtx.calibration import class_probabilities
 from mfgtx.kinds._predictor import Predictor, Scored
+from mfgtx.kinds._words import DEFECT, GOOD, decision_words, probability_column
 from mfgtx.kinds.vit.reading import batches, each_read, error_row
 from mfgtx.kinds.vit.spec import VitSpec
 
@@ -104,24 +105,29 @@ class VitPredictor(Predictor[VitSpec]):
     def columns_of(self, prob: np.ndarray) -> dict[str, Any]:
         """The output columns (without ``image`` and ``bundle_id``) of class probabilities
         ``prob`` ``(N, K)`` (:meth:`probabilities`): ``predicted``, ``predicted_class``,
-        ``p_<k>`` and, where it is defined, ``p_defect`` and, with a threshold, ``decision``.
-        A tiled bundle's tiles always get ``p_defect`` (P(class 1)), as :meth:`tile_p`."""
+        ``p_<class name>`` per class (the bundle's class names, :mod:`mfgtx.kinds._words`) and,
+        where it is defined, ``p_defect`` and, with a threshold, ``decision`` (``defect`` or
+        ``good``). A tiled bundle's tiles always get ``p_defect`` (the defect tile class's
+        probability), as :meth:`tile_p`."""
         spec, cal = self.input_spec, self.calibration
         pred = prob.argmax(1)
         cols: dict[str, Any] = {
             "predicted": pred.astype(np.int64),
             "predicted_class": [spec.class_names[int(k)] for k in pred],
         }
-        for k in range(prob.shape[1]):
-            cols[f"p_{k}"] = prob[:, k].astype(np.float64)
+        for k, name in enumerate(spec.class_names[: prob.shape[1]]):
+            cols[probability_column(name)] = prob[:, k].astype(np.float64)
+        flagged = None
         if spec.tiled:  # good and defect: P(defect) as tile_p reads it, calibrated or not
-            cols["p_defect"] = prob[:, 1].astype(np.float64)
+            cols[probability_column(DEFECT)] = prob[:, 1].astype(np.float64)
             if cal is not None and cal.threshold is not None:
-                cols["decision"] = (cols["p_defect"] > cal.threshold.threshold).astype(np.int64)
+                flagged = cols[probability_column(DEFECT)] > cal.threshold.threshold
         elif cal is not None and cal.good_class is not None:
-            cols["p_defect"] = cal.defect_of(prob).astype(np.float64)
+            cols[probability_column(DEFECT)] = cal.defect_of(prob).astype(np.float64)
             if cal.threshold is not None:
-                cols["decision"] = cal.decide_of(prob).astype(np.int64)
+                flagged = cal.decide_of(prob)
+        if flagged is not None:
+            cols["decision"] = decision_words(np.asarray(flagged, dtype=int), (GOOD, DEFECT))
         return cols
 
     @property

@@ -204,7 +204,7 @@ def judge_tiles(
     notes: list[str] = []
     if views > 1:
         turned = "as cut, flipped and turned a quarter" if views == 8 else "as cut and flipped"
-        notes.append(f"{model_name} scores every tile as the mean of {views} views ({turned}); "
+        notes.append(f"The model scores every tile as the mean of {views} views ({turned}); "
                      "the baselines, fitted without flips, score tiles as cut")  # fmt: skip
     predictors: dict[str, tuple[Any, float | None]] = {model_name: (tile_p, threshold)}
     predictors.update(baseline_scorers(prep, cost_ratio=cost_ratio, notes=notes))
