@@ -187,7 +187,10 @@ def test_forecast_from_a_past_origin_draws_actuals_band_and_baseline(demo_env) -
     rows = [r for r in report["rows"] if r["kind"] == "baseline"]
     top = min(rows, key=lambda r: r["metrics"][report["primary"]])
     assert best is not None and best == top["name"], (best, rows)
-    assert {"actual", "forecast", "quantile band", f"{best} baseline"} <= set(names), names
+    from mfgtx.baselines import baseline_words
+
+    legend = f"baseline: {baseline_words(best)}"  # named in plant words, as the verdict names it
+    assert {"actual", "forecast", "quantile band", legend} <= set(names), names
     frame = pd.read_csv(SAMPLE / "sensors.csv")
     history = frame[frame["lot"] == lot].reset_index(drop=True)
     actual = _array(_trace(spec, "actual")["y"])
@@ -197,7 +200,7 @@ def test_forecast_from_a_past_origin_draws_actuals_band_and_baseline(demo_env) -
     windows = predictor.windows(history.iloc[: earlier + 1])  # as the page cuts them
     expected = predictor.baseline_arrays(windows, np.array([len(windows) - 1]))
     k = list(predictor.input_spec.targets).index(sensor)
-    drawn = _array(_trace(spec, f"{best} baseline")["y"])
+    drawn = _array(_trace(spec, legend)["y"])
     assert np.allclose(drawn, expected[0, :steps, k])
     captions = " ".join(_texts(at.caption))
     assert "nominally 80 in 100 actual readings fall inside it" in captions, captions
