@@ -278,7 +278,8 @@ def compare(
         ('TrainMean', 3.0413812651491097)
         >>> report.verdict  # computed, not assumed: ridge does better, but on 2 lots only
         'Use with care. On the 2 test lots the model cannot be told apart from the best \
-baseline, a linear fit on window summaries, on RMSE (lower is better), 0.354 against 0.179.'
+baseline, a linear fit on window summaries, on typical error (lower is better), 0.354 \
+against 0.179.'
     """
     check_task(task)
     check_windows(windows, task, "compare")

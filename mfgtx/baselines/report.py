@@ -191,7 +191,8 @@ class EvaluationReport:
         >>> report = EvaluationReport("regression", n_test=50, rows=rows, primary="rmse")
         >>> report.verdict  # no interval here (no differences): the point values decide
         'Do not rely on it. The best baseline, boosted trees on window summaries, scores better \
-than the model on RMSE (lower is better), 12.3 against 14.1; prefer the baseline or retrain.'
+than the model on typical error (lower is better), 12.3 against 14.1; prefer the baseline \
+or retrain.'
         >>> report.best("r2")
         'GradientBoosting'
         >>> EvaluationReport.from_json(report.to_json()) == report

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from mfgtx.metrics import HIGHER_IS_BETTER
+from mfgtx.metrics import HIGHER_IS_BETTER, plain_name
 
 if TYPE_CHECKING:
     from mfgtx.baselines.report import EvaluationReport, ReportRow
@@ -80,24 +80,6 @@ _BASELINES = {
     "HOG + logistic regression": "logistic regression on edge directions (HOG)",
 }
 
-_METRICS = {
-    "mae": "MAE",
-    "mse": "MSE",
-    "rmse": "RMSE",
-    "r2": "R²",
-    "nasa_score": "NASA score",
-    "accuracy": "accuracy",
-    "balanced_accuracy": "balanced accuracy",
-    "f1": "F1",
-    "roc_auc": "ROC AUC",
-    "average_precision": "average precision",
-    "recall": "recall",
-    "false_alarm_rate": "false alarm rate",
-    "log_loss": "log loss",
-    "brier": "Brier score",
-    "ece": "calibration error (ECE)",
-}
-
 #: The baseline whose accuracy is the majority-class rate (sensor and image classifiers).
 MAJORITY = "MajorityClass"
 
@@ -132,9 +114,10 @@ def baseline_words(name: str) -> str:
 
 
 def metric_words(metric: str) -> str:
-    """``log_loss`` -> ``log loss (lower is better)``."""
+    """``log_loss`` -> ``probability error (lower is better)``: the plain name of
+    :data:`mfgtx.metrics.PLAIN`, the one the report tables and the dashboard show."""
     way = "higher" if HIGHER_IS_BETTER.get(metric, True) else "lower"
-    return f"{_METRICS.get(metric, metric.replace('_', ' '))} ({way} is better)"
+    return f"{plain_name(metric)} ({way} is better)"
 
 
 @dataclass(frozen=True)
@@ -196,7 +179,7 @@ def _near_chance(report: EvaluationReport, row: ReportRow) -> str | None:
         margin = 2.0 * math.sqrt(p * (1.0 - p) / report.n_test)
         if v > p + margin:
             return None
-        near.append(f"its {_METRICS[metric]} ({_num(v)}) is not clearly above the {_num(p)}")
+        near.append(f"its {plain_name(metric)} ({_num(v)}) is not clearly above the {_num(p)}")
     if not near:
         return None
     return f"{near[0]} of always guessing the most common class"  # the first says enough
@@ -216,7 +199,7 @@ def standing(report: EvaluationReport, model: str | None = None) -> Standing:
     ...         ReportRow("GradientBoosting", "baseline", {"rmse": 12.3}))
     >>> standing(EvaluationReport("regression", 50, rows, "rmse")).headline
     'Do not rely on it. The best baseline, boosted trees on window summaries, scores better \
-than the Transformer on RMSE (lower is better), 12.3 against 14.1; prefer the baseline or \
+than the Transformer on typical error (lower is better), 12.3 against 14.1; prefer the baseline or \
 retrain.'
     """
     name = report.models[0] if model is None else model

@@ -48,7 +48,7 @@ def test_verdict_when_the_model_wins(fitted) -> None:
     best_baseline = min(report.rows[1:], key=lambda r: r.metrics["rmse"])
     assert report.verdict == (
         f"Use it. The model beats the best baseline, {baseline_words(best_baseline.name)}, on "
-        f"RMSE (lower is better) beyond resampling noise over the {len(test)} test lots, 0.01 "
+        f"typical error (lower is better) beyond resampling noise over the {len(test)} test lots, 0.01 "
         f"against {best_baseline.metrics['rmse']:.3g}."
     )
     assert report.best("rmse") == "model" and report.best() == "model"
@@ -64,7 +64,7 @@ def test_verdict_when_the_model_loses(fitted) -> None:
     winner = report.best("rmse")
     assert winner != "PatchTST"
     m = re.fullmatch(
-        r"Do not rely on it\. The best baseline, (.+), beats PatchTST on RMSE \(lower is better\) "
+        r"Do not rely on it\. The best baseline, (.+), beats PatchTST on typical error \(lower is better\) "
         r"beyond resampling noise over the \d+ test lots, ([\d.]+) against ([\d.]+); prefer the "
         r"baseline or retrain\.",
         report.verdict,
@@ -81,7 +81,7 @@ def test_a_tie_is_not_a_win(fitted) -> None:
     report = compare("regression", w, test, train_mean, baselines[:1])
     assert report.verdict.startswith(
         f"Use with care. On the {len(test)} test lots the model cannot be told apart from the "
-        "best baseline, the training average, on RMSE"
+        "best baseline, the training average, on typical error"
     )
     alone = compare("regression", w, test, train_mean, baselines[:1], n_resamples=None)
     assert alone.verdict.startswith("Use with care. The model ties the best baseline")
@@ -134,7 +134,7 @@ def test_several_models_get_a_verdict_each(fitted) -> None:
     assert len(report.verdicts()) == 2
     assert report.verdicts()[0].startswith("Use it. Good beats the best baseline, ")
     assert re.match(
-        r"Do not rely on it\. The best baseline, .+, beats bad on RMSE .+ [\d.]+ against 100; ",
+        r"Do not rely on it\. The best baseline, .+, beats bad on typical error .+ [\d.]+ against 100; ",
         report.verdicts()[1],
     )
     assert report.verdict == " ".join(report.verdicts())
@@ -232,7 +232,7 @@ def test_report_validates_itself() -> None:
         ReportRow("x", "model", {"accuracy_at_k": 1.0})
     report = EvaluationReport("regression", 3, (row,), primary="rmse")
     assert report.verdict == (
-        "Not judged. No baseline has a value for RMSE (lower is better) to compare the model with."
+        "Not judged. No baseline has a value for typical error (lower is better) to compare the model with."
     )
     with pytest.raises(KeyError, match="no metric 'r2'"):
         report.best("r2")

@@ -81,7 +81,7 @@ def classification(acc: float, majority: float, n_test: int = 60) -> EvaluationR
         (regression(12.0, 12.0, None, None), "care", "ties the best baseline"),
         (regression(14.0, 12.0, 1.0, 3.0), "do_not_rely", "beats the Transformer"),
         (regression(14.0, 12.0, None, None), "do_not_rely", "scores better than the Transformer"),
-        (regression(math.nan, 12.0, None, None), "unknown", "no value of RMSE"),
+        (regression(math.nan, 12.0, None, None), "unknown", "no value of typical error"),
         (regression(10.0, 12.0, math.nan, math.nan), "care", "the lead may be noise"),
     ],
 )
@@ -103,7 +103,7 @@ def test_no_baseline_is_unknown() -> None:
 def test_a_model_that_beats_weak_baselines_near_chance_is_not_use() -> None:
     near = standing(classification(acc=0.60, majority=0.55))
     assert near.level == "care", near
-    assert "accuracy (0.6) is not clearly above the 0.55 of always guessing" in near.reason
+    assert "share right (0.6) is not clearly above the 0.55 of always guessing" in near.reason
     clear = standing(classification(acc=0.90, majority=0.55))
     assert clear.level == "use", clear
     # 0.6 against 0.55 is clear on 6000 test images, not on 60
@@ -153,5 +153,7 @@ def test_every_baseline_and_model_has_plant_words() -> None:
 
 def test_how_sure_speaks_plant_words_too() -> None:
     text = regression(11.9, 12.0, -0.5, 0.4).how_sure
-    assert text.startswith("RMSE (lower is better) of the Transformer minus that of a linear fit")
+    assert text.startswith(
+        "Typical error (lower is better) of the Transformer minus that of a linear fit"
+    )
     assert "cannot tell the two apart" in text and not CLASS_NAME.search(text)
