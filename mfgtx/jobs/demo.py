@@ -134,7 +134,8 @@ def demo_configs(
 
 
 def describe_job(kind: str, job: JobConfig) -> str:
-    """What a demo job trains, in a few words: ``a SensorEncoder (classification), 4 epochs``."""
+    """What a demo job trains, in plant words: ``the Transformer (classification), 4 epochs``."""
+    from mfgtx.baselines import model_words
     from mfgtx.kinds import KINDS
 
     k = KINDS[kind]
@@ -146,7 +147,7 @@ def describe_job(kind: str, job: JobConfig) -> str:
     section = raw.get(k.section_key) or {}
     task = section.get("task") or {"forecast": "forecast", "vit": "defect images"}.get(kind)
     epochs = (raw.get("train") or {}).get("epochs")
-    parts = [f"a {model}" + (f" ({task})" if task else "")]
+    parts = [model_words(model) + (f" ({task})" if task else "")]
     if members:
         parts.append(f"{members} members")
     if epochs:

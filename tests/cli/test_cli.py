@@ -137,7 +137,7 @@ def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
     assert "sample_forecast: trained" in first
     # it says how long it will take and which model each job trains, then what it took
     assert re.search(r"demo: training .* \(about \d+ (s|min) on 2 cores\)", first), first
-    assert re.search(r"sample_quality: training a SensorEncoder \(classification\), 2 epochs "
+    assert re.search(r"sample_quality: training the Transformer \(classification\), 2 epochs "
                      r"\(about \d+ s\)", first), first  # fmt: skip
     assert re.search(r"sample_forecast: trained \S+ in \d+ s", first), first
     for name in ("sample_quality", "sample_rul"):
