@@ -152,7 +152,7 @@ def test_forecast_and_classification_comparisons(
     assert report.row("LinearRidge").metrics["mse"] < 0.01
     assert report.verdict.startswith(
         "Do not rely on it. The best baseline, repeating the readings 4 steps back, beats the "
-        "model on MSE (lower is better) beyond resampling noise"
+        "model on squared error (lower is better) beyond resampling noise"
     ), report.verdict
     c = classification_windows
     ctrain, ctest = split_halves(c)
@@ -160,7 +160,7 @@ def test_forecast_and_classification_comparisons(
     report = compare("classification", c, ctest, perfect, train_idx=ctrain, primary="roc_auc")
     assert report.row("model").metrics["roc_auc"] == 1.0
     assert report.verdict.startswith("Use it. The model beats the best baseline, "), report.verdict
-    assert "on ROC AUC (higher is better) beyond resampling noise" in report.verdict
+    assert "on ranking (higher is better) beyond resampling noise" in report.verdict
     for threshold_metric in ("recall", "false_alarm_rate"):  # known, but need a threshold
         with pytest.raises(
             ValueError, match=f"primary must be one of .* found '{threshold_metric}'"
