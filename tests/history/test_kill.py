@@ -18,7 +18,7 @@ from tests.history.conftest import window_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: Records a run of 20 rows in chunks of 2, stopping inside the transaction after the first
+#: Records a run of 20 rows in chunks of 2, stopping inside the transaction after the third
 #: chunk (the marker file says so) until it is killed.
 CHILD = textwrap.dedent(
     """
@@ -35,10 +35,14 @@ CHILD = textwrap.dedent(
     store_module.CHUNK = 2
     upsert = store_module.upsert
 
+    calls = []
+
     def upsert_then_stop(conn, table, records, key):
         upsert(conn, table, records, key)
-        marker.write_text(run)
-        time.sleep(120)
+        calls.append(len(records))
+        if len(calls) == 3:  # 6 of the 20 rows inserted, 2 more chunks begun and ended
+            marker.write_text(run)
+            time.sleep(120)
 
     store_module.upsert = upsert_then_stop
     store.finish_run(run, window_rows([f"K{i}" for i in range(10)], 0.9), ("lot", "window_end"))
@@ -60,7 +64,7 @@ def test_a_run_killed_mid_write_leaves_no_rows_and_the_history_usable(tmp_path) 
             assert child.poll() is None, "the child ended before writing its first rows"
             assert time.monotonic() < deadline, "the child never reached its first rows"
             time.sleep(0.05)
-        # the child holds the write lock with 2 of its 20 rows inserted: kill it there
+        # the child holds the write lock with 6 of its 20 rows inserted: kill it there
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=30)
     finally:
