@@ -31,7 +31,7 @@ Example:
 
 from mfgtx.history.migrate import STEPS, HistoryError, migrate, schema_version
 from mfgtx.history.queries import runs, scores_between
-from mfgtx.history.store import HistoryStore, open_history
+from mfgtx.history.store import HistoryStore, open_history, read_history
 from mfgtx.history.target import history_url
 from mfgtx.history.truth import predictions_with_truth, record_truth
 
@@ -43,6 +43,7 @@ __all__ = [
     "migrate",
     "open_history",
     "predictions_with_truth",
+    "read_history",
     "record_truth",
     "runs",
     "schema_version",

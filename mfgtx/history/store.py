@@ -24,11 +24,11 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 
-from mfgtx.history.migrate import HistoryError, migrate
+from mfgtx.history.migrate import STEPS, HistoryError, migrate, schema_version
 from mfgtx.history.records import score_records
 from mfgtx.history.tables import RUNS, SCORES
 
-__all__ = ["HistoryStore", "open_history", "upsert", "utc_now"]
+__all__ = ["HistoryStore", "open_history", "read_history", "upsert", "utc_now"]
 
 #: Score rows per INSERT statement inside a run's transaction.
 CHUNK = 500
@@ -45,17 +45,19 @@ def _reason(e: BaseException) -> str:
 
 @dataclass(frozen=True)
 class HistoryStore:
-    """An opened history: ``engine`` writes it, ``where`` names it in messages."""
+    """An opened history: ``engine`` reaches it, ``where`` names it in messages;
+    ``writes``: whether transactions take the writers' lock (:func:`read_history`: no)."""
 
     engine: Any
     where: str
+    writes: bool = True
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """One transaction, serialised with the history's other writers."""
         try:
             with self.engine.begin() as conn:
-                if conn.dialect.name == "postgresql":
+                if self.writes and conn.dialect.name == "postgresql":
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext('mfgtx:history'))"))
                 yield conn
         except sa.exc.SQLAlchemyError as e:
@@ -141,4 +143,29 @@ def open_history(engine: Any, where: str) -> HistoryStore:
     except HistoryError as e:
         msg = str(e)
         raise HistoryError(msg if msg.startswith("history ") else f"history {where}: {msg}") from e
+    return store
+
+
+def read_history(engine: Any, where: str) -> HistoryStore:
+    """The history ``engine`` reaches, for reading only (``engine`` may be a read-only one,
+    :func:`mfgtx.jobfile._sql.read_engine`): nothing is created or upgraded.
+
+    Raises:
+        HistoryError: no history there yet, one written by a newer mfgtx, or one that is
+            not mfgtx's.
+    """
+    store = HistoryStore(engine, where, writes=False)
+    try:
+        with store.transaction() as conn:
+            found = schema_version(conn)
+    except HistoryError as e:
+        msg = str(e)
+        raise HistoryError(msg if msg.startswith("history ") else f"history {where}: {msg}") from e
+    if found == 0:
+        raise HistoryError(f"history {where}: holds no runs yet (no score run recorded into it)")
+    if found > len(STEPS):
+        raise HistoryError(
+            f"history {where}: was written by a newer mfgtx (schema version {found}; this "
+            f"mfgtx knows up to {len(STEPS)}); upgrade mfgtx to read it"
+        )
     return store

@@ -72,3 +72,26 @@ def test_a_history_key_that_is_neither_file_nor_url_is_refused() -> None:
 
     with pytest.raises(ConfigError, match=r"history: 'line3' is neither off, a database URL"):
         load_config(None, ["history=line3"])
+
+
+def test_mfgtx_history_lists_the_runs_newest_first_without_changing_the_file(
+    quality_bundle, tmp_path, capsys
+) -> None:
+    from mfgtx.cli import main
+
+    job, _ = quality_bundle
+    out = tmp_path / "scores.parquet"
+    args = ["history", str(job), "--set", f"score.output.path={out}"]
+    assert main(args) == 2
+    assert "history.db does not exist yet" in capsys.readouterr().err
+    config = load_config(job, [f"score.output.path={out}"])
+    first, second = score(config), score(config)
+    db = tmp_path / "history.db"
+    before = db.read_bytes()
+    assert main([*args, "--runs", "5"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3 and '"runs": 2' in lines[-1]
+    ids = [line.rsplit("[run ", 1)[1].rstrip("]") for line in lines[:2]]
+    assert set(ids) == {s.history.split("run ")[1].split(",")[0] for s in (first, second)}
+    assert f": {first.output_rows} rows, 0 bad lot(s) in " in lines[0] and " ok sensor " in lines[0]
+    assert db.read_bytes() == before
