@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Iterator
 
 import mfgtx
-from mfgtx.cli import app, bench, bundle, check, demo, jobs
+from mfgtx.cli import app, bench, bundle, check, demo, history, jobs
 
 __all__ = ["build_parser"]
 
@@ -88,6 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("score", parents=[common], help="write a bundle's predictions for new data")
     _job_args(p)
     p.set_defaults(func=jobs.score)
+
+    p = sub.add_parser(
+        "history", parents=[common], help="list the latest score runs of a job's history"
+    )
+    _job_args(p)
+    p.add_argument("--runs", type=int, default=20, metavar="N", help="runs shown (default 20)")
+    p.set_defaults(func=history.history)
 
     p = sub.add_parser(
         "check",

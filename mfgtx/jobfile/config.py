@@ -539,6 +539,22 @@ def _sqlite_file(url: str | None) -> str | None:
     return None
 
 
+_HISTORY_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+def check_history(value: str) -> str:
+    """``value`` if it is a ``history`` setting: ``off``, a database URL, or a SQLite file
+    (``.db``, ``.sqlite``, ``.sqlite3``); else a ``ValueError``."""
+    if value == "off" or "://" in value:
+        return value if value == "off" else check_url(value)
+    if not value.lower().endswith(_HISTORY_SUFFIXES):
+        raise ValueError(
+            f"history: {value!r} is neither off, a database URL nor a SQLite file ending in "
+            f"{', '.join(_HISTORY_SUFFIXES)}"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class JobConfig:
     """A whole job file; which sections a command needs is checked by the command.
@@ -570,6 +586,11 @@ class JobConfig:
             pass/fail value is (``data.pass_column``); compared trimmed and without regard
             to case; default: true/pass/yes and false/fail/no. Not ``data.labels``, which
             joins a label *table* on the lot.
+        history: where ``score`` records its runs and rows (:mod:`mfgtx.history`): a
+            SQLite file (``runs/history.db``), a database URL (``sqlite:///...`` or
+            ``postgresql+psycopg://...``), or ``off``; default: ``history.db`` in the score
+            output's folder (a SQLite output's folder; a PostgreSQL output's errors
+            file's folder). A history is appended to, never replaced.
     """
 
     data: DataSection | None = None
@@ -586,10 +607,15 @@ class JobConfig:
     evaluate: EvaluateSection | None = None
     name: str | None = None
     labels: LabelWords = field(default_factory=LabelWords)
+    history: str | None = None
     #: sections of kinds registered beyond mfgtx's own (``(key, section)``, read by key)
     kind_sections: tuple[tuple[str, Any], ...] = ()
     source_file: str = field(default="config", compare=False)
     paths_as_written: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.history is not None:
+            check_history(self.history)
 
     def require(self, *keys: str) -> None:
         """Raise :class:`ConfigError` naming the first of ``keys`` that is not set."""
@@ -716,6 +742,8 @@ def _expand_paths(value: Any, file: str, key: str, written: dict[str, str]) -> A
     if isinstance(value, list):
         return [_expand_paths(v, file, key, written) for v in value]
     last = key.rpartition(".")[2]
+    if key == "history" and isinstance(value, str) and value != "off" and "://" not in value:
+        last = "path"  # a SQLite file, expanded as every path is
     if not isinstance(value, str) or not (last in _PATH_KEYS or last == "url"):
         return value
     sqlite = _sqlite_file(value) if last == "url" else None
@@ -742,6 +770,8 @@ def with_absolute_paths(config: JobConfig) -> dict[str, Any]:
         if isinstance(value, list):
             return [fix(v, key) for v in value]
         if isinstance(value, str) and key in _PATH_KEYS:
+            return str(Path(value).resolve())
+        if isinstance(value, str) and key == "history" and value != "off" and "://" not in value:
             return str(Path(value).resolve())
         if isinstance(value, str) and key == "url" and _sqlite_file(value):
             return "sqlite:///" + str(Path(str(_sqlite_file(value))).resolve())

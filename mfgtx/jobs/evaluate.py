@@ -152,6 +152,7 @@ def _evaluate_external(config: JobConfig, predictor: Any, kind: Kind) -> tuple[d
         cut, errors, lots = _external_windows(config, predictor)
         n_source_lots = len(lots)
         truth = read_truth(ev.truth, lots, targets, config.data.columns.lot)
+        _record_truth(config, truth, targets, ev.truth.path)
         last = cut.last_per_lot()
         names = cut.lot[last].astype(str)
         known = np.isin(names, truth.index.to_numpy())
@@ -199,6 +200,34 @@ def _evaluate_external(config: JobConfig, predictor: Any, kind: Kind) -> tuple[d
         else None,
     }
     return summary, report
+
+
+def _record_truth(
+    config: JobConfig, truth: pd.DataFrame, targets: tuple[str, ...], path: str
+) -> None:
+    """Keep ``evaluate.truth`` in the job's history (:mod:`mfgtx.history`), where it joins
+    the predictions scored before it arrived. Only a history that exists is written (a score
+    run creates it); one that cannot be written is logged and the evaluation goes on."""
+    from pathlib import Path
+
+    from mfgtx.history import HistoryError, history_url, open_history, record_truth
+    from mfgtx.jobs._sql import write_engine
+
+    url = history_url(config)
+    if url is None:
+        return
+    sqlite = url[len("sqlite:///") :] if url.startswith("sqlite:///") else None
+    if sqlite is not None and not Path(sqlite).is_file():
+        return
+    frame = truth[list(targets)].copy()
+    frame.insert(0, "__lot", truth.index.astype(str))
+    try:
+        store = open_history(write_engine(url), sqlite or "(the job's history URL)")
+        n = record_truth(store, frame, lot="__lot", targets=targets, source=path)
+    except (HistoryError, OSError, ValueError) as e:
+        log.warning("the truth of %s is not recorded in the history: %s", path, e)
+        return
+    log.info("recorded %d truth values of %s in the history", n, path)
 
 
 def _summary(predictor: Any, report: Any, audit_passed: bool, extra: dict) -> dict[str, Any]:

@@ -10,6 +10,12 @@ a batch at a time; a file that is not a usable image goes to the errors file. Th
 written once at the end (atomic file rename or one SQL transaction); nothing is written when
 the job fails. The output columns of each kind are described in :mod:`mfgtx.kinds.sensor`,
 :mod:`~mfgtx.kinds.forecast` and :mod:`~mfgtx.kinds.vit`.
+
+Every run is recorded in the job's history (:mod:`mfgtx.history`, default ``history.db``
+beside the output; ``history: off`` records nothing): a ``running`` row before scoring,
+then, after the output is written, all its rows and its status in one transaction. The
+output comes first: a history that cannot be written is logged and named in the summary
+(``history``), and the job still succeeds with its output in place.
 """
 
 from __future__ import annotations
@@ -25,9 +31,11 @@ import pandas as pd
 
 from mfgtx._files import remove_leftovers
 from mfgtx.data import DataError, DataWarning
+from mfgtx.history import HistoryError, HistoryStore, history_url, open_history
 from mfgtx.jobfile.config import ConfigError, JobConfig
 from mfgtx.jobfile.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, without_position
 from mfgtx.jobs._lock import output_lock
+from mfgtx.jobs._sql import write_engine
 from mfgtx.jobs.sinks import describe_sink, write_errors, write_scores
 from mfgtx.kinds import JobScores
 
@@ -55,6 +63,7 @@ class ScoreOutcome:
     bad_images: int = 0
     images_per_s: float = float("nan")
     warnings: int = 0
+    history: str = "off"
 
     def summary(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -81,7 +90,7 @@ class ScoreOutcome:
                 what += f" and {self.warnings} warning(s) about scored lots"
         return (
             f"{what} listed in {self.errors_file}; output {self.output} holds "
-            f"{self.output_rows} rows"
+            f"{self.output_rows} rows; history: {self.history}"
         )
 
 
@@ -137,26 +146,18 @@ def score(config: JobConfig) -> ScoreOutcome:
     kind = predictor.kind
     source, reads = kind.score_source(config)
     target, errors_path = check_score_outputs(config, reads)
+    history = _HistoryRun.start(config, predictor.bundle_id, kind.name)
     t0 = time.perf_counter()
-    with output_lock(target):
-        remove_leftovers(target)
-        remove_leftovers(errors_path)
-        scored = kind.score(predictor, config, source, lambda p, src: _score_rows(config, p, src))
-        if not len(scored.rows):
-            write_errors(errors_path, scored.errors)
-            if scored.unit == "images":
-                raise DataError(
-                    f"{source}: no image could be scored ({len(scored.errors)} bad, see "
-                    f"{errors_path})"
-                )
-            raise DataError(
-                f"{describe(source)}: nothing could be scored "
-                f"({len(scored.errors) - scored.warnings} bad lots, see {errors_path})"
-            )
-        rows = write_scores(sc.output, scored.rows, scored.keys)
-        write_errors(errors_path, scored.errors)
+    try:
+        scored, rows = _score_and_write(config, predictor, source, target, errors_path)
+    except BaseException as e:
+        history.fail(e, time.perf_counter() - t0)
+        raise
     seconds = time.perf_counter() - t0
     n_bad = len(scored.errors) - scored.warnings
+    extra = getattr(getattr(predictor, "columns", None), "keys", ())  # the data's line, ...
+    bad = n_bad if scored.unit != "images" else len(scored.errors)
+    recorded = history.finish(scored, bad, seconds, extra)
     if scored.unit == "images":
         n = scored.lots
         log.info("scored %d images in %.2f s (%d bad)", n, seconds, len(scored.errors))
@@ -175,6 +176,7 @@ def score(config: JobConfig) -> ScoreOutcome:
             images=n,
             bad_images=len(scored.errors),
             images_per_s=round(n / seconds, 1) if seconds > 0 else float("nan"),
+            history=recorded,
         )
     log.info("scored %d windows of %d lots in %.2f s", scored.windows, scored.lots, seconds)
     return ScoreOutcome(
@@ -189,7 +191,90 @@ def score(config: JobConfig) -> ScoreOutcome:
         windows_per_s=round(scored.windows / seconds, 1) if seconds > 0 else float("nan"),
         kind=kind.name,
         warnings=scored.warnings,
+        history=recorded,
     )
+
+
+def _score_and_write(
+    config: JobConfig, predictor: Any, source: Any, target: Path, errors_path: Path
+) -> tuple[JobScores, int]:
+    """Score ``source`` and write the output and the errors file under the output's lock."""
+    sc = config.score
+    assert sc is not None
+    kind = predictor.kind
+    with output_lock(target):
+        remove_leftovers(target)
+        remove_leftovers(errors_path)
+        scored = kind.score(predictor, config, source, lambda p, src: _score_rows(config, p, src))
+        if not len(scored.rows):
+            write_errors(errors_path, scored.errors)
+            if scored.unit == "images":
+                raise DataError(
+                    f"{source}: no image could be scored ({len(scored.errors)} bad, see "
+                    f"{errors_path})"
+                )
+            raise DataError(
+                f"{describe(source)}: nothing could be scored "
+                f"({len(scored.errors) - scored.warnings} bad lots, see {errors_path})"
+            )
+        rows = write_scores(sc.output, scored.rows, scored.keys)
+        write_errors(errors_path, scored.errors)
+    return scored, rows
+
+
+def _hidden(url: str) -> str:
+    """``url`` without its password, for messages."""
+    from sqlalchemy.engine import make_url
+
+    return str(make_url(url).render_as_string(hide_password=True))
+
+
+class _HistoryRun:
+    """One run in the job's history; every failure of the history is logged and kept as
+    the summary's ``history`` text, never raised: the scores are the job's output."""
+
+    def __init__(self, store: HistoryStore | None, run_id: str | None, state: str) -> None:
+        self.store, self.run_id, self.state = store, run_id, state
+
+    @classmethod
+    def start(cls, config: JobConfig, bundle_id: str, kind: str) -> _HistoryRun:
+        url = history_url(config)
+        if url is None:
+            return cls(None, None, "off")
+        where = url[len("sqlite:///") :] if url.startswith("sqlite:///") else _hidden(url)
+        try:
+            if url.startswith("sqlite:///"):
+                Path(where).parent.mkdir(parents=True, exist_ok=True)
+            store = open_history(write_engine(url), where)
+            run_id = store.start_run(bundle_id=bundle_id, kind=kind, job_file=config.source_file)
+        except (HistoryError, OSError, ValueError) as e:
+            log.warning("this run is not recorded in the history: %s", e)
+            return cls(None, None, f"not recorded: {e}")
+        return cls(store, run_id, where)
+
+    def fail(self, error: BaseException, seconds: float) -> None:
+        if self.store is None or self.run_id is None:
+            return
+        try:
+            self.store.fail_run(self.run_id, str(error) or type(error).__name__, seconds=seconds)
+        except HistoryError as e:
+            log.warning("the failed run is not marked in the history: %s", e)
+
+    def finish(self, scored: JobScores, bad: int, seconds: float, extra: Any = ()) -> str:
+        if self.store is None or self.run_id is None:
+            return self.state
+        flags: dict[str, list[str]] = {}
+        for err in scored.errors:
+            if err.get("lot") is not None:
+                flags.setdefault(str(err["lot"]), []).append(str(err.get("reason", "")))
+        try:
+            n = self.store.finish_run(self.run_id, scored.rows, scored.keys, bad_lots=bad,
+                                      seconds=round(seconds, 3), flags=flags,
+                                      extra_keys=tuple(extra))  # fmt: skip
+        except HistoryError as e:
+            log.warning("this run's rows are not recorded in the history: %s", e)
+            return f"not recorded: {e}"
+        return f"{self.state} (run {self.run_id}, {n} rows)"
 
 
 def _score_rows(config: JobConfig, predictor: Any, source: Any) -> JobScores:

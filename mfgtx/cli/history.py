@@ -1,0 +1,55 @@
+"""``mfgtx history``: the latest runs a job's history holds (status, rows, bad lots, time).
+
+The history is read only (:func:`mfgtx.history.read_history`): listing never creates or
+upgrades it. One line per run, newest first, then the JSON summary line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from mfgtx.cli.jobs import job_config
+from mfgtx.cli.output import emit, summary
+
+__all__ = ["history"]
+
+
+def history(args: argparse.Namespace) -> int:
+    from mfgtx.history import history_url, read_history, runs
+    from mfgtx.jobfile._sql import read_engine
+    from mfgtx.jobs import ConfigError
+
+    config = job_config(args)
+    url = history_url(config)
+    if url is None:
+        raise ConfigError(f"{config.source_file}: history: off (or no score section): no history")
+    where = url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
+    if url.startswith("sqlite:///") and not Path(where).is_file():
+        raise ConfigError(
+            f"{config.source_file}: history: {where} does not exist yet; `mfgtx score` "
+            "creates it with its first run"
+        )
+    if not url.startswith("sqlite:///"):
+        from sqlalchemy.engine import make_url
+
+        where = str(make_url(url).render_as_string(hide_password=True))
+    engine = read_engine(url)
+    try:
+        table = runs(read_history(engine, where), limit=args.runs)
+    finally:
+        engine.dispose()
+    for r in table.to_dict("records"):
+        seconds = r["seconds"]
+        took = "" if seconds is None or math.isnan(seconds) else f" in {seconds:.1f} s"
+        counts = "" if r["rows"] is None or r["rows"] != r["rows"] else (
+            f": {int(r['rows'])} rows, {int(r['bad_lots'] or 0)} bad lot(s)"
+        )  # fmt: skip
+        why = f" ({r['message']})" if r["message"] else ""
+        emit(
+            f"{r['started_at']} {r['status']} {r['kind']} bundle {str(r['bundle_id'])[:12]}"
+            f"{counts}{took}{why} [run {r['run_id']}]"
+        )
+    summary({"ok": True, "command": "history", "history": where, "runs": len(table)})
+    return 0

@@ -1,0 +1,51 @@
+"""mfgtx.history: every ``mfgtx score`` run and its rows, kept to be compared with the truth.
+
+A history is an SQLite file by default (``history.db`` beside the score output, or the job
+file's ``history`` key: a file, a PostgreSQL URL, or ``off``), written with SQLAlchemy Core:
+
+- :mod:`~mfgtx.history.tables`: the tables (runs, scores, truth, schema version);
+- :mod:`~mfgtx.history.migrate`: numbered schema steps, an older history upgraded on open;
+- :mod:`~mfgtx.history.records`: what an output row becomes (keys, predictions, interval,
+  decision, flags);
+- :mod:`~mfgtx.history.store`: opening a history and recording a run, all its rows or none;
+- :mod:`~mfgtx.history.truth`: truth that arrives later, joined to its predictions;
+- :mod:`~mfgtx.history.queries`: runs, and scores by time range;
+- :mod:`~mfgtx.history.target`: where a job's history is.
+
+Example:
+    >>> import tempfile, pandas as pd, sqlalchemy as sa
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     engine = sa.create_engine(f"sqlite:///{tmp}/history.db")
+    ...     store = open_history(engine, "history.db")
+    ...     run = store.start_run(bundle_id="b1", kind="sensor")
+    ...     rows = pd.DataFrame({"lot": ["L1"], "window_end": ["2026-01-01T00:00:00"],
+    ...                          "p_bad": [0.9], "decision": ["bad"]})
+    ...     store.finish_run(run, rows, ("lot", "window_end"))
+    ...     _ = record_truth(store, pd.DataFrame({"lot": ["L1"], "label": ["bad"]}))
+    ...     print(predictions_with_truth(store, "L1", "L1")[["lot", "decision", "truth"]])
+    ...     engine.dispose()
+    1
+      lot decision truth
+    0  L1      bad   bad
+"""
+
+from mfgtx.history.migrate import STEPS, HistoryError, migrate, schema_version
+from mfgtx.history.queries import runs, scores_between
+from mfgtx.history.store import HistoryStore, open_history, read_history
+from mfgtx.history.target import history_url
+from mfgtx.history.truth import predictions_with_truth, record_truth
+
+__all__ = [
+    "STEPS",
+    "HistoryError",
+    "HistoryStore",
+    "history_url",
+    "migrate",
+    "open_history",
+    "predictions_with_truth",
+    "read_history",
+    "record_truth",
+    "runs",
+    "schema_version",
+    "scores_between",
+]

@@ -1,0 +1,95 @@
+"""Truth that arrives after the scores (a labels table, ``mfgtx evaluate``), and the join.
+
+A truth row belongs to a lot and, where the labels give one, a window end (``""``: the lot as
+a whole). :func:`predictions_with_truth` joins each score to the truth of its lot and window
+end, else of its lot as a whole; a score without truth yet keeps an empty ``truth``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pandas as pd
+import sqlalchemy as sa
+
+from mfgtx.history.store import HistoryStore, upsert, utc_now
+from mfgtx.history.tables import SCORES, TRUTH
+
+__all__ = ["predictions_with_truth", "record_truth"]
+
+
+def record_truth(
+    store: HistoryStore,
+    frame: pd.DataFrame,
+    *,
+    lot: str = "lot",
+    targets: Sequence[str] = ("label",),
+    window_end: str | None = None,
+    source: str = "labels",
+) -> int:
+    """Record the ``targets`` columns of ``frame`` (one row per lot, or per lot and
+    ``window_end`` column) as truth, in one transaction; a value already known for the same
+    lot, window end and target is replaced. The number of values recorded.
+
+    Raises:
+        ValueError: a named column is not in ``frame``.
+    """
+    wanted = [lot, *targets, *([window_end] if window_end else [])]
+    missing = [c for c in wanted if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{source}: no column {', '.join(missing)}; found {', '.join(map(str, frame.columns))}"
+        )
+    now = utc_now()
+    records = [
+        {
+            "lot": str(row[lot]),
+            "window_end": "" if window_end is None else str(row[window_end]),
+            "target": target,
+            "value": None if pd.isna(row[target]) else str(row[target]),
+            "source": source,
+            "arrived_at": now,
+        }
+        for row in frame.to_dict("records")
+        for target in targets
+    ]
+    if not records:
+        return 0
+    with store.transaction() as conn:
+        upsert(conn, TRUTH, records, ("lot", "window_end", "target"))
+    return len(records)
+
+
+def predictions_with_truth(
+    store: HistoryStore, first_lot: str, last_lot: str, target: str = "label"
+) -> pd.DataFrame:
+    """The scores of the lots ``first_lot`` .. ``last_lot`` (as text sorts them) with the
+    ``target``'s truth where it is known: of the same window end, else of the whole lot."""
+    window = TRUTH.alias("t_window")
+    whole = TRUTH.alias("t_lot")
+    query = (
+        sa.select(
+            SCORES,
+            sa.func.coalesce(window.c.value, whole.c.value).label("truth"),
+            sa.func.coalesce(window.c.source, whole.c.source).label("truth_source"),
+        )
+        .select_from(
+            SCORES.outerjoin(
+                window,
+                sa.and_(window.c.lot == SCORES.c.lot, window.c.window_end == SCORES.c.window_end,
+                        window.c.target == target),
+            ).outerjoin(
+                whole,
+                sa.and_(whole.c.lot == SCORES.c.lot, whole.c.window_end == "",
+                        whole.c.target == target),
+            )
+        )
+        .where(SCORES.c.lot >= first_lot, SCORES.c.lot <= last_lot)
+        .order_by(SCORES.c.lot, SCORES.c.window_end)
+    )  # fmt: skip
+    with store.transaction() as conn:
+        rows = [dict(r) for r in conn.execute(query).mappings()]
+    for r in rows:
+        r["predictions"] = json.loads(r["predictions"])
+    return pd.DataFrame(rows)
