@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import signal
+import warnings
+
 import pytest
 import torch
+
+_STOP = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True)
+def _signal_dispositions(request: pytest.FixtureRequest):
+    """Each test leaves the stop signals as it found them. A test (or a library it drives)
+    that left SIGINT ignored made every later child process ignore Ctrl-C too (an ignored
+    disposition survives exec, and mfgtx keeps a starter's SIG_IGN, as nohup asks): the
+    SIGINT test of tests/cli/test_signals.py then hung in CI's random order. The leak is
+    undone and named, so it shows instead of breaking a test far away."""
+    before = {s: signal.getsignal(s) for s in _STOP}
+    yield
+    changed = [s for s in _STOP if signal.getsignal(s) != before[s]]
+    for s in changed:
+        signal.signal(s, before[s])
+    if changed:
+        names = ", ".join(signal.Signals(s).name for s in changed)
+        warnings.warn(f"{request.node.nodeid} left {names} changed; restored", stacklevel=1)
 
 
 @pytest.fixture(scope="session")

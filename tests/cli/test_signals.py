@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # once the first epoch's checkpoint exists, scoring once the scores are about to be written.
 # The job is the real one; only the waiting is added, through public hooks.
 HELD = """
-import importlib, sys, time
+import importlib, signal, sys, time
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # as a terminal or scheduler starts it
+    signal.signal(s, signal.SIG_DFL)
 from pathlib import Path
 import mfgtx.jobs
 scoring = importlib.import_module("mfgtx.jobs.score")  # the module (mfgtx.jobs.score is the function)
