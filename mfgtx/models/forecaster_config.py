@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from mfgtx.models._settings import StackSettings
 from mfgtx.nn import TransformerConfig
 
 __all__ = ["ForecasterConfig"]
@@ -170,7 +171,7 @@ class ForecasterConfig:
         return _stack(self, max_len=tokens)
 
 
-class ForecasterSettings(Protocol):
+class ForecasterSettings(StackSettings, Protocol):
     """The settings of a :class:`ForecasterConfig` that no data decides, but
     ``linear_skip``: the config's own, or those of a job section with the same names
     (:meth:`ForecasterConfig.check`)."""
@@ -181,16 +182,6 @@ class ForecasterSettings(Protocol):
     def patch_len(self) -> int: ...
     @property
     def stride(self) -> int | None: ...
-    @property
-    def d_model(self) -> int: ...
-    @property
-    def n_heads(self) -> int: ...
-    @property
-    def n_layers(self) -> int: ...
-    @property
-    def d_ff(self) -> int: ...
-    @property
-    def dropout(self) -> float: ...
     @property
     def head(self) -> str: ...
     @property

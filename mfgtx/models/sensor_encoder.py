@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mfgtx.models._settings import StackSettings
 from mfgtx.models.loss import ClassLoss
 from mfgtx.nn import Encoder, StackOutput, TransformerConfig, init_weights
 
@@ -168,7 +169,7 @@ class SensorEncoderConfig:
         return _stack(self, max_len=self.n_patches(self.max_len) + 1)
 
 
-class EncoderSettings(Protocol):
+class EncoderSettings(StackSettings, Protocol):
     """The settings of a :class:`SensorEncoderConfig` that no data decides: the config's own,
     or those of a job section with the same names (:meth:`SensorEncoderConfig.check`)."""
 
@@ -184,16 +185,6 @@ class EncoderSettings(Protocol):
     def stride(self) -> int | None: ...
     @property
     def channel_independent(self) -> bool: ...
-    @property
-    def d_model(self) -> int: ...
-    @property
-    def n_heads(self) -> int: ...
-    @property
-    def n_layers(self) -> int: ...
-    @property
-    def d_ff(self) -> int: ...
-    @property
-    def dropout(self) -> float: ...
     @property
     def positional(self) -> Literal["sinusoidal", "learned", "rotary"]: ...
     @property

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mfgtx.models._settings import StackSettings
 from mfgtx.models.loss import ClassLoss
 from mfgtx.nn import Encoder, EncoderBlock, StackOutput, TransformerConfig, init_weights
 
@@ -208,22 +209,12 @@ class ViTConfig:
         return _stack(self)
 
 
-class ViTSettings(Protocol):
+class ViTSettings(StackSettings, Protocol):
     """The settings of a :class:`ViTConfig` that no data decides: the config's own, or those
     of a job section with the same names (:meth:`ViTConfig.check`)."""
 
     @property
     def patch_size(self) -> int: ...
-    @property
-    def d_model(self) -> int: ...
-    @property
-    def n_heads(self) -> int: ...
-    @property
-    def n_layers(self) -> int: ...
-    @property
-    def d_ff(self) -> int: ...
-    @property
-    def dropout(self) -> float: ...
     @property
     def drop_path(self) -> float: ...
     @property
