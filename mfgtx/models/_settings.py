@@ -3,9 +3,11 @@ them: the one protocol each model's own settings protocol extends."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
-__all__ = ["StackSettings"]
+from mfgtx.nn import TransformerConfig
+
+__all__ = ["StackSettings", "stack_config"]
 
 
 class StackSettings(Protocol):
@@ -22,3 +24,16 @@ class StackSettings(Protocol):
     def d_ff(self) -> int: ...
     @property
     def dropout(self) -> float: ...
+
+
+def stack_config(s: StackSettings, **fields: Any) -> TransformerConfig:
+    """The :class:`~mfgtx.nn.TransformerConfig` of ``s``'s shared settings plus ``fields``
+    (what the model decides itself: positions, norm placement, ``max_len``...)."""
+    return TransformerConfig(
+        d_model=s.d_model,
+        n_heads=s.n_heads,
+        n_layers=s.n_layers,
+        d_ff=s.d_ff,
+        dropout=s.dropout,
+        **fields,
+    )

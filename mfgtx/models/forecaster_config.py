@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from mfgtx.models._settings import StackSettings
+from mfgtx.models._settings import StackSettings, stack_config
 from mfgtx.nn import TransformerConfig
 
 __all__ = ["ForecasterConfig"]
@@ -196,13 +196,4 @@ class ForecasterSettings(StackSettings, Protocol):
 
 def _stack(s: ForecasterSettings, max_len: int = 2048) -> TransformerConfig:
     """The decoder stack's config of ``s`` (``max_len``: tokens, which the data decides)."""
-    return TransformerConfig(
-        d_model=s.d_model,
-        n_heads=s.n_heads,
-        n_layers=s.n_layers,
-        d_ff=s.d_ff,
-        dropout=s.dropout,
-        norm_first=s.norm_first,
-        positional=s.positional,
-        max_len=max_len,
-    )
+    return stack_config(s, norm_first=s.norm_first, positional=s.positional, max_len=max_len)

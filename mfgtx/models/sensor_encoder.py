@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mfgtx.models._settings import StackSettings
+from mfgtx.models._settings import StackSettings, stack_config
 from mfgtx.models.loss import ClassLoss
 from mfgtx.nn import Encoder, StackOutput, TransformerConfig, init_weights
 
@@ -197,16 +197,7 @@ class EncoderSettings(StackSettings, Protocol):
 
 def _stack(s: EncoderSettings, max_len: int = 2048) -> TransformerConfig:
     """The encoder stack's config of ``s`` (``max_len``: tokens, which the data decides)."""
-    return TransformerConfig(
-        d_model=s.d_model,
-        n_heads=s.n_heads,
-        n_layers=s.n_layers,
-        d_ff=s.d_ff,
-        dropout=s.dropout,
-        norm_first=s.norm_first,
-        positional=s.positional,
-        max_len=max_len,
-    )
+    return stack_config(s, norm_first=s.norm_first, positional=s.positional, max_len=max_len)
 
 
 class Tokens(NamedTuple):

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mfgtx.models._settings import StackSettings
+from mfgtx.models._settings import StackSettings, stack_config
 from mfgtx.models.loss import ClassLoss
 from mfgtx.nn import Encoder, EncoderBlock, StackOutput, TransformerConfig, init_weights
 
@@ -229,12 +229,8 @@ class ViTSettings(StackSettings, Protocol):
 
 def _stack(s: ViTSettings) -> TransformerConfig:
     """The encoder stack's config of ``s`` (Pre-LN, GELU; the model adds 2-D positions)."""
-    return TransformerConfig(
-        d_model=s.d_model,
-        n_heads=s.n_heads,
-        n_layers=s.n_layers,
-        d_ff=s.d_ff,
-        dropout=s.dropout,
+    return stack_config(
+        s,
         activation="gelu",
         norm_first=True,
         positional="none",  # the model adds 2-D positions itself
