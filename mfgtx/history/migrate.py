@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from mfgtx.history.tables import METADATA, RUNS, SCORES, TRUTH, VERSION
+from mfgtx.history.tables import ALERTS, METADATA, PROMOTED, RUNS, SCORES, TRUTH, VERSION, WATCH
 
 __all__ = ["STEPS", "HistoryError", "migrate", "schema_version"]
 
@@ -42,8 +42,16 @@ def _v2(conn: Any) -> None:
     conn.execute(sa.schema.CreateIndex(_index("ix_history_scores_scored_at")))
 
 
+def _v3(conn: Any) -> None:
+    """The promoted bundle of each job, the watch's verdicts, and alerts."""
+    for table in (PROMOTED, WATCH, ALERTS):
+        conn.execute(sa.schema.CreateTable(table))
+    conn.execute(sa.schema.CreateIndex(_index("ix_history_watch_bundle")))
+    conn.execute(sa.schema.CreateIndex(_index("ix_history_alerts_open")))
+
+
 #: The steps, in order: ``STEPS[i]`` takes a history from version ``i`` to ``i + 1``.
-STEPS: tuple[Callable[[Any], None], ...] = (_v1, _v2)
+STEPS: tuple[Callable[[Any], None], ...] = (_v1, _v2, _v3)
 
 
 def schema_version(conn: Any) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-__all__ = ["METADATA", "RUNS", "SCORES", "TRUTH", "VERSION"]
+__all__ = ["ALERTS", "METADATA", "PROMOTED", "RUNS", "SCORES", "TRUTH", "VERSION", "WATCH"]
 
 METADATA = sa.MetaData()
 
@@ -70,3 +70,52 @@ TRUTH = sa.Table(
     sa.Column("arrived_at", sa.String(32), nullable=False),
     sa.UniqueConstraint("lot", "window_end", "target", name="ux_history_truth_key"),
 )
+
+#: The bundle promoted for each job (the job's ``name``, else its file's name): the plant
+#: view shows its scores, the watch judges it. Promoting another bundle replaces the row.
+PROMOTED = sa.Table(
+    "history_promoted",
+    METADATA,
+    sa.Column("job", sa.Text, primary_key=True),
+    sa.Column("bundle_id", sa.Text, nullable=False),
+    sa.Column("bundle_path", sa.Text),
+    sa.Column("promoted_at", sa.String(32), nullable=False),
+    sa.Column("note", sa.Text),
+)
+
+#: One row per ``mfgtx watch`` of a bundle: its verdict (``valid``, ``not_valid``,
+#: ``unknown``), the reason in plant words, and its findings (JSON: per sensor and per model
+#: figure, each with its threshold and whether it is beyond it).
+WATCH = sa.Table(
+    "history_watch",
+    METADATA,
+    sa.Column("watch_id", sa.String(32), primary_key=True),
+    sa.Column("bundle_id", sa.Text, nullable=False),
+    sa.Column("checked_at", sa.String(32), nullable=False),
+    sa.Column("window_start", sa.String(32)),
+    sa.Column("window_end", sa.String(32)),
+    sa.Column("verdict", sa.String(16), nullable=False),
+    sa.Column("summary", sa.Text),
+    sa.Column("findings", sa.Text, nullable=False),
+)
+sa.Index("ix_history_watch_bundle", WATCH.c.bundle_id, WATCH.c.checked_at)
+
+#: Alerts: at most one ``open`` row per (subject, reason), sent once; it is ``cleared`` when a
+#: later run no longer finds the reason, and a new row opens if it comes back. ``delivery`` is
+#: ``sent``, ``pending`` or ``failed: <why>`` (a failed delivery is retried on the next run).
+ALERTS = sa.Table(
+    "history_alerts",
+    METADATA,
+    sa.Column("alert_id", sa.String(32), primary_key=True),
+    sa.Column("subject", sa.Text, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("opened_at", sa.String(32), nullable=False),
+    sa.Column("last_seen_at", sa.String(32), nullable=False),
+    sa.Column("cleared_at", sa.String(32)),
+    sa.Column("delivery", sa.Text, nullable=False),
+    sa.Column("delivered_at", sa.String(32)),
+    sa.Column("attempts", sa.Integer, nullable=False),
+)
+sa.Index("ix_history_alerts_open", ALERTS.c.subject, ALERTS.c.reason, ALERTS.c.state)

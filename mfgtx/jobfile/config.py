@@ -42,6 +42,7 @@ from mfgtx.jobfile._schema import (
     set_key,
 )
 from mfgtx.jobfile._sql import check_query, check_table_name, check_url, safe_slug
+from mfgtx.jobfile.limits import Limit
 from mfgtx.kinds import ForecastSection, ImagesSection, SensorSection, VitSection
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig
@@ -591,6 +592,9 @@ class JobConfig:
             ``postgresql+psycopg://...``), or ``off``; default: ``history.db`` in the score
             output's folder (a SQLite output's folder; a PostgreSQL output's errors
             file's folder). A history is appended to, never replaced.
+        limits: the plant's limits by column (:class:`~mfgtx.jobfile.limits.Limit`): a
+            prediction or a sensor, ``{rul_cycles: {alarm_below: 30}, Massetemp_°C: {spec:
+            [230, 240]}}``; drawn on the plant view's trends, alerted on when crossed.
     """
 
     data: DataSection | None = None
@@ -608,6 +612,7 @@ class JobConfig:
     name: str | None = None
     labels: LabelWords = field(default_factory=LabelWords)
     history: str | None = None
+    limits: dict[str, Limit] = field(default_factory=dict)
     #: sections of kinds registered beyond mfgtx's own (``(key, section)``, read by key)
     kind_sections: tuple[tuple[str, Any], ...] = ()
     source_file: str = field(default="config", compare=False)

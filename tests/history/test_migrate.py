@@ -50,7 +50,7 @@ def test_a_version_1_history_is_upgraded_on_open_and_keeps_its_rows(tmp_path) ->
     _v1_file(path)
     engine = write_engine(f"sqlite:///{path}")
     store = open_history(engine, "history.db")
-    assert _version(path) == len(STEPS) == 2
+    assert _version(path) == len(STEPS) == 3
     record_truth(store, pd.DataFrame({"lot": ["A1"], "label": ["bad"]}))
     (row,) = predictions_with_truth(store, "A1", "A1").to_dict("records")
     assert row["run_id"] == "r1" and row["predictions"] == {"p_bad": 0.7} and row["truth"] == "bad"
@@ -58,7 +58,7 @@ def test_a_version_1_history_is_upgraded_on_open_and_keeps_its_rows(tmp_path) ->
         indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert "ix_history_scores_scored_at" in indexes
     open_history(engine, "history.db")  # opening again changes nothing
-    assert _version(path) == 2
+    assert _version(path) == 3
     engine.dispose()
 
 
@@ -70,7 +70,10 @@ def test_a_new_history_gets_every_step(tmp_path) -> None:
     assert _version(path) == len(STEPS)
     with sqlite3.connect(path) as db:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert tables == {"history_schema", "history_runs", "history_scores", "history_truth"}
+    assert tables == {
+        "history_schema", "history_runs", "history_scores", "history_truth",
+        "history_promoted", "history_watch", "history_alerts",
+    }  # fmt: skip
 
 
 def test_a_history_written_by_a_newer_mfgtx_is_refused_untouched(tmp_path) -> None:
@@ -81,7 +84,7 @@ def test_a_history_written_by_a_newer_mfgtx_is_refused_untouched(tmp_path) -> No
     before = path.read_bytes()
     engine = write_engine(f"sqlite:///{path}")
     with pytest.raises(HistoryError, match=r"history.db: was written by a newer mfgtx "
-                       r"\(schema version 7; this mfgtx knows up to 2\)"):  # fmt: skip
+                       r"\(schema version 7; this mfgtx knows up to 3\)"):  # fmt: skip
         open_history(engine, "history.db")
     engine.dispose()
     assert path.read_bytes() == before
