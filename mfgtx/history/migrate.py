@@ -27,10 +27,20 @@ def _index(name: str) -> sa.Index:
     return next(ix for t in METADATA.tables.values() for ix in t.indexes if ix.name == name)
 
 
+#: ``history_runs`` as version 1 made it (:data:`~mfgtx.history.tables.RUNS` less the columns
+#: later steps add): a step creates what its version had, never the newest shape.
+_RUNS_V1 = sa.Table(
+    RUNS.name,
+    sa.MetaData(),
+    *(sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
+      for c in RUNS.columns if c.name not in ("host", "pid")),
+)  # fmt: skip
+
+
 def _v1(conn: Any) -> None:
     """Runs and their scores, unique per bundle and key."""
     conn.execute(sa.schema.CreateTable(VERSION))
-    conn.execute(sa.schema.CreateTable(RUNS))
+    conn.execute(sa.schema.CreateTable(_RUNS_V1))
     conn.execute(sa.schema.CreateTable(SCORES))
     conn.execute(sa.schema.CreateIndex(_index("ix_history_scores_lot")))
     conn.execute(VERSION.insert().values(version=0))
@@ -43,7 +53,9 @@ def _v2(conn: Any) -> None:
 
 
 def _v3(conn: Any) -> None:
-    """The promoted bundle of each job, the watch's verdicts, and alerts."""
+    """The promoted bundle of each job, the watch's verdicts, alerts; where a run ran."""
+    conn.execute(sa.text("ALTER TABLE history_runs ADD COLUMN host TEXT"))
+    conn.execute(sa.text("ALTER TABLE history_runs ADD COLUMN pid INTEGER"))
     for table in (PROMOTED, WATCH, ALERTS):
         conn.execute(sa.schema.CreateTable(table))
     conn.execute(sa.schema.CreateIndex(_index("ix_history_watch_bundle")))

@@ -33,6 +33,8 @@ RUNS = sa.Table(
     sa.Column("bad_lots", sa.Integer),
     sa.Column("seconds", sa.Float),
     sa.Column("message", sa.Text),
+    sa.Column("host", sa.Text),  # v3: where the run's process ran, to find abandoned runs
+    sa.Column("pid", sa.Integer),
 )
 
 #: One row per scored key of a bundle: scoring the same key again keeps the latest values.
@@ -107,6 +109,9 @@ ALERTS = sa.Table(
     "history_alerts",
     METADATA,
     sa.Column("alert_id", sa.String(32), primary_key=True),
+    sa.Column(
+        "source", sa.Text, nullable=False
+    ),  # what raised it: "score:<bundle>", "watch:<bundle>"
     sa.Column("subject", sa.Text, nullable=False),
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("message", sa.Text, nullable=False),
