@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from mfgtx.history.store import HistoryStore, abandoned_reason
 from mfgtx.history.tables import RUNS, SCORES
 
-__all__ = ["by_window_end", "runs", "scores_between"]
+__all__ = ["by_window_end", "runs", "scored_lots", "scores_between"]
 
 _JSON = ("keys", "predictions", "flags")
 
@@ -77,3 +77,15 @@ def scores_between(
         rows = [r for r in rows if str(r["keys"].get("line")) == line]
     return by_window_end(pd.DataFrame(rows, columns=list(SCORES.c.keys())),
                          ("scored_at", "lot"))  # fmt: skip
+
+
+def scored_lots(store: HistoryStore, lots: Sequence[str]) -> set[str]:
+    """The lots of ``lots`` that have at least one score in the history."""
+    found: set[str] = set()
+    wanted = list(dict.fromkeys(str(x) for x in lots))
+    with store.transaction() as conn:
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            query = sa.select(SCORES.c.lot).where(SCORES.c.lot.in_(part)).distinct()
+            found.update(str(x) for x in conn.execute(query).scalars())
+    return found
