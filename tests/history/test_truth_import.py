@@ -155,3 +155,22 @@ def test_the_truth_of_one_window_joins_by_its_cycle(tmp_path) -> None:
     assert joined["window_end"].tolist() == ["9", "10", "100"]  # as numbers, not as text
     assert joined["truth"].tolist() == ["95.0", "94.0", "4.0"]
     engine.dispose()
+
+
+def test_the_scheduler_script_is_mfgtx_truth(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    job = _german_job(tmp_path)
+    labels = tmp_path / "pruefung.csv"
+    labels.write_bytes("Los;Ergebnis\r\nA1;i.O.\r\nA2;n.i.O.\r\n".encode("cp1252"))
+    done = subprocess.run(
+        [sys.executable, str(root / "pipelines" / "truth.py"), str(job), "--labels", str(labels)],
+        capture_output=True, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (said["command"], said["recorded"], said["with_predictions"]) == ("truth", 2, 0)
