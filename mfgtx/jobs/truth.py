@@ -26,6 +26,7 @@ again replaces the values: a lot holds one outcome per target.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ import pandas as pd
 from mfgtx.data import DataError, Problems
 from mfgtx.data.io import CsvFormat
 from mfgtx.data.read_options import LabelWords
-from mfgtx.data.table import Where, pass_fail
+from mfgtx.data.table import COMMA_NUMBER, Where, pass_fail
 from mfgtx.history import HistoryStore, history_url, open_history, record_truth
 from mfgtx.history.queries import scored_lots
 from mfgtx.jobfile.config import ConfigError, JobConfig, SourceSection
@@ -230,9 +231,16 @@ def _numbers(
     bad = (out.isna() & text.notna() & (text != "")) | np.isinf(out)
     for i in np.flatnonzero(bad.to_numpy(dtype=bool)).tolist():
         found = str(values.iloc[i])[:40]
+        comma = re.fullmatch(COMMA_NUMBER, found) is not None
+        hint = (
+            "; it looks like a decimal comma: the job file reads it with decimal: ',' in "
+            "data.labels.source (or data.source)"
+            if comma
+            else ""
+        )
         err = DataError(
             f"{where(i)} (lot {lots.iloc[i]}): column {column!r} holds {found!r}, "
-            "expected a number",
+            f"expected a number{hint}",
             column=column, lot=str(lots.iloc[i]), found=found, expected="a number",
             **where.fields(i),
         )  # fmt: skip

@@ -174,3 +174,23 @@ def test_the_scheduler_script_is_mfgtx_truth(tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     said = json.loads(done.stdout.strip().splitlines()[-1])
     assert (said["command"], said["recorded"], said["with_predictions"]) == ("truth", 2, 0)
+
+
+def test_a_parquet_labels_file_and_a_comma_the_job_does_not_expect(tmp_path) -> None:
+    job = {
+        "data": {
+            "source": {"path": str(tmp_path / "sensors.csv")},
+            "columns": {"lot": "lot", "time": "t", "sensors": ["x"], "targets": ["ra"]},
+        },
+        "history": str(tmp_path / "history.db"),
+    }
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(job), encoding="utf-8")
+    parquet = tmp_path / "lab.parquet"
+    pd.DataFrame({"lot": ["A1", "A2"], "ra": [0.7, 1.9]}).to_parquet(parquet)
+    assert import_truth(load_config(path), parquet).recorded == 2
+    csv = tmp_path / "lab.csv"
+    csv.write_text("lot;ra\nA3;0,71\n", encoding="utf-8")  # the job reads '.' decimals
+    outcome = import_truth(load_config(path), csv)
+    reason = pd.read_csv(outcome.errors_file)["reason"].iloc[0]
+    assert "'0,71'" in reason and "decimal comma" in reason and "decimal: ','" in reason
