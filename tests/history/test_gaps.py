@@ -88,6 +88,14 @@ def test_a_run_whose_process_was_killed_is_marked_abandoned_when_the_history_is_
     assert listed.loc[killed, "status"] == "abandoned"
     assert f"pid {pid}" in listed.loc[killed, "message"]
     assert _status(db)[killed][0] == "running"
+    from mfgtx.cli import main
+
+    job = tmp_path / "job.yaml"
+    job.write_text(f"history: {db}\n", encoding="utf-8")
+    assert main(["history", str(job)]) == 0  # what a person reads
+    line = capsys.readouterr().out.splitlines()[0]
+    assert " abandoned sensor " in line and f"pid {pid}" in line and killed in line
+    assert _status(db)[killed][0] == "running"  # listing writes nothing
 
     store = open_history(engine, "history.db")  # the next writer marks it in the table
     status, message = _status(db)[killed]
