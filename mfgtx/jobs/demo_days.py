@@ -168,7 +168,19 @@ def days_up_to_date(config: JobConfig, out_dir: str | Path, bundle_id: str) -> b
 
     days, files = plan_days(config, out_dir)
     written = all(p.is_file() and p.read_bytes() == t.encode("utf-8") for p, t in files.items())
-    return written and all(scores_up_to_date(day_config(config, d), bundle_id) for d in days)
+    return (
+        written
+        and _history_exists(config)
+        and all(scores_up_to_date(day_config(config, d), bundle_id) for d in days)
+    )
+
+
+def _history_exists(config: JobConfig) -> bool:
+    """Whether the job's history file is there (a database URL: taken as there)."""
+    from mfgtx.history import history_url
+
+    url = history_url(config) or ""
+    return not url.startswith("sqlite:///") or Path(url.removeprefix("sqlite:///")).is_file()
 
 
 def run_day(config: JobConfig, day: Day) -> dict[str, Any]:
@@ -193,12 +205,14 @@ def run_days(
 ) -> Iterator[dict[str, Any]]:
     """Score every day of ``config``'s data (:func:`plan_days`) in order, one run each, and
     yield each day's summary; a day whose scores are up to date (same bundle, same drifted
-    input) is skipped unless ``rescore``. Last, a step with ``"phase": "days"``."""
+    input) is skipped unless ``rescore`` or the job's history file is gone (the days are
+    there to fill it). Last, a step with ``"phase": "days"``."""
     from mfgtx.history import history_url
     from mfgtx.jobs.demo import _record_scores, scores_up_to_date
 
     days, files = plan_days(config, out_dir)
     _write_files(files)
+    rescore = rescore or not _history_exists(config)
     ran = 0
     for day in days:
         job = day_config(config, day)

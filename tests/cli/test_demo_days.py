@@ -78,3 +78,6 @@ def test_each_day_is_a_run_of_the_history_and_a_second_start_redoes_none(
         n = conn.execute(sa.text("SELECT COUNT(*) FROM history_runs")).scalar_one()
     engine.dispose()
     assert n == len(days)
+    db.unlink()  # the history gone: the days are there to fill it, so they run again
+    third = list(run_days(config, tmp_path, bundle_id))
+    assert third[-1]["ran"] == len(days) and db.is_file()
