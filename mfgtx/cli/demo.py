@@ -65,6 +65,20 @@ def _line(step: dict[str, Any], data: str, out: str) -> str:
         if step["plan"]:
             return f"demo: every bundle in {out} exists; scoring only"
         return f"demo: every bundle and score in {out} is up to date"
+    if step.get("day"):
+        drift = ", ".join(f"{k} reads {v:+g}" for k, v in step["drift"].items())
+        return (
+            f"{step['job']} {step['day']}: scored {step['windows']} windows of {step['lots']} "
+            f"lots ({drift}); {step['truth']} inspection result(s) arrived"
+        )
+    if step.get("phase") == "days":
+        if step["cached"]:
+            return f"{step['job']}: its {step['days']} days are up to date in {step['history']}"
+        drift = ", ".join(f"{k} {v:+g}" for k, v in step["drift"].items())
+        return (
+            f"{step['job']}: {step['days']} days scored run by run into {step['history']} "
+            f"({drift} on the last day)"
+        )
     if step.get("training"):
         return (
             f"{step['job']}: training {step['model']} (about {_minutes(step['minutes'])}) "
@@ -129,7 +143,9 @@ class _Bar:
         if step.get("training"):
             self._describe(step, "training")
             return
-        phase = "score" if step.get("command") == "score" else "train"
+        if step.get("day"):
+            return  # a day of the days phase, which ends with its own step
+        phase = step.get("phase") or ("score" if step.get("command") == "score" else "train")
         done = self._plan.pop((step["job"], phase), None)
         if self._bar is not None and done is not None:
             self._done += done

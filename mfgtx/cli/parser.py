@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Iterator
 
 import mfgtx
-from mfgtx.cli import app, bench, bundle, check, demo, history, jobs
+from mfgtx.cli import app, bench, bundle, check, demo, history, jobs, truth
 
 __all__ = ["build_parser"]
 
@@ -95,6 +95,29 @@ def build_parser() -> argparse.ArgumentParser:
     _job_args(p)
     p.add_argument("--runs", type=int, default=20, metavar="N", help="runs shown (default 20)")
     p.set_defaults(func=history.history)
+
+    p = sub.add_parser(
+        "truth",
+        parents=[common],
+        help="record inspection results that arrived later in a job's history, joined to "
+        "their predictions",
+    )
+    _job_args(p)
+    p.add_argument(
+        "--labels", required=True, metavar="FILE", help="the labels file (CSV or Parquet)"
+    )
+    p.add_argument("--on", metavar="COLUMN", help="its lot column (default data.labels.on)")
+    p.add_argument(
+        "--window-end",
+        metavar="COLUMN",
+        help="the outcome of one window (a cycle or a time) in place of the whole lot",
+    )
+    p.add_argument(
+        "--errors",
+        metavar="FILE.csv",
+        help="the bad rows (default: beside the history, <labels>.truth-errors.csv)",
+    )
+    p.set_defaults(func=truth.truth)
 
     p = sub.add_parser(
         "check",

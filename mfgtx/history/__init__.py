@@ -30,19 +30,25 @@ Example:
 """
 
 from mfgtx.history.migrate import STEPS, HistoryError, migrate, schema_version
-from mfgtx.history.queries import runs, scores_between
+from mfgtx.history.queries import by_window_end, runs, scores_between
 from mfgtx.history.store import HistoryStore, open_history, read_history
 from mfgtx.history.target import history_url
-from mfgtx.history.truth import predictions_with_truth, record_truth
+from mfgtx.history.truth import (
+    predictions_with_truth,
+    predictions_with_truth_between,
+    record_truth,
+)
 
 __all__ = [
     "STEPS",
     "HistoryError",
     "HistoryStore",
+    "by_window_end",
     "history_url",
     "migrate",
     "open_history",
     "predictions_with_truth",
+    "predictions_with_truth_between",
     "read_history",
     "record_truth",
     "runs",

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 import sqlalchemy as sa
 
+from mfgtx.history.queries import by_window_end
 from mfgtx.history.store import HistoryStore, upsert, utc_now
 from mfgtx.history.tables import SCORES, TRUTH
 
-__all__ = ["predictions_with_truth", "record_truth"]
+__all__ = ["predictions_with_truth", "predictions_with_truth_between", "record_truth"]
 
 
 def record_truth(
@@ -61,35 +63,53 @@ def record_truth(
     return len(records)
 
 
-def predictions_with_truth(
-    store: HistoryStore, first_lot: str, last_lot: str, target: str = "label"
-) -> pd.DataFrame:
-    """The scores of the lots ``first_lot`` .. ``last_lot`` (as text sorts them) with the
-    ``target``'s truth where it is known: of the same window end, else of the whole lot."""
+def _with_truth(target: str) -> sa.Select[Any]:
+    """Every score with the ``target``'s truth of its window end, else of its whole lot."""
     window = TRUTH.alias("t_window")
     whole = TRUTH.alias("t_lot")
-    query = (
-        sa.select(
-            SCORES,
-            sa.func.coalesce(window.c.value, whole.c.value).label("truth"),
-            sa.func.coalesce(window.c.source, whole.c.source).label("truth_source"),
+    return sa.select(
+        SCORES,
+        sa.func.coalesce(window.c.value, whole.c.value).label("truth"),
+        sa.func.coalesce(window.c.source, whole.c.source).label("truth_source"),
+    ).select_from(
+        SCORES.outerjoin(
+            window,
+            sa.and_(window.c.lot == SCORES.c.lot, window.c.window_end == SCORES.c.window_end,
+                    window.c.target == target),
+        ).outerjoin(
+            whole,
+            sa.and_(whole.c.lot == SCORES.c.lot, whole.c.window_end == "",
+                    whole.c.target == target),
         )
-        .select_from(
-            SCORES.outerjoin(
-                window,
-                sa.and_(window.c.lot == SCORES.c.lot, window.c.window_end == SCORES.c.window_end,
-                        window.c.target == target),
-            ).outerjoin(
-                whole,
-                sa.and_(whole.c.lot == SCORES.c.lot, whole.c.window_end == "",
-                        whole.c.target == target),
-            )
-        )
-        .where(SCORES.c.lot >= first_lot, SCORES.c.lot <= last_lot)
-        .order_by(SCORES.c.lot, SCORES.c.window_end)
     )  # fmt: skip
+
+
+def _read(store: HistoryStore, query: sa.Select[Any]) -> pd.DataFrame:
     with store.transaction() as conn:
         rows = [dict(r) for r in conn.execute(query).mappings()]
     for r in rows:
         r["predictions"] = json.loads(r["predictions"])
-    return pd.DataFrame(rows)
+    columns = [*SCORES.c.keys(), "truth", "truth_source"]
+    return by_window_end(pd.DataFrame(rows, columns=columns))
+
+
+def predictions_with_truth(
+    store: HistoryStore, first_lot: str, last_lot: str, target: str = "label"
+) -> pd.DataFrame:
+    """The scores of the lots ``first_lot`` .. ``last_lot`` (as text sorts them) with the
+    ``target``'s truth where it is known: of the same window end, else of the whole lot.
+    Sorted by lot, then window end (:func:`~mfgtx.history.queries.by_window_end`: cycle
+    numbers as numbers)."""
+    query = _with_truth(target).where(SCORES.c.lot >= first_lot, SCORES.c.lot <= last_lot)
+    return _read(store, query)
+
+
+def predictions_with_truth_between(
+    store: HistoryStore, start: str, end: str, target: str = "label"
+) -> pd.DataFrame:
+    """The scores of ``start <= scored_at < end`` (ISO 8601 UTC text, as
+    :func:`~mfgtx.history.queries.scores_between` takes them) with the ``target``'s truth
+    where it is known, as :func:`predictions_with_truth` joins it; sorted by lot, then window
+    end. What a realized-error check reads: the recent scores, and the truth that arrived."""
+    query = _with_truth(target).where(SCORES.c.scored_at >= start, SCORES.c.scored_at < end)
+    return _read(store, query)

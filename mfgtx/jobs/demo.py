@@ -10,7 +10,10 @@ scoring with it, and writes where those files say (``runs/sample/``), so ``mfgtx
 pipelines/configs/sample_rul.yaml`` works right after it. ``data`` and ``out`` replace the
 files' ``sample_data/`` and ``runs/sample/`` prefixes. A bundle that already exists and
 verifies is reused, and so are scores written from the same bundle and input (a record beside
-each output), so a second ``mfgtx demo`` goes straight to the dashboard. ``quick``
+each output), so a second ``mfgtx demo`` goes straight to the dashboard. After its own
+scoring, the quality job is scored again day by day into its history, with a drifting
+temperature sensor and inspection results arriving a day later
+(:mod:`mfgtx.jobs.demo_days`), so the history holds trends, drift and realized error. ``quick``
 trains tiny models for two epochs, on tiles cut ``stride`` apart (a smoke test of the whole
 chain, not a useful model).
 """
@@ -56,9 +59,10 @@ _TINY_OF = {"vit": _TINY_VIT}  # the sample ViT job keeps a few more layers
 #: 73 s in all, 19 s quick; 55 s on the project's 2-core Xeon at load under 1.2
 #: (benchmarks/results/demo_time-20261204T175212Z.json). A 2-core
 #: machine without AVX-512 or shared with other work takes longer; the CLI's ETA follows the
-#: pace of the finished phases.
+#: pace of the finished phases. ``days``: the quality job's ten days of scoring and truth
+#: (:mod:`mfgtx.jobs.demo_days`), 1.6 s quick at load 2.6 (demo_time, 2026-12-04).
 _SECONDS: dict[str, dict[str, tuple[float, float]]] = {
-    "sample_quality": {"train": (5.7, 5.7), "score": (0.2, 0.2)},
+    "sample_quality": {"train": (5.7, 5.7), "score": (0.2, 0.2), "days": (3.0, 2.0)},
     "sample_rul": {"train": (0.8, 0.3), "score": (0.1, 0.1)},
     "sample_regimes": {"train": (10.1, 1.7), "score": (0.1, 0.1)},
     "sample_forecast": {"train": (3.9, 0.5), "score": (0.2, 0.2)},
@@ -67,7 +71,7 @@ _SECONDS: dict[str, dict[str, tuple[float, float]]] = {
     "sample_chatter": {"train": (6.9, 0.8), "score": (0.2, 0.2)},
 }
 #: A job not in ``_SECONDS``.
-_UNMEASURED = {"train": (30.0, 6.0), "score": (5.0, 1.0)}
+_UNMEASURED = {"train": (30.0, 6.0), "score": (5.0, 1.0), "days": (10.0, 10.0)}
 
 
 def _moved(value: Any, data: str, out: str) -> Any:
@@ -156,7 +160,8 @@ def describe_job(kind: str, job: JobConfig) -> str:
 
 
 def estimate_seconds(name: str, phase: str, *, quick: bool) -> float:
-    """About how long ``phase`` (``train`` or ``score``) of the demo job ``name`` takes on 2
+    """About how long ``phase`` (``train``, ``score``, or ``days``: the quality job's days,
+    :mod:`mfgtx.jobs.demo_days`) of the demo job ``name`` takes on 2
     cores (measured, see ``_SECONDS``; a job not measured counts 30 s to train and 5 s to
     score, a fifth of that quick)."""
     full, fast = _SECONDS.get(name, {}).get(phase, _UNMEASURED[phase])
@@ -180,7 +185,9 @@ def run_demo(
 ) -> Iterator[dict[str, Any]]:
     """Train (unless a verified bundle exists) and score every demo job; yields the summary
     of every step as it finishes (a ``start`` step first, saying what will be trained and
-    listing every phase that will run with its estimated seconds, ``plan``).
+    listing every phase that will run with its estimated seconds, ``plan``), then a step per
+    day of the quality job (``"day"``, :func:`mfgtx.jobs.demo_days.run_days`) and one that
+    ends the days (``"phase": "days"``).
 
     Scoring is skipped when the output is up to date: mfgtx wrote it, unchanged since, from
     the same bundle (its id) and the same input (its sha256), as recorded in
@@ -188,6 +195,7 @@ def run_demo(
     ``"cached": True``. ``progress`` replaces each job's ``train.progress`` (the CLI's one
     overall bar passes ``"log"``); ``on_step`` is called after every optimizer step.
     """
+    from mfgtx.jobs.demo_days import DAYS_JOB, days_up_to_date, run_days
     from mfgtx.jobs.score import score
     from mfgtx.jobs.train import train
 
@@ -200,11 +208,18 @@ def run_demo(
         n: bundle_ids[n] is not None and scores_up_to_date(job, str(bundle_ids[n]))
         for n, (_, job) in jobs.items()
     }
+    days_fresh = (
+        DAYS_JOB in jobs
+        and fresh[DAYS_JOB]
+        and days_up_to_date(jobs[DAYS_JOB][1], out_dir, str(bundle_ids[DAYS_JOB]))
+    )
     plan: list[dict[str, Any]] = [
         {"job": n, "phase": phase, "seconds": estimate_seconds(n, phase, quick=quick)}
         for n in jobs
-        for phase in ("train", "score")
-        if (phase == "train" and n in todo) or (phase == "score" and not fresh[n])
+        for phase in ("train", "score", "days")
+        if (phase == "train" and n in todo)
+        or (phase == "score" and not fresh[n])
+        or (phase == "days" and n == DAYS_JOB and not days_fresh)
     ]
     yield {
         "job": "demo",
@@ -232,10 +247,13 @@ def run_demo(
         if fresh[name]:
             output = str((config.score.output.path if config.score else None) or "")
             yield {"command": "score", "job": name, "cached": True, "output": output}
-            continue
-        outcome = score(config)
-        _record_scores(config, str(bundle_id or outcome.bundle_id))
-        yield {"job": name, **outcome.summary()}
+        else:
+            outcome = score(config)
+            bundle_id = bundle_id or outcome.bundle_id
+            _record_scores(config, str(bundle_id))
+            yield {"job": name, **outcome.summary()}
+        if name == DAYS_JOB:  # after the job's own run: the days' scores are the latest
+            yield from run_days(config, out_dir, str(bundle_id), rescore=not fresh[name])
 
 
 def _reused_id(name: str, bundle: Path) -> str | None:

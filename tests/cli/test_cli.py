@@ -152,6 +152,19 @@ def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
 
     rul = pd.read_parquet(out / "results" / "sample_rul.parquet")
     assert {"rul_cycles", "rul_cycles_q10", "rul_cycles_q90"} <= set(rul.columns)
+    # the quality line's days: one score run each into the job's history, the temperature
+    # drifting, inspection results arriving
+    days = re.findall(r"sample_quality (\d{4}-\d\d-\d\d): scored \d+ windows .*temperature_c "
+                      r"reads \+([\d.]+)\); (\d+) inspection", first)  # fmt: skip
+    assert len(days) >= 3 and float(days[-1][1]) > float(days[1][1]) > 0, first
+    assert sum(int(d[2]) for d in days) > 0
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(f"sqlite:///{out / 'results' / 'history.db'}")
+    with engine.connect() as conn:
+        runs = conn.execute(sa.text("SELECT COUNT(*) FROM history_runs")).scalar_one()
+    engine.dispose()
+    assert runs >= len(days) + 2  # the days, and the jobs' own runs
     # second run, with the app: bundles reused, straight to scoring and the dashboard, which
     # is not in this version: a warning, not a failure of the demo
     argv = [a for a in argv if a != "--no-app"] + ["--app", str(tmp_path / "no_app.py")]
@@ -161,6 +174,7 @@ def test_demo_quick_no_app_end_to_end(plant, tmp_path, capsys) -> None:
     # and the scores, written by these bundles from the same input: not scored again
     assert "sample_quality: scores up to date" in captured.out
     assert "sample_forecast: scored" not in captured.out
+    assert "sample_quality: its " in captured.out and "days are up to date" in captured.out
     assert "dashboard is not in this version" in captured.err
 
 

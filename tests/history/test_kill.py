@@ -74,7 +74,7 @@ def test_a_run_killed_mid_write_leaves_no_rows_and_the_history_usable(tmp_path) 
     got = scores_between(store, "2000-01-01", "2100-01-01")
     assert got["lot"].tolist() == ["A1", "A1"]  # the earlier run only, none of the killed one's
     status = runs(store).set_index("run_id")["status"]
-    assert status[killed] == "running" and status[kept] == "ok"
+    assert status[killed] == "abandoned" and status[kept] == "ok"  # its process is gone
     later = store.start_run(bundle_id="b1", kind="sensor")  # the lock died with the child
     assert store.finish_run(later, window_rows(["K1"], 0.2), ("lot", "window_end")) == 2
     with engine.connect() as conn:

@@ -16,6 +16,7 @@ from mfgtx.history import (
     runs,
     scores_between,
 )
+from mfgtx.history.tables import METADATA
 from mfgtx.jobs._sql import write_engine
 from tests.history.conftest import window_rows
 
@@ -135,7 +136,7 @@ def test_postgresql_history_keeps_one_row_per_key(tmp_path) -> None:
         pytest.skip("MFGTX_TEST_PG_URL is not set")
     engine = sa.create_engine(url)
     with engine.begin() as conn:
-        for t in ("history_scores", "history_runs", "history_truth", "history_schema"):
+        for t in METADATA.tables:
             conn.execute(sa.text(f"DROP TABLE IF EXISTS {t}"))
     try:
         store = open_history(engine, "pg")
@@ -148,6 +149,6 @@ def test_postgresql_history_keeps_one_row_per_key(tmp_path) -> None:
         assert [json.dumps(p) for p in got["predictions"]] == ['{"p_bad": 0.8}'] * 2
     finally:
         with engine.begin() as conn:
-            for t in ("history_scores", "history_runs", "history_truth", "history_schema"):
+            for t in METADATA.tables:  # every version's tables (v3's left behind fail the next)
                 conn.execute(sa.text(f"DROP TABLE IF EXISTS {t}"))
         engine.dispose()
