@@ -1,0 +1,110 @@
+"""The alerts a history holds (``history_alerts``): opened, seen again, cleared, delivered.
+
+At most one alert is ``open`` per (subject, reason). A run that finds an open alert again
+only moves its ``last_seen_at`` (and keeps its latest message); a run of the same source
+that checked the subject without finding the reason clears it (``cleared_at``); if the
+reason comes back later, a new alert opens. ``delivery`` is ``pending`` until a send is
+tried, then ``sent`` or ``failed: <why>``; an open alert not ``sent`` is sent again by the
+next run of its source.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+
+from mfgtx.alerts.findings import Finding
+from mfgtx.history import HistoryStore
+from mfgtx.history.tables import ALERTS
+
+__all__ = ["alerts", "count_open", "record_delivery", "unsent", "update"]
+
+
+def update(
+    conn: Any, findings: Iterable[Finding], *, source: str, checked: Iterable[str], now: str
+) -> tuple[int, int]:
+    """Open, see again or clear alerts in one transaction (``conn``); ``(opened, cleared)``.
+
+    ``checked``: the subjects ``source`` looked at in this run; their open alerts of
+    ``source`` that ``findings`` no longer hold are cleared.
+    """
+    found: dict[tuple[str, str], Finding] = {}
+    for f in findings:
+        found.setdefault((f.subject, f.reason), f)
+    open_rows = conn.execute(sa.select(ALERTS).where(ALERTS.c.state == "open")).mappings().all()
+    by_key = {(r["subject"], r["reason"]): r for r in open_rows}
+    opened = 0
+    for key, f in found.items():
+        row = by_key.get(key)
+        if row is not None:
+            conn.execute(
+                ALERTS.update()
+                .where(ALERTS.c.alert_id == row["alert_id"])
+                .values(last_seen_at=now, message=f.message)
+            )
+            continue
+        conn.execute(
+            ALERTS.insert().values(
+                alert_id=uuid.uuid4().hex, source=source, subject=f.subject, reason=f.reason,
+                message=f.message, state="open", opened_at=now, last_seen_at=now,
+                delivery="pending", attempts=0,
+            )
+        )  # fmt: skip
+        opened += 1
+    checked = set(checked)
+    gone = [
+        r["alert_id"]
+        for key, r in by_key.items()
+        if r["source"] == source and key[0] in checked and key not in found
+    ]
+    if gone:
+        conn.execute(
+            ALERTS.update()
+            .where(ALERTS.c.alert_id.in_(gone))
+            .values(state="cleared", cleared_at=now)
+        )
+    return opened, len(gone)
+
+
+def unsent(conn: Any, source: str) -> list[dict[str, Any]]:
+    """The open alerts of ``source`` not delivered yet (new, or failed before), oldest first."""
+    query = (
+        sa.select(ALERTS)
+        .where(ALERTS.c.state == "open", ALERTS.c.source == source, ALERTS.c.delivery != "sent")
+        .order_by(ALERTS.c.opened_at, ALERTS.c.subject, ALERTS.c.reason)
+    )
+    return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def count_open(conn: Any, source: str) -> int:
+    """How many alerts of ``source`` are open."""
+    query = sa.select(sa.func.count()).where(ALERTS.c.state == "open", ALERTS.c.source == source)
+    return int(conn.execute(query).scalar_one())
+
+
+def record_delivery(conn: Any, alert_ids: Sequence[str], why: str | None, now: str) -> None:
+    """Record one send of ``alert_ids``: ``sent`` (``why`` is None) or ``failed: why``."""
+    if not alert_ids:
+        return
+    values: dict[str, Any] = {"attempts": ALERTS.c.attempts + 1}
+    if why is None:
+        values.update(delivery="sent", delivered_at=now)
+    else:
+        values.update(delivery=f"failed: {why}"[:1000])
+    conn.execute(ALERTS.update().where(ALERTS.c.alert_id.in_(list(alert_ids))).values(**values))
+
+
+def alerts(store: HistoryStore, *, state: str | None = None, limit: int = 50) -> pd.DataFrame:
+    """The latest ``limit`` alerts of ``store``, newest first (``state``: ``open`` or
+    ``cleared`` only)."""
+    query = sa.select(ALERTS)
+    if state is not None:
+        query = query.where(ALERTS.c.state == state)
+    query = query.order_by(ALERTS.c.opened_at.desc(), ALERTS.c.alert_id).limit(limit)
+    with store.transaction() as conn:
+        rows = conn.execute(query).mappings().all()
+    return pd.DataFrame(rows, columns=list(ALERTS.c.keys()))

@@ -1,0 +1,117 @@
+"""Raising the alerts of one run: record its findings in the history, send what is new.
+
+:func:`notify` is the one entry point for every source of findings: ``mfgtx score`` calls it
+with flagged lots and limits crossed (:func:`~mfgtx.alerts.scores.score_findings`), the watch
+with drift and validity. Each alert is sent once: the history (``history_alerts``,
+:mod:`~mfgtx.alerts.ledger`) remembers what is open and what was delivered, and a delivery
+that failed is tried again by the next run of the same source. Sending never raises: a
+target that is down is logged, recorded as ``failed: <why>`` and named in the outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from mfgtx.alerts.findings import Finding, alert_on
+from mfgtx.alerts.ledger import count_open, record_delivery, unsent, update
+from mfgtx.alerts.send import send
+from mfgtx.history import HistoryStore
+from mfgtx.history.store import utc_now
+from mfgtx.jobfile.alerts import AlertsSection
+
+__all__ = ["AlertOutcome", "notify"]
+
+log = logging.getLogger(__name__)
+
+#: Alerts listed in one message; the rest are counted (all are recorded and marked sent).
+MAX_LISTED = 50
+
+
+@dataclass(frozen=True)
+class AlertOutcome:
+    """What one run did with its alerts.
+
+    Args:
+        opened: alerts opened by this run.
+        cleared: open alerts this run no longer found.
+        sent: alerts delivered by this run (new ones, and earlier ones that had failed).
+        failed: alerts this run could not deliver (retried by the next run).
+        open: alerts of this source open after the run.
+        why: why the delivery failed (secrets masked), or ``None``.
+    """
+
+    opened: int = 0
+    cleared: int = 0
+    sent: int = 0
+    failed: int = 0
+    open: int = 0
+    why: str | None = None
+
+    @property
+    def text(self) -> str:
+        """One line for the run's summary."""
+        out = (
+            f"{self.opened} opened, {self.sent} sent, {self.failed} failed, "
+            f"{self.cleared} cleared; {self.open} open"
+        )
+        return out if self.why is None else f"{out} (delivery failed: {self.why})"
+
+
+def _message(rows: list[dict[str, object]]) -> str:
+    lines = []
+    for r in rows[:MAX_LISTED]:
+        since = f" (open since {r['opened_at']})" if r["attempts"] else ""
+        lines.append(f"- {r['subject']}: {r['message']}{since}")
+    if len(rows) > MAX_LISTED:
+        lines.append(f"... and {len(rows) - MAX_LISTED} more (mfgtx history JOB --alerts)")
+    return "\n".join(lines)
+
+
+def notify(
+    store: HistoryStore,
+    section: AlertsSection,
+    findings: Iterable[Finding],
+    *,
+    source: str,
+    checked_subjects: Iterable[str],
+    environ: Mapping[str, str] | None = None,
+) -> AlertOutcome:
+    """Record ``findings`` as alerts in ``store`` and send the new ones to ``section.to``.
+
+    Args:
+        store: the job's history.
+        section: the job's ``alerts:``; a finding whose kind ``section.on`` leaves out
+            raises no alert (and clears one it raised before).
+        findings: what this run found (:class:`~mfgtx.alerts.findings.Finding`).
+        source: what raised them, the same text every run (``score:<job>``,
+            ``watch:<job>``): only its own alerts are cleared and retried.
+        checked_subjects: every subject this run looked at; an open alert of ``source``
+            on one of them that ``findings`` no longer hold is cleared.
+        environ: where ``${VAR}`` in the targets is read (default: the environment).
+
+    Raises:
+        HistoryError: the history cannot be read or written (nothing was sent; or, when
+            the delivery could not be recorded, what was sent is sent again next run).
+    """
+    wanted = [f for f in findings if alert_on(f.reason) in section.on]
+    with store.transaction() as conn:
+        opened, cleared = update(conn, wanted, source=source, checked=checked_subjects,
+                                 now=utc_now())  # fmt: skip
+        pending = unsent(conn, source)
+        n_open = count_open(conn, source)
+    why = None
+    if pending:
+        noun = "alert" if len(pending) == 1 else "alerts"
+        title = f"{section.title} {source.partition(':')[2] or source}: {len(pending)} {noun}"
+        why = send(section, title, _message(pending), environ=environ)
+        with store.transaction() as conn:
+            record_delivery(conn, [str(r["alert_id"]) for r in pending], why, utc_now())
+        if why is None:
+            log.info("%d alert(s) of %s sent", len(pending), source)
+        else:
+            log.warning("%d alert(s) of %s not sent, retried next run: %s", len(pending),
+                        source, why)  # fmt: skip
+    sent, failed = (len(pending), 0) if why is None else (0, len(pending))
+    return AlertOutcome(opened, cleared, sent, failed, n_open, why)
