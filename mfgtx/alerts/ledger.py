@@ -4,12 +4,14 @@ At most one alert is ``open`` per (subject, reason). A run that finds an open al
 only moves its ``last_seen_at`` (and keeps its latest message); a run of the same source
 that checked the subject without finding the reason clears it (``cleared_at``); if the
 reason comes back later, a new alert opens. ``delivery`` is ``pending`` until a send is
-tried, then ``sent`` or ``failed: <why>``; an open alert not ``sent`` is sent again by the
-next run of its source.
+tried, then ``sent`` or ``failed: to[i] (scheme): <why>; to[j] ...`` naming each target that
+did not take it; an open alert not ``sent`` is sent again by the next run of its source, to
+those targets only (:func:`owed_by`).
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -21,7 +23,26 @@ from mfgtx.alerts.findings import Finding
 from mfgtx.history import HistoryStore
 from mfgtx.history.tables import ALERTS
 
-__all__ = ["alerts", "count_open", "record_delivery", "unsent", "update"]
+__all__ = ["alerts", "count_open", "owed_by", "record_delivery", "unsent", "update"]
+
+_FAILED_TARGET = re.compile(r"(?:^failed: |; )to\[(\d+)\] \(")
+
+
+def owed_by(delivery: str, target: int) -> bool:
+    """Whether target ``target`` still owes an alert whose delivery is ``delivery``: a new
+    alert is owed by every target, a failed one by the targets its delivery names (by every
+    target when it names none, such as Apprise missing).
+
+    Example:
+        >>> owed_by("pending", 1), owed_by("failed: to[1] (mailto): refused", 0)
+        (True, False)
+        >>> owed_by("failed: to[0] (json): timed out; to[1] (mailto): refused", 1)
+        True
+    """
+    if delivery == "sent":
+        return False
+    named = {int(i) for i in _FAILED_TARGET.findall(delivery)}
+    return not named or target in named
 
 
 def update(
@@ -87,7 +108,9 @@ def count_open(conn: Any, source: str) -> int:
 
 
 def record_delivery(conn: Any, alert_ids: Sequence[str], why: str | None, now: str) -> None:
-    """Record one send of ``alert_ids``: ``sent`` (``why`` is None) or ``failed: why``."""
+    """Record one send of ``alert_ids``: ``sent`` (``why`` is None: every target that owed
+    them took them) or ``failed: why`` (``why``: ``to[i] (scheme): <why>`` of each target
+    that did not)."""
     if not alert_ids:
         return
     values: dict[str, Any] = {"attempts": ALERTS.c.attempts + 1}

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from mfgtx.alerts.findings import Finding, alert_on
-from mfgtx.alerts.ledger import count_open, record_delivery, unsent, update
+from mfgtx.alerts.ledger import count_open, owed_by, record_delivery, unsent, update
 from mfgtx.alerts.send import send
 from mfgtx.history import HistoryStore
 from mfgtx.history.store import utc_now
@@ -36,8 +36,10 @@ class AlertOutcome:
     Args:
         opened: alerts opened by this run.
         cleared: open alerts this run no longer found.
-        sent: alerts delivered by this run (new ones, and earlier ones that had failed).
-        failed: alerts this run could not deliver (retried by the next run).
+        sent: alerts delivered by this run to every target that owed them (new ones, and
+            earlier ones that had failed).
+        failed: alerts this run could not deliver to some target (retried next run, to
+            those targets only).
         open: alerts of this source open after the run.
         why: why the delivery failed (secrets masked), or ``None``.
     """
@@ -101,17 +103,32 @@ def notify(
                                  now=utc_now())  # fmt: skip
         pending = unsent(conn, source)
         n_open = count_open(conn, source)
-    why = None
-    if pending:
-        noun = "alert" if len(pending) == 1 else "alerts"
-        title = f"{section.title} {source.partition(':')[2] or source}: {len(pending)} {noun}"
-        why = send(section, title, _message(pending), environ=environ)
-        with store.transaction() as conn:
-            record_delivery(conn, [str(r["alert_id"]) for r in pending], why, utc_now())
-        if why is None:
-            log.info("%d alert(s) of %s sent", len(pending), source)
-        else:
-            log.warning("%d alert(s) of %s not sent, retried next run: %s", len(pending),
-                        source, why)  # fmt: skip
-    sent, failed = (len(pending), 0) if why is None else (0, len(pending))
-    return AlertOutcome(opened, cleared, sent, failed, n_open, why)
+    if not pending:
+        return AlertOutcome(opened, cleared, 0, 0, n_open)
+    job = source.partition(":")[2] or source
+    owed = {
+        i: [r for r in pending if owed_by(str(r["delivery"]), i)] for i in range(len(section.to))
+    }
+    owes = {i: {r["alert_id"] for r in rows} for i, rows in owed.items()}
+    messages = {
+        i: (f"{section.title} {job}: {len(rows)} {'alert' if len(rows) == 1 else 'alerts'}",
+            _message(rows))
+        for i, rows in owed.items() if rows
+    }  # fmt: skip
+    failed = send(section, messages, environ=environ)
+    outcomes: dict[str | None, list[str]] = {}
+    for r in pending:
+        whys = [failed[i] for i in sorted(failed) if r["alert_id"] in owes[i]]
+        outcomes.setdefault("; ".join(whys) or None, []).append(str(r["alert_id"]))
+    with store.transaction() as conn:
+        now = utc_now()
+        for why, ids in outcomes.items():
+            record_delivery(conn, ids, why, now)
+    n_failed = sum(len(ids) for why, ids in outcomes.items() if why is not None)
+    why = "; ".join(failed[i] for i in sorted(failed)) or None
+    if why is None:
+        log.info("%d alert(s) of %s sent", len(pending), source)
+    else:
+        log.warning("%d alert(s) of %s not sent to every target, retried next run: %s",
+                    n_failed, source, why)  # fmt: skip
+    return AlertOutcome(opened, cleared, len(pending) - n_failed, n_failed, n_open, why)

@@ -7,6 +7,9 @@ target is read from the environment now; its value, and a password written in a 
 masked (``****``) in every message this module returns and in every log record that Apprise,
 ``requests`` and ``urllib3`` write while it sends. A target is named in messages by its
 place and scheme (``to[1] (mailto)``), never by its URL.
+
+Each target gets its own message (:func:`send`): after a failed delivery, only the targets
+that did not take an alert are sent it again.
 """
 
 from __future__ import annotations
@@ -99,45 +102,48 @@ def _masked_logs(mask: Masked, captured: list[str]) -> Iterator[None]:
 
 
 def send(
-    section: AlertsSection, title: str, body: str, *, environ: Mapping[str, str] | None = None
-) -> str | None:
-    """Send ``title`` and ``body`` to every target of ``section``; ``None`` when every
-    target took it, else why not, per target that did not (secrets masked). Never raises:
-    a failure to send is the result, for the caller to record and retry."""
+    section: AlertsSection,
+    messages: Mapping[int, tuple[str, str]],
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> dict[int, str]:
+    """Send each target ``i`` of ``section`` its message ``messages[i]`` (title, body);
+    why each target that did not take its message did not (``to[i] (scheme): <why>``,
+    secrets masked; empty: all took theirs). Never raises: a failure to send is the
+    result, for the caller to record and retry."""
     environ = os.environ if environ is None else environ
-    targets = [_expanded(url, environ) for url in section.to]
-    mask = Masked(set().union(*(secrets for _, secrets, _ in targets)))
+    targets = {i: _expanded(section.to[i], environ) for i in messages}
+    mask = Masked(set().union(*(secrets for _, secrets, _ in targets.values())))
     with warnings.catch_warnings():  # Apprise's e-mail plugin imports the deprecated imghdr
         warnings.simplefilter("ignore", DeprecationWarning)
-        problems = _send_each(section, targets, mask, title, body)
-    return mask("; ".join(problems)) if problems else None
+        failed = _send_each(section, targets, messages, mask)
+    return {i: mask(f"to[{i}] ({section.scheme(i)}): {why}") for i, why in failed.items()}
 
 
 def _send_each(
     section: AlertsSection,
-    targets: list[tuple[str, set[str], str | None]],
+    targets: Mapping[int, tuple[str, set[str], str | None]],
+    messages: Mapping[int, tuple[str, str]],
     mask: Masked,
-    title: str,
-    body: str,
-) -> list[str]:
-    """Why each target that did not take the message did not (empty: all took it)."""
+) -> dict[int, str]:
+    """Why each target that did not take its message did not."""
     try:
         import apprise
     except ImportError:
-        return ["Apprise is not installed (pip install apprise)"]
-    problems: list[str] = []
+        return {i: "Apprise is not installed (pip install apprise)" for i in targets}
+    failed: dict[int, str] = {}
     asset = apprise.AppriseAsset(storage_mode="memory")
-    for i, (url, _, missing) in enumerate(targets):
-        name = f"to[{i}] ({section.scheme(i)})"
+    for i, (url, _, missing) in targets.items():
         if missing is not None:
-            problems.append(f"{name}: {missing}")
+            failed[i] = missing
             continue
+        title, body = messages[i]
         captured: list[str] = []
         try:
             with _masked_logs(mask, captured):
                 client: Any = apprise.Apprise(asset=asset)
                 if not client.add(url):
-                    problems.append(f"{name}: not a URL Apprise can send to")
+                    failed[i] = "not a URL Apprise can send to"
                     continue
                 ok = client.notify(
                     body=body,
@@ -148,6 +154,5 @@ def _send_each(
         except Exception as e:  # a plugin's own failure must not fail the job
             ok, captured = False, [*captured, mask(f"{type(e).__name__}: {e}")]
         if not ok:
-            why = "; ".join(dict.fromkeys(captured)) or "not delivered"
-            problems.append(f"{name}: {why[:_WHY_CHARS]}")
-    return problems
+            failed[i] = ("; ".join(dict.fromkeys(captured)) or "not delivered")[:_WHY_CHARS]
+    return failed
