@@ -90,6 +90,7 @@ class Mailbox:
 
     port: int
     mails: list[tuple[str, list[str], str]] = field(default_factory=list)
+    logins: list[tuple[str, str]] = field(default_factory=list)  # (user, password), refused
 
     def url(self) -> str:
         # mailto:// is plain SMTP (no TLS); no user, so no login; the port is the server's
@@ -110,7 +111,18 @@ def mailbox() -> Iterator[Mailbox]:
             box.mails.append((envelope.mail_from, list(envelope.rcpt_tos), text))
             return "250 OK"
 
-    controller = Controller(Handler(), hostname="127.0.0.1", port=box.port)
+    def refuse(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> Any:
+        from aiosmtpd.smtp import AuthResult, LoginPassword
+
+        if isinstance(data, LoginPassword):
+            box.logins.append((data.login.decode(), data.password.decode()))
+        return AuthResult(success=False, handled=False)
+
+    # offers a login (without TLS, on loopback) and refuses every one
+    controller = Controller(
+        Handler(), hostname="127.0.0.1", port=box.port, authenticator=refuse,
+        auth_require_tls=False,
+    )  # fmt: skip
     controller.start()
     yield box
     controller.stop()

@@ -201,3 +201,19 @@ def test_postgresql_history_sends_once_clears_and_retries(receiver, serve) -> No
         with admin.begin() as conn:
             conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
+
+
+def test_an_smtp_password_from_the_environment_is_masked_when_the_login_fails(
+    store, mailbox, monkeypatch, caplog
+) -> None:
+    password = "Sm7p-hunter2-pass"
+    monkeypatch.setenv("MFGTX_TEST_SMTP_PASSWORD", password)
+    url = mailbox.url().replace("mailto://", "mailto://lead:${MFGTX_TEST_SMTP_PASSWORD}@")
+    section = AlertsSection(to=(url,))
+    with caplog.at_level(logging.DEBUG):
+        outcome = _run(store, section, [RUL])  # the local server refuses every login
+    assert set(mailbox.logins) == {("lead", password)}  # the variable was read
+    assert outcome.failed == 1 and mailbox.mails == []
+    assert outcome.why is not None and outcome.why.startswith("to[0] (mailto): ")
+    assert password not in caplog.text and password not in str(outcome)
+    assert password not in _alerts(store).to_json()
