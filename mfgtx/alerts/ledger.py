@@ -47,8 +47,9 @@ def owed_by(delivery: str, target: int) -> bool:
 
 def update(
     conn: Any, findings: Iterable[Finding], *, source: str, checked: Iterable[str], now: str
-) -> tuple[int, int]:
-    """Open, see again or clear alerts in one transaction (``conn``); ``(opened, cleared)``.
+) -> tuple[int, list[dict[str, Any]]]:
+    """Open, see again or clear alerts in one transaction (``conn``); ``(how many opened,
+    the alerts cleared)``.
 
     ``checked``: the subjects ``source`` looked at in this run; their open alerts of
     ``source`` that ``findings`` no longer hold are cleared.
@@ -78,17 +79,17 @@ def update(
         opened += 1
     checked = set(checked)
     gone = [
-        r["alert_id"]
+        dict(r)
         for key, r in by_key.items()
         if r["source"] == source and key[0] in checked and key not in found
     ]
     if gone:
         conn.execute(
             ALERTS.update()
-            .where(ALERTS.c.alert_id.in_(gone))
+            .where(ALERTS.c.alert_id.in_([r["alert_id"] for r in gone]))
             .values(state="cleared", cleared_at=now)
         )
-    return opened, len(gone)
+    return opened, gone
 
 
 def unsent(conn: Any, source: str) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from mfgtx.alerts.findings import Finding, alert_on
 from mfgtx.alerts.ledger import count_open, owed_by, record_delivery, unsent, update
@@ -71,6 +72,27 @@ def _message(rows: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+def _resolved(
+    section: AlertsSection,
+    job: str,
+    rows: list[dict[str, Any]],
+    environ: Mapping[str, str] | None,
+) -> None:
+    """Tell every target which of its alerts cleared (``alerts.resolved``): once, not
+    retried; a failure is logged."""
+    if not rows:
+        return
+    title = f"{section.title} {job}: {len(rows)} resolved"
+    body = "\n".join(f"- {r['subject']}: {r['reason']} cleared (open since {r['opened_at']})"
+                     for r in rows[:MAX_LISTED])  # fmt: skip
+    if len(rows) > MAX_LISTED:
+        body += f"\n... and {len(rows) - MAX_LISTED} more"
+    failed = send(section, dict.fromkeys(range(len(section.to)), (title, body)), environ=environ)
+    if failed:
+        log.warning("%d resolved alert(s) not told to every target (not retried): %s",
+                    len(rows), "; ".join(failed[i] for i in sorted(failed)))  # fmt: skip
+
+
 def notify(
     store: HistoryStore,
     section: AlertsSection,
@@ -85,7 +107,8 @@ def notify(
     Args:
         store: the job's history.
         section: the job's ``alerts:``; a finding whose kind ``section.on`` leaves out
-            raises no alert (and clears one it raised before).
+            raises no alert (and clears one it raised before). With ``section.resolved``,
+            alerts that were sent and now clear are told as resolved (once, not retried).
         findings: what this run found (:class:`~mfgtx.alerts.findings.Finding`).
         source: what raised them, the same text every run (``score:<job>``,
             ``watch:<job>``): only its own alerts are cleared and retried.
@@ -99,13 +122,16 @@ def notify(
     """
     wanted = [f for f in findings if alert_on(f.reason) in section.on]
     with store.transaction() as conn:
-        opened, cleared = update(conn, wanted, source=source, checked=checked_subjects,
-                                 now=utc_now())  # fmt: skip
+        opened, gone = update(conn, wanted, source=source, checked=checked_subjects,
+                              now=utc_now())  # fmt: skip
         pending = unsent(conn, source)
         n_open = count_open(conn, source)
+    job = source.partition(":")[2] or source
+    cleared = len(gone)
+    if section.resolved:
+        _resolved(section, job, [r for r in gone if r["delivery"] == "sent"], environ)
     if not pending:
         return AlertOutcome(opened, cleared, 0, 0, n_open)
-    job = source.partition(":")[2] or source
     owed = {
         i: [r for r in pending if owed_by(str(r["delivery"]), i)] for i in range(len(section.to))
     }

@@ -10,6 +10,7 @@ records it and the history never hold it, and every message masks it::
         - json://alerts.plant.local:8080/mfgtx
         - mailtos://shift-lead:${SMTP_PASSWORD}@mail.plant.local?to=line3@plant.example
       on: [flagged_lot, limit]     # default: all four
+      resolved: true               # also say when an alert clears (default: false)
 
 ``on`` names which findings raise an alert (:data:`ALERT_ON`): ``flagged_lot`` (a lot the
 model decides is bad), ``limit`` (a prediction beyond the job's ``limits:``), ``drift`` (an
@@ -58,6 +59,8 @@ class AlertsSection:
         on: which findings raise an alert: any of ``flagged_lot``, ``limit``, ``drift``,
             ``not_valid`` (default: all).
         title: the start of each message's title (default: ``mfgtx``, then the job's name).
+        resolved: also tell the targets when an alert they were sent clears (Grafana's
+            "resolved" message); told once, a failure is logged and not retried.
 
     Example:
         >>> AlertsSection(to=("json://127.0.0.1:8080/hook",)).on
@@ -67,6 +70,7 @@ class AlertsSection:
     to: tuple[str, ...]
     on: tuple[AlertOn, ...] = ALERT_ON
     title: str = "mfgtx"
+    resolved: bool = False
 
     def __post_init__(self) -> None:
         if not self.to:

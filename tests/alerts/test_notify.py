@@ -217,3 +217,18 @@ def test_an_smtp_password_from_the_environment_is_masked_when_the_login_fails(
     assert outcome.why is not None and outcome.why.startswith("to[0] (mailto): ")
     assert password not in caplog.text and password not in str(outcome)
     assert password not in _alerts(store).to_json()
+
+
+def test_resolved_tells_once_when_a_sent_alert_clears(store, receiver) -> None:
+    section = AlertsSection(to=(receiver.url(),), resolved=True)
+    _run(store, section, [RUL, BAD])
+    cleared = _run(store, section, [BAD])
+    assert cleared.cleared == 1 and cleared.sent == 0
+    _run(store, section, [BAD])
+    assert [p["body"]["title"] for p in receiver.posts] == [
+        "mfgtx line3: 2 alerts",
+        "mfgtx line3: 1 resolved",
+    ]
+    assert receiver.posts[1]["body"]["message"].startswith(
+        "- machine M07: limit:rul_cycles cleared (open since "
+    )
