@@ -25,6 +25,8 @@ from mfgtx.history.tables import ALERTS
 
 __all__ = ["alerts", "count_open", "owed_by", "record_delivery", "unsent", "update"]
 
+#: Subjects per ``IN (...)`` list when reading their open alerts.
+_CHUNK = 500
 _FAILED_TARGET = re.compile(r"(?:^failed: |; )to\[(\d+)\] \(")
 
 
@@ -57,39 +59,42 @@ def update(
     found: dict[tuple[str, str], Finding] = {}
     for f in findings:
         found.setdefault((f.subject, f.reason), f)
-    open_rows = conn.execute(sa.select(ALERTS).where(ALERTS.c.state == "open")).mappings().all()
-    by_key = {(r["subject"], r["reason"]): r for r in open_rows}
-    opened = 0
-    for key, f in found.items():
-        row = by_key.get(key)
-        if row is not None:
-            conn.execute(
-                ALERTS.update()
-                .where(ALERTS.c.alert_id == row["alert_id"])
-                .values(last_seen_at=now, message=f.message)
-            )
-            continue
-        conn.execute(
-            ALERTS.insert().values(
-                alert_id=uuid.uuid4().hex, source=source, subject=f.subject, reason=f.reason,
-                message=f.message, state="open", opened_at=now, last_seen_at=now,
-                delivery="pending", attempts=0,
-            )
-        )  # fmt: skip
-        opened += 1
     checked = set(checked)
+    subjects = sorted(checked | {subject for subject, _ in found})
+    open_rows = []  # of these subjects only: a history keeps months of alerts
+    for start in range(0, len(subjects), _CHUNK):
+        query = sa.select(ALERTS).where(
+            ALERTS.c.state == "open", ALERTS.c.subject.in_(subjects[start : start + _CHUNK])
+        )
+        open_rows += conn.execute(query).mappings().all()
+    by_key = {(r["subject"], r["reason"]): r for r in open_rows}
+    seen = [{"b_id": by_key[k]["alert_id"], "b_message": f.message}
+            for k, f in found.items() if k in by_key]  # fmt: skip
+    new = [
+        {"alert_id": uuid.uuid4().hex, "source": source, "subject": f.subject,
+         "reason": f.reason, "message": f.message, "state": "open", "opened_at": now,
+         "last_seen_at": now, "delivery": "pending", "attempts": 0}
+        for k, f in found.items() if k not in by_key
+    ]  # fmt: skip
+    if seen:  # one statement, many rows
+        conn.execute(
+            ALERTS.update()
+            .where(ALERTS.c.alert_id == sa.bindparam("b_id"))
+            .values(last_seen_at=now, message=sa.bindparam("b_message")),
+            seen,
+        )
+    if new:
+        conn.execute(ALERTS.insert(), new)
     gone = [
         dict(r)
         for key, r in by_key.items()
         if r["source"] == source and key[0] in checked and key not in found
     ]
-    if gone:
-        conn.execute(
-            ALERTS.update()
-            .where(ALERTS.c.alert_id.in_([r["alert_id"] for r in gone]))
-            .values(state="cleared", cleared_at=now)
-        )
-    return opened, gone
+    for start in range(0, len(gone), _CHUNK):
+        ids = [r["alert_id"] for r in gone[start : start + _CHUNK]]
+        cleared = ALERTS.update().where(ALERTS.c.alert_id.in_(ids))
+        conn.execute(cleared.values(state="cleared", cleared_at=now))
+    return len(new), gone
 
 
 def unsent(conn: Any, source: str) -> list[dict[str, Any]]:
