@@ -232,3 +232,14 @@ def test_resolved_tells_once_when_a_sent_alert_clears(store, receiver) -> None:
     assert receiver.posts[1]["body"]["message"].startswith(
         "- machine M07: limit:rul_cycles cleared (open since "
     )
+
+
+def test_apprise_is_imported_only_to_send() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mfgtx.jobs, mfgtx.alerts, mfgtx.cli.history; print('apprise' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
