@@ -1,7 +1,9 @@
 """``mfgtx history``: the latest runs a job's history holds (status, rows, bad lots, time).
 
 The history is read only (:func:`mfgtx.history.read_history`): listing never creates or
-upgrades it. One line per run, newest first, then the JSON summary line.
+upgrades it. One line per run, newest first, then the JSON summary line. ``--alerts`` lists
+the latest alerts instead (:mod:`mfgtx.alerts`): when each opened, its state, subject, reason
+and message, and its delivery (``sent``, ``pending``, ``failed: <why>``).
 """
 
 from __future__ import annotations
@@ -9,9 +11,13 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mfgtx.cli.jobs import job_config
 from mfgtx.cli.output import emit, summary
+
+if TYPE_CHECKING:
+    from mfgtx.history import HistoryStore
 
 __all__ = ["history"]
 
@@ -37,6 +43,8 @@ def history(args: argparse.Namespace) -> int:
         where = str(make_url(url).render_as_string(hide_password=True))
     engine = read_engine(url)
     try:
+        if getattr(args, "alerts", False):
+            return _alerts(read_history(engine, where), where, args.runs)
         table = runs(read_history(engine, where), limit=args.runs)
     finally:
         engine.dispose()
@@ -52,4 +60,20 @@ def history(args: argparse.Namespace) -> int:
             f"{counts}{took}{why} [run {r['run_id']}]"
         )
     summary({"ok": True, "command": "history", "history": where, "runs": len(table)})
+    return 0
+
+
+def _alerts(store: HistoryStore, where: str, limit: int) -> int:
+    from mfgtx.alerts import alerts
+
+    table = alerts(store, limit=limit)
+    for r in table.to_dict("records"):
+        until = f" until {r['cleared_at']}" if r["cleared_at"] else ""
+        emit(
+            f"{r['opened_at']} {r['state']}{until} {r['subject']}: {r['reason']}: "
+            f"{r['message']} [delivery {r['delivery']}, {r['attempts']} attempt(s)]"
+        )
+    n_open = int((table["state"] == "open").sum()) if len(table) else 0
+    summary({"ok": True, "command": "history", "history": where, "alerts": len(table),
+             "open": n_open})  # fmt: skip
     return 0

@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _job_args(p)
     p.add_argument("--runs", type=int, default=20, metavar="N", help="runs shown (default 20)")
+    p.add_argument(
+        "--alerts", action="store_true", help="list the latest N alerts (state, delivery) instead"
+    )
     p.set_defaults(func=history.history)
 
     p = sub.add_parser(

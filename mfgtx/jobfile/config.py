@@ -42,6 +42,7 @@ from mfgtx.jobfile._schema import (
     set_key,
 )
 from mfgtx.jobfile._sql import check_query, check_table_name, check_url, safe_slug
+from mfgtx.jobfile.alerts import AlertsSection
 from mfgtx.jobfile.limits import Limit
 from mfgtx.kinds import ForecastSection, ImagesSection, SensorSection, VitSection
 from mfgtx.split import SplitPlan
@@ -595,6 +596,9 @@ class JobConfig:
         limits: the plant's limits by column (:class:`~mfgtx.jobfile.limits.Limit`): a
             prediction or a sensor, ``{rul_cycles: {alarm_below: 30}, Massetemp_°C: {spec:
             [230, 240]}}``; drawn on the plant view's trends, alerted on when crossed.
+        alerts: who hears of flagged lots, limits crossed, drift and models no longer valid
+            (:class:`~mfgtx.jobfile.alerts.AlertsSection`, Apprise URLs); needs the history,
+            which sends each alert once.
     """
 
     data: DataSection | None = None
@@ -613,6 +617,7 @@ class JobConfig:
     labels: LabelWords = field(default_factory=LabelWords)
     history: str | None = None
     limits: dict[str, Limit] = field(default_factory=dict)
+    alerts: AlertsSection | None = None
     #: sections of kinds registered beyond mfgtx's own (``(key, section)``, read by key)
     kind_sections: tuple[tuple[str, Any], ...] = ()
     source_file: str = field(default="config", compare=False)
@@ -621,6 +626,11 @@ class JobConfig:
     def __post_init__(self) -> None:
         if self.history is not None:
             check_history(self.history)
+        if self.alerts is not None and self.history == "off":
+            raise ValueError(
+                "alerts: need the history (it sends each alert once and retries a failed "
+                "one); remove history: off, or the alerts section"
+            )
 
     def require(self, *keys: str) -> None:
         """Raise :class:`ConfigError` naming the first of ``keys`` that is not set."""

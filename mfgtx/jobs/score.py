@@ -16,6 +16,13 @@ beside the output; ``history: off`` records nothing): a ``running`` row before s
 then, after the output is written, all its rows and its status in one transaction. The
 output comes first: a history that cannot be written is logged and named in the summary
 (``history``), and the job still succeeds with its output in place.
+
+With an ``alerts:`` section, the recorded run's flagged lots and predictions beyond the job's
+``limits:`` raise alerts (:func:`mfgtx.alerts.notify`, source ``score:<job>``), each sent once
+and cleared when a later run scores the lot without it; the summary's ``alerts`` says how many
+opened, were sent, failed and cleared. Alerts need the history: a run it does not record
+checks none. A delivery that fails is logged and retried by the next run, never failing the
+job.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from mfgtx._files import remove_leftovers
+from mfgtx.alerts import notify, score_findings
 from mfgtx.data import DataError, DataWarning
 from mfgtx.history import HistoryError, HistoryStore, history_url, open_history
 from mfgtx.jobfile.config import ConfigError, JobConfig
@@ -64,6 +72,7 @@ class ScoreOutcome:
     images_per_s: float = float("nan")
     warnings: int = 0
     history: str = "off"
+    alerts: str = "off"
 
     def summary(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -88,9 +97,10 @@ class ScoreOutcome:
             )
             if self.warnings:
                 what += f" and {self.warnings} warning(s) about scored lots"
+        alerts = "" if self.alerts == "off" else f"; alerts: {self.alerts}"
         return (
             f"{what} listed in {self.errors_file}; output {self.output} holds "
-            f"{self.output_rows} rows; history: {self.history}"
+            f"{self.output_rows} rows; history: {self.history}{alerts}"
         )
 
 
@@ -158,6 +168,9 @@ def score(config: JobConfig) -> ScoreOutcome:
     extra = getattr(getattr(predictor, "columns", None), "keys", ())  # the data's line, ...
     bad = n_bad if scored.unit != "images" else len(scored.errors)
     recorded = history.finish(scored, bad, seconds, extra)
+    alerts = history.alert(
+        config, scored, getattr(getattr(predictor, "columns", None), "lot", "lot"), extra
+    )
     if scored.unit == "images":
         n = scored.lots
         log.info("scored %d images in %.2f s (%d bad)", n, seconds, len(scored.errors))
@@ -177,6 +190,7 @@ def score(config: JobConfig) -> ScoreOutcome:
             bad_images=len(scored.errors),
             images_per_s=round(n / seconds, 1) if seconds > 0 else float("nan"),
             history=recorded,
+            alerts=alerts,
         )
     log.info("scored %d windows of %d lots in %.2f s", scored.windows, scored.lots, seconds)
     return ScoreOutcome(
@@ -192,6 +206,7 @@ def score(config: JobConfig) -> ScoreOutcome:
         kind=kind.name,
         warnings=scored.warnings,
         history=recorded,
+        alerts=alerts,
     )
 
 
@@ -235,6 +250,7 @@ class _HistoryRun:
 
     def __init__(self, store: HistoryStore | None, run_id: str | None, state: str) -> None:
         self.store, self.run_id, self.state = store, run_id, state
+        self.recorded = False
 
     @classmethod
     def start(cls, config: JobConfig, bundle_id: str, kind: str) -> _HistoryRun:
@@ -274,7 +290,28 @@ class _HistoryRun:
         except HistoryError as e:
             log.warning("this run's rows are not recorded in the history: %s", e)
             return f"not recorded: {e}"
+        self.recorded = True
         return f"{self.state} (run {self.run_id}, {n} rows)"
+
+    def alert(self, config: JobConfig, scored: JobScores, lot_name: str, extra: Any) -> str:
+        """Raise the recorded run's alerts (:func:`mfgtx.alerts.notify`); the summary's
+        ``alerts`` text. A history failure is logged, never raised."""
+        if config.alerts is None:
+            return "off"
+        if self.store is None or not self.recorded:
+            log.warning("alerts are not checked: they need the history, and this run is "
+                        "not recorded in it")  # fmt: skip
+            return "not checked: alerts need the history, which did not record this run"
+        job = config.name or Path(config.source_file).stem
+        found, checked = score_findings(scored.rows, lot_name=lot_name, extra_keys=tuple(extra),
+                                        limits=config.limits)  # fmt: skip
+        try:
+            outcome = notify(self.store, config.alerts, found, source=f"score:{job}",
+                             checked_subjects=checked)  # fmt: skip
+        except HistoryError as e:
+            log.warning("alerts are not checked: %s", e)
+            return f"not checked: {e}"
+        return outcome.text
 
 
 def _score_rows(config: JobConfig, predictor: Any, source: Any) -> JobScores:
