@@ -43,6 +43,7 @@ from mfgtx.jobfile._schema import (
 )
 from mfgtx.jobfile._sql import check_query, check_table_name, check_url, safe_slug
 from mfgtx.jobfile.limits import Limit
+from mfgtx.jobfile.watch import WatchSettings
 from mfgtx.kinds import ForecastSection, ImagesSection, SensorSection, VitSection
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig
@@ -595,6 +596,7 @@ class JobConfig:
         limits: the plant's limits by column (:class:`~mfgtx.jobfile.limits.Limit`): a
             prediction or a sensor, ``{rul_cycles: {alarm_below: 30}, Massetemp_°C: {spec:
             [230, 240]}}``; drawn on the plant view's trends, alerted on when crossed.
+        watch: the thresholds of ``mfgtx watch`` (:class:`~mfgtx.jobfile.watch.WatchSettings`).
     """
 
     data: DataSection | None = None
@@ -613,6 +615,7 @@ class JobConfig:
     labels: LabelWords = field(default_factory=LabelWords)
     history: str | None = None
     limits: dict[str, Limit] = field(default_factory=dict)
+    watch: WatchSettings = field(default_factory=WatchSettings)
     #: sections of kinds registered beyond mfgtx's own (``(key, section)``, read by key)
     kind_sections: tuple[tuple[str, Any], ...] = ()
     source_file: str = field(default="config", compare=False)
