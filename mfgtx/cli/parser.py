@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Iterator
 
 import mfgtx
-from mfgtx.cli import app, bench, bundle, check, demo, history, jobs
+from mfgtx.cli import app, bench, bundle, check, demo, history, jobs, watch
 
 __all__ = ["build_parser"]
 
@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mfgtx",
         description="Manufacturing analytics on Transformer models.",
         epilog="Exit codes: 0 success, 2 bad input or config, 1 failure, 143/130 stopped by "
-        "SIGTERM/SIGINT (a summary line says so; train continues with --resume).",
+        "SIGTERM/SIGINT (a summary line says so; train continues with --resume); watch: 3 "
+        "when the bundle is not valid.",
     )
     parser.add_argument("--version", action="version", version=f"mfgtx {mfgtx.__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
@@ -95,6 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
     _job_args(p)
     p.add_argument("--runs", type=int, default=20, metavar="N", help="runs shown (default 20)")
     p.set_defaults(func=history.history)
+
+    p = sub.add_parser(
+        "watch",
+        parents=[common],
+        help="check a job's bundle still holds: input drift against its training data, "
+        "realized error where the truth arrived (exit 3: not valid)",
+    )
+    _job_args(p)
+    p.add_argument(
+        "--last", type=int, metavar="N", help="watch the latest N lots of the score source"
+    )
+    p.set_defaults(func=watch.watch)
 
     p = sub.add_parser(
         "check",
