@@ -19,7 +19,7 @@ from mfgtx.watch.drift import SensorCheck, check_inputs, check_sensor
 from mfgtx.watch.judge import interval_nominal, watch
 from mfgtx.watch.profile import PROFILE_KEY, SensorProfile, TrainingProfile, profile_of
 from mfgtx.watch.report import Finding, WatchReport
-from mfgtx.watch.validity import ModelCheck, check_model, test_figures
+from mfgtx.watch.validity import ModelCheck, check_model, reported_figures
 
 __all__ = [
     "PROFILE_KEY",
@@ -35,6 +35,6 @@ __all__ = [
     "check_sensor",
     "interval_nominal",
     "profile_of",
-    "test_figures",
+    "reported_figures",
     "watch",
 ]

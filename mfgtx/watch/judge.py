@@ -18,7 +18,7 @@ from mfgtx.watch.drift import check_inputs
 from mfgtx.watch.profile import profile_of
 from mfgtx.watch.regimes import regime_names, regime_of_rows
 from mfgtx.watch.report import WatchReport
-from mfgtx.watch.validity import ModelCheck, check_model, test_figures
+from mfgtx.watch.validity import ModelCheck, check_model, reported_figures
 
 __all__ = ["interval_nominal", "watch"]
 
@@ -37,7 +37,7 @@ _JUDGED = [
 def interval_nominal(manifest: Mapping[str, Any]) -> float | None:
     """The share of true values a bundle's interval was built to hold (its highest minus
     its lowest quantile), or ``None`` without an interval."""
-    figures = test_figures(manifest)
+    figures = reported_figures(manifest)
     if "interval_nominal" in figures:
         return figures["interval_nominal"]
     config = (manifest.get("model") or {}).get("config") or {}
@@ -104,7 +104,7 @@ def watch(
     else:
         model = check_model(
             judged if len(judged) else pd.DataFrame(columns=_JUDGED),
-            test_figures(manifest),
+            reported_figures(manifest),
             settings,
             task=task,
             targets=tuple(spec.get("targets") or ()),

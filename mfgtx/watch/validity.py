@@ -27,7 +27,7 @@ import pandas as pd
 
 from mfgtx.jobfile.watch import WatchSettings
 
-__all__ = ["ModelCheck", "check_model", "test_figures", "truth_number"]
+__all__ = ["ModelCheck", "check_model", "reported_figures", "truth_number"]
 
 _TRUE = {"true", "yes", "bad", "defect", "fail", "nok", "n.i.o."}
 _FALSE = {"false", "no", "good", "pass", "ok", "i.o."}
@@ -75,7 +75,7 @@ class ModelCheck:
     problems: tuple[tuple[str, str], ...] = ()
 
 
-def test_figures(manifest: Mapping[str, Any]) -> dict[str, float]:
+def reported_figures(manifest: Mapping[str, Any]) -> dict[str, float]:
     """The model's own test figures a bundle keeps (``metrics``: the report's model row and
     its extra figures), empty when the bundle has none."""
     metrics = manifest.get("metrics") or {}
@@ -114,7 +114,7 @@ def check_model(
     nominal: float | None = None,
 ) -> ModelCheck:
     """Judge a model on its scores with truth (:func:`mfgtx.history.judged_scores`) against
-    its test ``figures`` (:func:`test_figures`); ``nominal``: the share its interval was
+    its test ``figures`` (:func:`reported_figures`); ``nominal``: the share its interval was
     built for (e.g. 0.8 for 10-90 %), or ``None``."""
     rows = _judged_rows(judged)
     y = (
