@@ -1,5 +1,6 @@
 """The watch's rows (``mfgtx watch``): one per check of a bundle, its verdict and findings.
 
+``checked_at`` is ISO 8601 UTC text to the microsecond, so that watches sort as they ran.
 The findings are kept as JSON (a list of objects: ``subject``, ``reason``, ``message``, and
 whatever figures the watch adds); the dashboard's watch page reads the latest row of each
 bundle (:func:`latest_watches`).
@@ -7,6 +8,7 @@ bundle (:func:`latest_watches`).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
 from collections.abc import Sequence
@@ -15,13 +17,19 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 
-from mfgtx.history.store import HistoryStore, utc_now
+from mfgtx.history.store import HistoryStore
 from mfgtx.history.tables import WATCH
 
 __all__ = ["VERDICTS", "latest_watches", "record_watch", "watches_of"]
 
 #: What a watch may conclude about a bundle.
 VERDICTS = ("valid", "not_valid", "unknown")
+
+
+def _now() -> str:
+    """Now in UTC to the microsecond (``2026-12-04T18:06:02.123456Z``): two watches of a
+    bundle within a second (a schedule and a person) still come in the order they ran."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def record_watch(
@@ -46,7 +54,7 @@ def record_watch(
     row = {
         "watch_id": watch_id,
         "bundle_id": bundle_id,
-        "checked_at": checked_at or utc_now(),
+        "checked_at": checked_at or _now(),
         "window_start": window_start,
         "window_end": window_end,
         "verdict": verdict,
