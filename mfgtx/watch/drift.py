@@ -29,7 +29,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -165,8 +165,6 @@ def check_sensor(
 
 
 def _with(check: SensorCheck, problems: list[tuple[str, str]]) -> SensorCheck:
-    from dataclasses import replace
-
     return replace(check, problems=tuple(problems))
 
 
@@ -199,8 +197,8 @@ def check_inputs(
         if not use_regimes or "dead" in whole.reasons:
             out.append(whole)
             continue
-        presence = [p for p in whole.problems if p[0] == "missing"]
-        out.append(_with(whole, presence))
+        presence = tuple(p for p in whole.problems if p[0] == "missing")
+        out.append(replace(whole, outside=None, distance=None, problems=presence))
         assert regime is not None
         for k, name in enumerate(regime_names):
             own = by_regime.get(str(name), {}).get(sensor)
