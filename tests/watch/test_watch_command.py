@@ -143,3 +143,25 @@ def test_an_old_bundle_is_watched_as_far_as_it_can_be(tmp_path, capsys):
     code, found, text = _watch(capsys, job.as_posix())
     assert code == 0 and found["verdict"] == "unknown" and found["findings"] == []
     assert "predates training distributions" in text and "retrain" in text
+
+
+def test_the_model_is_judged_on_the_truth_that_arrived(quality_bundle, plant, tmp_path, capsys):
+    """The history's scores joined to the lots' inspection results: each lot judged once (its
+    last window), on the Brier score beside the bundle's own test figure."""
+    from mfgtx.history import open_history, record_truth
+
+    job, bundle = quality_bundle
+    out = tmp_path / "scores.parquet"
+    score(load_config(job, [f"score.output.path={out}"]))
+    quality = pd.read_csv(plant / "quality.csv")
+    truth = pd.DataFrame({"lot": quality["lot"], "defect": (~quality["passed"]).astype(float)})
+    store = open_history(sa.create_engine(f"sqlite:///{tmp_path / 'history.db'}"), "history.db")
+    record_truth(store, truth, targets=("defect",), source="quality.csv")
+    code, found, text = _watch(capsys, job.as_posix(), "--set", f"score.output.path={out}")
+    assert found["judged"] == len(quality) == 12
+    test_brier = json.loads((bundle / "manifest.json").read_text())["metrics"]["rows"][0]["metrics"]
+    assert f"{test_brier['brier']:.4g}" in text  # the bundle's own test figure, compared
+    model = watches_of(store, found["bundle_id"])["findings"].iloc[0][-1]
+    assert model["reason"] == "model" and model["figure"] == "brier" and model["judged"] == 12
+    assert model["realized"] > 0 and model["valid"] in (True, False)
+    assert code == (NOT_VALID_EXIT if found["verdict"] == "not_valid" else 0)
