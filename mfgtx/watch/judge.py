@@ -70,8 +70,23 @@ def watch(
         regimes: the bundle's operating regimes, to compare sensors within each.
         lots, window: how many recent lots, from when to when (for the report).
 
+    Returns:
+        the :class:`~mfgtx.watch.report.WatchReport`.
+
     Raises:
         ValueError: the bundle holds a training profile this mfgtx cannot read.
+
+    Example:
+        >>> import numpy as np
+        >>> from mfgtx.watch.profile import PROFILE_KEY, TrainingProfile
+        >>> rng = np.random.default_rng(0)
+        >>> trained = TrainingProfile.from_values(rng.normal(200, 5, (2000, 1)), ("temp",))
+        >>> manifest = {"extra": {PROFILE_KEY: trained.to_dict()}}
+        >>> hot = pd.DataFrame({"temp": rng.normal(210, 5, 300)})
+        >>> report = watch(manifest, "0" * 64, subject="line 3", recent=hot, judged=None,
+        ...                settings=WatchSettings())
+        >>> report.verdict, [f.reason for f in report.findings()]
+        ('not_valid', ['drift:temp', 'range:temp', 'not_valid'])
     """
     profile = profile_of(manifest)
     inputs: tuple = ()
