@@ -17,7 +17,7 @@ from _common import guarded
 from _settings import app_config
 
 from mfgtx.history import HistoryError, latest_watches, read_history
-from mfgtx.jobfile._sql import read_engine
+from mfgtx.jobfile import read_engine
 
 VERDICT_WORDS = {
     "valid": "still valid",
