@@ -140,9 +140,9 @@ def watch_job(config: JobConfig, *, last: int | None = None) -> WatchOutcome:
     store, where = _store(config)
     judged = None
     targets = tuple(getattr(predictor.input_spec, "targets", ()) or ())
-    if store is not None and targets:
-        try:
-            judged = judged_scores(store, predictor.bundle_id, targets[0])
+    if store is not None:
+        try:  # a model without a named target (images) has no truth to join: none judged
+            judged = judged_scores(store, predictor.bundle_id, targets[0] if targets else "")
         except HistoryError as e:
             log.warning("the model is not judged: %s", e)
     regimes = getattr(predictor.input_spec, "regimes", None)
@@ -156,7 +156,7 @@ def watch_job(config: JobConfig, *, last: int | None = None) -> WatchOutcome:
             settings=settings,
             regimes=regimes,
             lots=lots,
-            window=_window(recent, getattr(predictor.columns, "time", None)),
+            window=_window(recent, getattr(getattr(predictor, "columns", None), "time", None)),
         )
     except ValueError as e:
         from mfgtx.artifacts import BundleError

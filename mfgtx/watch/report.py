@@ -161,5 +161,5 @@ class WatchReport:
             state = ", ".join(r for r, _ in c.problems) or "ok"
             out.append(f"  {c.where}: {state} ({c.readings} readings; {figures})")
         out.append(f"model: {self.model.why}")
-        out.append(f"verdict: {self.verdict}: {self.why}")
+        out.append(f"verdict: {self.why}")  # the why opens with the verdict in words
         return out
