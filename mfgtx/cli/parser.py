@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="check a job's bundle still holds: input drift against its training data, "
         "realized error where the truth arrived (exit 3: not valid)",
+        description="Compare the score source's latest lots with the training data the bundle "
+        "recorded (per sensor: drift, range, missing, dead or stuck) and the bundle's scores "
+        "whose truth arrived with its own test figures; print the report and record it in the "
+        "job's history. Exit code 0: still valid, or nothing to judge yet; 3: not valid; 2: "
+        "the job file, bundle or data cannot be used; 1: failure.",
     )
     _job_args(p)
     p.add_argument(
