@@ -33,6 +33,7 @@ if _auth.signed_in():
         st.Page(VIEWS / "defects.py", title="Defect inspection"),
         st.Page(VIEWS / "evaluation.py", title="Evaluation"),
         st.Page(VIEWS / "score.py", title="Score a file"),
+        st.Page(VIEWS / "watch.py", title="Watch"),
     ]
     st.navigation(pages).run()
 else:

@@ -78,6 +78,7 @@ def test_a_deliberate_violation_breaks_its_contract(copy, module, line, contract
 
 PUBLIC = {
     "mfgtx", "mfgtx.artifacts", "mfgtx.baselines", "mfgtx.calibration", "mfgtx.data",
+    "mfgtx.history",
     "mfgtx.data.io", "mfgtx.explain", "mfgtx.images", "mfgtx.jobfile", "mfgtx.jobs", "mfgtx.kinds",
     "mfgtx.metrics",
     "mfgtx.passwords", "mfgtx.split",

@@ -8,7 +8,7 @@ Every job command reads a YAML job file (see :mod:`mfgtx.jobfile.config`), takes
 One module per concept: :mod:`~mfgtx.cli.parser` (the argparse tree),
 :mod:`~mfgtx.cli.jobs` (train, score, audit, evaluate), :mod:`~mfgtx.cli.check` (check),
 :mod:`~mfgtx.cli.bench` (bench, bench --onnx), :mod:`~mfgtx.cli.bundle` (export, sign),
-:mod:`~mfgtx.cli.app` (app, hash-password), :mod:`~mfgtx.cli.demo`,
+:mod:`~mfgtx.cli.app` (app, hash-password), :mod:`~mfgtx.cli.watch` (watch), :mod:`~mfgtx.cli.demo`,
 :mod:`~mfgtx.cli.output` (stdout and the summary line); here, :func:`main` with its exit
 codes and stop signals.
 

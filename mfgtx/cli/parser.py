@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Iterator
 
 import mfgtx
-from mfgtx.cli import app, bench, bundle, check, demo, history, jobs, truth
+from mfgtx.cli import app, bench, bundle, check, demo, history, jobs, truth, watch
 
 __all__ = ["build_parser"]
 
@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mfgtx",
         description="Manufacturing analytics on Transformer models.",
         epilog="Exit codes: 0 success, 2 bad input or config, 1 failure, 143/130 stopped by "
-        "SIGTERM/SIGINT (a summary line says so; train continues with --resume).",
+        "SIGTERM/SIGINT (a summary line says so; train continues with --resume); watch: 3 "
+        "when the bundle is not valid.",
     )
     parser.add_argument("--version", action="version", version=f"mfgtx {mfgtx.__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
@@ -121,6 +122,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="the bad rows (default: beside the history, <labels>.truth-errors.csv)",
     )
     p.set_defaults(func=truth.truth)
+
+    p = sub.add_parser(
+        "watch",
+        parents=[common],
+        help="check a job's bundle still holds: input drift against its training data, "
+        "realized error where the truth arrived (exit 3: not valid)",
+        description="Compare the score source's latest lots with the training data the bundle "
+        "recorded (per sensor: drift, range, missing, dead or stuck) and the bundle's scores "
+        "whose truth arrived with its own test figures; print the report and record it in the "
+        "job's history. Exit code 0: still valid, or nothing to judge yet; 3: not valid; 2: "
+        "the job file, bundle or data cannot be used; 1: failure.",
+    )
+    _job_args(p)
+    p.add_argument(
+        "--last", type=int, metavar="N", help="watch the latest N lots of the score source"
+    )
+    p.set_defaults(func=watch.watch)
 
     p = sub.add_parser(
         "check",

@@ -10,7 +10,9 @@ file's ``history`` key: a file, a PostgreSQL URL, or ``off``), written with SQLA
 - :mod:`~mfgtx.history.store`: opening a history and recording a run, all its rows or none;
 - :mod:`~mfgtx.history.truth`: truth that arrives later, joined to its predictions;
 - :mod:`~mfgtx.history.queries`: runs, and scores by time range;
-- :mod:`~mfgtx.history.target`: where a job's history is.
+- :mod:`~mfgtx.history.target`: where a job's history is;
+- :mod:`~mfgtx.history.judged`: a bundle's scores whose truth has arrived (for the watch);
+- :mod:`~mfgtx.history.watches`: the watch's verdicts (``mfgtx watch``).
 
 Example:
     >>> import tempfile, pandas as pd, sqlalchemy as sa
@@ -29,6 +31,7 @@ Example:
     0  L1      bad   bad
 """
 
+from mfgtx.history.judged import judged_scores
 from mfgtx.history.migrate import STEPS, HistoryError, migrate, schema_version
 from mfgtx.history.queries import by_window_end, runs, scores_between
 from mfgtx.history.store import HistoryStore, open_history, read_history
@@ -38,6 +41,7 @@ from mfgtx.history.truth import (
     predictions_with_truth_between,
     record_truth,
 )
+from mfgtx.history.watches import latest_watches, record_watch, watches_of
 
 __all__ = [
     "STEPS",
@@ -45,13 +49,17 @@ __all__ = [
     "HistoryStore",
     "by_window_end",
     "history_url",
+    "judged_scores",
+    "latest_watches",
     "migrate",
     "open_history",
     "predictions_with_truth",
     "predictions_with_truth_between",
     "read_history",
     "record_truth",
+    "record_watch",
     "runs",
     "schema_version",
     "scores_between",
+    "watches_of",
 ]

@@ -10,6 +10,7 @@ A job is described by one YAML file read into frozen, validated dataclasses
 their outputs is :mod:`mfgtx.jobs`'s, which the dashboard never imports.
 """
 
+from mfgtx.jobfile._sql import read_engine
 from mfgtx.jobfile.config import ConfigError, JobConfig, SourceSection, load_config, recorded_job
 from mfgtx.jobfile.prepare import read_windows, split
 from mfgtx.jobfile.sources import FILE, LINE, csv_delimiter, read_csv_bytes, without_position
@@ -23,6 +24,7 @@ __all__ = [
     "csv_delimiter",
     "load_config",
     "read_csv_bytes",
+    "read_engine",
     "read_windows",
     "recorded_job",
     "split",

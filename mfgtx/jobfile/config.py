@@ -44,6 +44,7 @@ from mfgtx.jobfile._schema import (
 from mfgtx.jobfile._sql import check_query, check_table_name, check_url, safe_slug
 from mfgtx.jobfile.alerts import AlertsSection
 from mfgtx.jobfile.limits import Limit
+from mfgtx.jobfile.watch import WatchSettings
 from mfgtx.kinds import ForecastSection, ImagesSection, SensorSection, VitSection
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig
@@ -599,6 +600,7 @@ class JobConfig:
         alerts: who hears of flagged lots, limits crossed, drift and models no longer valid
             (:class:`~mfgtx.jobfile.alerts.AlertsSection`, Apprise URLs); needs the history,
             which sends each alert once.
+        watch: the thresholds of ``mfgtx watch`` (:class:`~mfgtx.jobfile.watch.WatchSettings`).
     """
 
     data: DataSection | None = None
@@ -618,6 +620,7 @@ class JobConfig:
     history: str | None = None
     limits: dict[str, Limit] = field(default_factory=dict)
     alerts: AlertsSection | None = None
+    watch: WatchSettings = field(default_factory=WatchSettings)
     #: sections of kinds registered beyond mfgtx's own (``(key, section)``, read by key)
     kind_sections: tuple[tuple[str, Any], ...] = ()
     source_file: str = field(default="config", compare=False)

@@ -179,6 +179,8 @@ def _train(
                 _write_left_out(config, bad_lots, what="lot")
             key = run_key(config, kind, *kind.fingerprint(config, data))
             fitted = kind.train(data, config, FitSetup(train_cfg, key, on_step, judge))
+            if judge:
+                fitted = _with_profile(config, data, fitted)
         finally:
             kind.release(data)
     except (DataError, ConfigError):
@@ -193,6 +195,37 @@ def _train(
         return _outcome(kind, fitted, t0)
     path = kind.save(bundle, fitted, job=with_absolute_paths(config))
     return _outcome(kind, fitted, t0, path=path, checkpoint_dir=ckpt)
+
+
+def _with_profile(config: JobConfig, data: Any, fitted: Fitted) -> Fitted:
+    """``fitted`` with the training profile of its sensor rows (:mod:`mfgtx.watch.profile`)
+    in its bundle's ``extra``: the readings of every row the job trained and was judged on
+    (its training data, all sets: the lot-to-lot spread a new lot is compared with), per
+    sensor, and per regime where the model has them. Category columns (names, not numbers)
+    are left out; a model that reads no sensor rows (images) gets none."""
+    from dataclasses import replace
+
+    from mfgtx.data import Windows
+    from mfgtx.watch.profile import PROFILE_KEY, TrainingProfile
+    from mfgtx.watch.regimes import regime_names
+
+    windows = getattr(data, "windows", None)
+    if not isinstance(windows, Windows):
+        return fitted
+    values = windows.values  # (R, C) raw readings, NaN where missing
+    categories = set(windows.categories or {})
+    keep = [c for c, s in enumerate(windows.sensors) if s not in categories]
+    regime = names = None
+    regimes = getattr(fitted.spec, "regimes", None)
+    if regimes is not None and tuple(windows.sensors) == tuple(regimes.inputs):
+        regime, names = regimes.assign(values), regime_names(regimes)
+    profile = TrainingProfile.from_values(
+        values[:, keep],
+        [windows.sensors[c] for c in keep],
+        regime=regime,
+        regime_names=names or (),
+    )
+    return replace(fitted, extra={**fitted.extra, PROFILE_KEY: profile.to_dict()})
 
 
 def left_out_path(config: JobConfig) -> Path:

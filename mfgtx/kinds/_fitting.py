@@ -34,6 +34,8 @@ class Fitted:
         extra_metrics: figures beside the report (interval coverage, flag recall ...).
         best_baseline: the fitted state of the report's best baseline where the kind can
             keep it (the forecast baselines' :meth:`state`), else ``None``.
+        extra: more of the bundle's ``extra`` section, by key (the training profile the
+            watch reads, :mod:`mfgtx.watch.profile`, added by the train job).
     """
 
     model: Any
@@ -47,6 +49,7 @@ class Fitted:
     train_config: Any = None
     extra_metrics: dict[str, float] = field(default_factory=dict)
     best_baseline: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def metrics(self) -> dict[str, float]:

@@ -315,8 +315,9 @@ class Kind(ABC, Generic[SectionT, SpecT, DataT]):
 
 
 def _extra(fitted: Fitted, job: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The bundle's ``extra`` section: the job file (for the record) and the best baseline."""
-    extra: dict[str, Any] = {}
+    """The bundle's ``extra`` section: the job file (for the record), the best baseline and
+    what the train job added (``fitted.extra``: the training profile)."""
+    extra: dict[str, Any] = dict(fitted.extra)
     if job is not None:
         extra["job_file"] = dict(job)
     if fitted.best_baseline is not None:
