@@ -1,9 +1,9 @@
 """mfgtx.alerts: alerts declared in the job file (``alerts:``), delivered once per subject and
 reason through Apprise, recorded in the history with their delivery.
 
-- :mod:`~mfgtx.alerts.findings`: a :class:`Finding` (subject, reason key, message) and the
-  reason keys (``flagged``, ``limit:<col>``, ``drift:<sensor>``, ``dead:<sensor>``,
-  ``not_valid``);
+- :class:`Finding` (subject, reason key, message), shared with the watch
+  (:mod:`mfgtx.history.findings`), and the reason keys (``flagged``, ``limit:<col>``,
+  ``drift:<sensor>``, ``dead:<sensor>``, ``not_valid``...);
 - :mod:`~mfgtx.alerts.scores`: the findings of a ``mfgtx score`` run;
 - :mod:`~mfgtx.alerts.ledger`: the alerts in ``history_alerts``: open, seen, cleared, sent;
 - :mod:`~mfgtx.alerts.send`: one message to every target through Apprise, secrets masked;
@@ -27,10 +27,10 @@ Example:
     ((1, 1, 1), (1, 0))
 """
 
-from mfgtx.alerts.findings import REASONS, Finding, alert_on
 from mfgtx.alerts.ledger import alerts
 from mfgtx.alerts.notify import AlertOutcome, notify
 from mfgtx.alerts.scores import score_findings, subject_of
+from mfgtx.history.findings import REASONS, Finding, alert_on
 
 __all__ = [
     "REASONS",

@@ -19,8 +19,8 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 
-from mfgtx.alerts.findings import Finding
 from mfgtx.history import HistoryStore
+from mfgtx.history.findings import Finding
 from mfgtx.history.tables import ALERTS
 
 __all__ = ["alerts", "count_open", "owed_by", "record_delivery", "unsent", "update"]

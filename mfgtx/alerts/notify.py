@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mfgtx.alerts.findings import Finding, alert_on
 from mfgtx.alerts.ledger import count_open, owed_by, record_delivery, unsent, update
 from mfgtx.alerts.send import send
 from mfgtx.history import HistoryStore
+from mfgtx.history.findings import Finding, alert_on
 from mfgtx.history.store import utc_now
 from mfgtx.jobfile.alerts import AlertsSection
 
@@ -130,7 +130,7 @@ def notify(
     cleared = len(gone)
     if section.resolved:
         _resolved(section, job, [r for r in gone if r["delivery"] == "sent"], environ)
-    if not pending:
+    if not pending or not section.to:  # no target: recorded, pending until one is named
         return AlertOutcome(opened, cleared, 0, 0, n_open)
     owed = {
         i: [r for r in pending if owed_by(str(r["delivery"]), i)] for i in range(len(section.to))

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from mfgtx.alerts.findings import Finding
+from mfgtx.history.findings import Finding
 from mfgtx.jobfile.limits import Limit
 
 __all__ = ["score_findings", "subject_of"]

@@ -55,7 +55,8 @@ class AlertsSection:
     Args:
         to: Apprise URLs, one per target; ``${VAR}`` is read from the environment when
             sending (a variable that is not set then is a failed delivery, retried on the
-            next run).
+            next run). ``[]``: alerts are recorded in the history and shown on the
+            dashboard, sent to nobody (``pending`` until a target is named, then sent).
         on: which findings raise an alert: any of ``flagged_lot``, ``limit``, ``drift``,
             ``not_valid`` (default: all).
         title: the start of each message's title (default: ``mfgtx``, then the job's name).
@@ -73,8 +74,6 @@ class AlertsSection:
     resolved: bool = False
 
     def __post_init__(self) -> None:
-        if not self.to:
-            raise ValueError("to: name at least one Apprise URL (json://..., mailto://...)")
         for i, url in enumerate(self.to):
             if not _SCHEME.match(url.strip()):
                 raise ValueError(

@@ -5,6 +5,9 @@ Reads the bundle (verified), the job's score source (its latest lots: ``watch.la
 them to :func:`mfgtx.watch.watch` and records the verdict in the history (``history_watch``)
 unless the job says ``history: off``. Reading the inputs never writes anything; a history
 that cannot be written is logged and named in the outcome, and the verdict still stands.
+With an ``alerts:`` section, the report's findings (drift, dead, stuck and missing sensors,
+error and coverage, ``not_valid``) raise alerts (:func:`mfgtx.alerts.notify`, source
+``watch:<job>``): each sent once, cleared by a later watch that no longer finds it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from mfgtx.alerts import notify
 from mfgtx.history import HistoryError, HistoryStore, history_url, judged_scores, open_history
 from mfgtx.history import record_watch as record_watch_row
 from mfgtx.jobfile.config import ConfigError, JobConfig
@@ -35,6 +39,7 @@ class WatchOutcome:
 
     report: WatchReport
     history: str
+    alerts: str = "off"
 
     def summary(self) -> dict[str, Any]:
         r = self.report
@@ -47,6 +52,7 @@ class WatchOutcome:
             "lots": r.lots,
             "judged": r.model.judged,
             "history": self.history,
+            "alerts": self.alerts,
         }
 
 
@@ -171,4 +177,21 @@ def watch_job(config: JobConfig, *, last: int | None = None) -> WatchOutcome:
             log.warning("the watch is not recorded in the history: %s", e)
             recorded = f"not recorded: {e}"
     log.info("%s: %s", report.subject, report.why)
-    return WatchOutcome(report, recorded)
+    return WatchOutcome(report, recorded, _alert(config, store, report))
+
+
+def _alert(config: JobConfig, store: HistoryStore | None, report: WatchReport) -> str:
+    """Raise the watch's alerts; the summary's ``alerts`` text (a failure is logged)."""
+    if config.alerts is None:
+        return "off"
+    if store is None:
+        log.warning("the watch's alerts are not checked: they need the history")
+        return "not checked: alerts need the history, which did not record this watch"
+    job = config.name or Path(config.source_file).stem
+    try:
+        outcome = notify(store, config.alerts, report.findings(), source=f"watch:{job}",
+                         checked_subjects=[report.subject])  # fmt: skip
+    except HistoryError as e:
+        log.warning("the watch's alerts are not checked: %s", e)
+        return f"not checked: {e}"
+    return outcome.text

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from mfgtx.history.findings import Finding
 from mfgtx.watch.drift import SensorCheck
 from mfgtx.watch.validity import ModelCheck
 
@@ -21,21 +22,6 @@ __all__ = ["Finding", "WatchReport"]
 
 #: What the verdict can be.
 VALID, NOT_VALID, UNKNOWN = "valid", "not_valid", "unknown"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing the watch found wrong.
-
-    Attributes:
-        subject: what it is about (the bundle's name).
-        reason: a stable key (``drift:temperature_c``, ``not_valid`` ...).
-        message: the finding in plant words.
-    """
-
-    subject: str
-    reason: str
-    message: str
 
 
 @dataclass(frozen=True)

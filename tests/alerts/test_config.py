@@ -33,7 +33,6 @@ def test_alerts_are_read_with_every_reason_by_default(tmp_path) -> None:
     ("alerts", "message"),
     [
         ({}, "job.yaml: alerts.to: required key is missing"),
-        ({"to": []}, "job.yaml: alerts: to: name at least one Apprise URL"),
         ({"to": ["alerts.plant.local/hook"]}, r"alerts: to\[0\]: expected an Apprise URL"),
         ({"to": ["json://h/${1X}"]}, r"alerts: to\[0\]: \$\{1X\} is not an environment variable"),
         (

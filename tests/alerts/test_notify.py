@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from mfgtx.alerts import Finding, notify
+from mfgtx.alerts.ledger import alerts
 from mfgtx.history.tables import ALERTS
 from mfgtx.jobfile.alerts import AlertsSection
 from tests.alerts.conftest import free_port
@@ -160,11 +161,28 @@ def test_a_variable_not_set_is_a_failed_delivery_naming_it(store, monkeypatch) -
     )
 
 
+def test_no_target_records_the_alerts_pending_and_a_target_named_later_takes_them(
+    store, receiver
+) -> None:
+    """``to: []`` (the demo): alerts are recorded for the dashboard and sent to nobody; once a
+    target is named, the next run sends what is still open."""
+    first = _run(store, AlertsSection(to=()), [RUL, BAD])
+    assert (first.opened, first.sent, first.failed, first.open) == (2, 0, 0, 2)
+    assert set(alerts(store)["delivery"]) == {"pending"} and not receiver.posts
+    later = _run(store, AlertsSection(to=(receiver.url(),)), [RUL, BAD])
+    assert (later.opened, later.sent) == (0, 2) and len(receiver.posts) == 1
+
+
 def test_a_finding_names_a_known_reason() -> None:
     with pytest.raises(ValueError, match="reason 'drifted': expected one of"):
         Finding("sensor x", "drifted", "moved")
-    with pytest.raises(ValueError, match="only limit, drift and dead name a column"):
+    with pytest.raises(
+        ValueError, match="only limit, drift, dead, constant, missing, range name a column"
+    ):
         Finding("machine M07", "limit", "below")
+    with pytest.raises(ValueError, match="only limit, drift"):
+        Finding("model q", "error:p_bad", "doubled")
+    assert Finding("model q", "range:temperature_c", "outside").reason == "range:temperature_c"
 
 
 def test_postgresql_history_sends_once_clears_and_retries(receiver, serve) -> None:

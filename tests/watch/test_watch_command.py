@@ -166,3 +166,35 @@ def test_the_model_is_judged_on_the_truth_that_arrived(quality_bundle, plant, tm
     assert model["reason"] == "model" and model["figure"] == "brier" and model["judged"] == 12
     assert model["realized"] > 0 and model["valid"] in (True, False)
     assert code == (NOT_VALID_EXIT if found["verdict"] == "not_valid" else 0)
+
+
+def test_the_watchs_drift_raises_one_alert_until_it_clears(quality_bundle, plant, tmp_path, capsys):
+    """The watch's findings reach the job's ``alerts:`` targets once (a local webhook), a
+    second watch that finds the same drift sends nothing, a clean watch clears it."""
+    from tests.alerts.conftest import _serve, free_port
+
+    server, receiver = _serve(free_port())
+    try:
+        job, bundle = quality_bundle
+        out = tmp_path / "scores.parquet"
+        here = [job.as_posix(), "--set", f"score.output.path={out}",
+                "--set", f"alerts.to=[{receiver.url()}]", "--set", "alerts.on=[drift]"]  # fmt: skip
+        score(load_config(job, [f"score.output.path={out}"]))
+        rows = pd.read_csv(plant / "sensors.csv")
+        spread = _profile(bundle)["sensors"]["temperature_c"]["std"]
+        rows.assign(temperature_c=rows["temperature_c"] + 2 * spread).to_csv(
+            tmp_path / "shifted.csv", index=False
+        )
+        shifted = [*here, "--set", f"score.source.path={tmp_path / 'shifted.csv'}"]
+        _, first, _ = _watch(capsys, *shifted)
+        _, second, _ = _watch(capsys, *shifted)
+        n = sum(r.startswith(("drift:", "range:")) for r in first["findings"])  # alerts.on: drift
+        assert n >= 1 and "drift:temperature_c" in first["findings"]
+        assert first["alerts"].startswith(f"{n} opened, {n} sent, 0 failed")
+        assert second["alerts"].startswith(f"0 opened, 0 sent, 0 failed, 0 cleared; {n} open")
+        assert len(receiver.posts) == 1
+        assert "temperature_c" in json.dumps(receiver.posts[0]["body"])
+        _, clean, _ = _watch(capsys, *here)
+        assert clean["alerts"].startswith(f"0 opened, 0 sent, 0 failed, {n} cleared; 0 open")
+    finally:
+        server.shutdown()

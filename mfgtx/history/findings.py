@@ -11,9 +11,17 @@ reason             ``alerts.on``   raised by
 ``flagged``        flagged_lot     ``mfgtx score``: the lot's latest window decided bad
 ``limit:<col>``    limit           ``mfgtx score``: a prediction beyond ``limits.<col>``
 ``drift:<sensor>`` drift           the watch: the input no longer looks like training
-``dead:<sensor>``  drift           the watch: a sensor with no reading, or a constant one
+``dead:<sensor>``  drift           the watch: a sensor with no reading
+``constant:<s>``   drift           the watch: a sensor stuck at one value
+``missing:<s>``    drift           the watch: far more readings missing than in training
+``range:<s>``      drift           the watch: readings outside the training range
+``error``          not_valid       the watch: realized error beyond the bundle's own
+``coverage``       not_valid       the watch: the interval holds far less than it says
 ``not_valid``      not_valid       the watch: the model no longer holds
 =================  ==============  ===================================================
+
+The watch (:mod:`mfgtx.watch`) and alerts (:mod:`mfgtx.alerts`) share this one class: the
+watch finds, alerts raise.
 
 One alert is open per (subject, reason) at a time (:func:`mfgtx.alerts.notify`).
 """
@@ -30,8 +38,15 @@ REASONS: dict[str, str] = {
     "limit": "limit",
     "drift": "drift",
     "dead": "drift",
+    "constant": "drift",
+    "missing": "drift",
+    "range": "drift",
+    "error": "not_valid",
+    "coverage": "not_valid",
     "not_valid": "not_valid",
 }
+#: The reason kinds that name a column (``limit:rul_cycles``, ``drift:temperature_c``).
+NAMED = ("limit", "drift", "dead", "constant", "missing", "range")
 
 
 def alert_on(reason: str) -> str:
@@ -69,9 +84,9 @@ class Finding:
         if kind not in REASONS:
             raise ValueError(
                 f"reason {self.reason!r}: expected one of {sorted(REASONS)} (with ':<column>' "
-                "for limit, drift and dead)"
+                f"for {', '.join(NAMED)})"
             )
-        if (kind in ("limit", "drift", "dead")) != bool(detail):
-            raise ValueError(f"reason {self.reason!r}: only limit, drift and dead name a column")
+        if (kind in NAMED) != bool(detail):
+            raise ValueError(f"reason {self.reason!r}: only {', '.join(NAMED)} name a column")
         if not self.subject.strip() or not self.message.strip():
             raise ValueError("a finding needs a subject and a message")
