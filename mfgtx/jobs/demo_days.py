@@ -15,7 +15,9 @@ holds a trend, a drift and realized error on the demo's first start:
 - each day is one ``mfgtx score`` run (:func:`mfgtx.jobs.score.score`) into the job's
   history, then the inspection results (``quality.csv`` rows) whose ``inspected_at`` falls
   before the end of that day arrive through ``mfgtx truth``
-  (:func:`mfgtx.jobs.truth.import_truth`); those of the last day's latest lots stay pending.
+  (:func:`mfgtx.jobs.truth.import_truth`); those of the last day's latest lots stay pending;
+  then ``mfgtx watch`` judges the day's lots and the model, and its alerts open (the job's
+  ``alerts:`` names no target: they are recorded for the dashboard).
 
 The days are derived at demo time, deterministically (no random draw; the same sample gives
 the same bytes), into ``<out>/days/<job>/``: ``<day>.sensors.csv`` (the day's drifted input),
@@ -184,10 +186,13 @@ def _history_exists(config: JobConfig) -> bool:
 
 
 def run_day(config: JobConfig, day: Day) -> dict[str, Any]:
-    """Run one day of the plant: score its lots into the history, then record the inspection
-    results that arrived by its end. The summary of the day (a demo step)."""
+    """Run one day of the plant as a scheduler runs it: score its lots into the history
+    (raising the job's alerts), record the inspection results that arrived by its end, then
+    watch the day's lots and the model (:func:`mfgtx.jobs.watch.watch_job`, its alerts too).
+    The summary of the day (a demo step)."""
     from mfgtx.jobs.score import score
     from mfgtx.jobs.truth import import_truth
+    from mfgtx.jobs.watch import watch_job
 
     scored = score(config)
     step: dict[str, Any] = {**scored.summary(), "job": config.name or DAYS_JOB, "day": day.date}
@@ -196,7 +201,8 @@ def run_day(config: JobConfig, day: Day) -> dict[str, Any]:
         errors = day.inspections.with_name(f"{day.date}.truth-errors.csv")
         arrived = import_truth(config, day.inspections, errors=errors)
         step["truth"] = arrived.lots
-    # the integrator's place: the day's watch and alerts run here, after its scores and truth
+    watched = watch_job(config, last=len(day.lots))  # the day's lots against training
+    step.update(watch=watched.report.verdict, watch_alerts=watched.alerts)
     return step
 
 
