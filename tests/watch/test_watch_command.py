@@ -198,3 +198,17 @@ def test_the_watchs_drift_raises_one_alert_until_it_clears(quality_bundle, plant
         assert clean["alerts"].startswith(f"0 opened, 0 sent, 0 failed, {n} cleared; 0 open")
     finally:
         server.shutdown()
+
+
+def test_the_schedulers_script_is_mfgtx_watch(tmp_path) -> None:
+    """pipelines/watch.py passes its arguments to ``mfgtx watch`` and keeps its exit code."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "pipelines" / "watch.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "nojob.yaml")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert json.loads(done.stdout.strip().splitlines()[-1])["command"] == "watch"
