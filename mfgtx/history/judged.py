@@ -1,8 +1,9 @@
 """A bundle's scores whose truth has arrived: what the watch judges a model on.
 
 Each score is joined to the truth of its own window end, else of its lot as a whole
-(``truth_of_window`` says which); only scores with a truth are returned, oldest first,
-optionally from a time on (never the whole table of every bundle).
+(:func:`~mfgtx.history.truth.with_truth`; ``truth_of_window`` says which); only scores with
+a truth are returned, oldest first, optionally from a time on (never the whole table of every
+bundle).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import pandas as pd
 import sqlalchemy as sa
 
 from mfgtx.history.store import HistoryStore
-from mfgtx.history.tables import SCORES, TRUTH
+from mfgtx.history.tables import SCORES
+from mfgtx.history.truth import with_truth
 
 __all__ = ["judged_scores"]
 
@@ -37,39 +39,12 @@ def judged_scores(
     truth of ``target``: columns ``lot``, ``window_end``, ``scored_at``, ``predictions`` (a
     dict), ``interval_low``, ``interval_high``, ``decision``, ``truth`` (text) and
     ``truth_of_window`` (``True``: the truth of that window end, ``False``: of the lot)."""
-    window = TRUTH.alias("t_window")
-    whole = TRUTH.alias("t_lot")
+    joined = with_truth(target)
+    cols = joined.selected_columns
     query = (
-        sa.select(
-            SCORES.c.lot,
-            SCORES.c.window_end,
-            SCORES.c.scored_at,
-            SCORES.c.predictions,
-            SCORES.c.interval_low,
-            SCORES.c.interval_high,
-            SCORES.c.decision,
-            sa.func.coalesce(window.c.value, whole.c.value).label("truth"),
-            window.c.value.is_not(None).label("truth_of_window"),
-        )
-        .select_from(
-            SCORES.outerjoin(
-                window,
-                sa.and_(
-                    window.c.lot == SCORES.c.lot,
-                    window.c.window_end == SCORES.c.window_end,
-                    window.c.target == target,
-                ),
-            ).outerjoin(
-                whole,
-                sa.and_(
-                    whole.c.lot == SCORES.c.lot, whole.c.window_end == "", whole.c.target == target
-                ),
-            )
-        )
-        .where(
-            SCORES.c.bundle_id == bundle_id,
-            sa.func.coalesce(window.c.value, whole.c.value).is_not(None),
-        )
+        sa.select(*(cols[c] for c in _COLUMNS))
+        .select_from(joined.get_final_froms()[0])
+        .where(cols.bundle_id == bundle_id, cols.truth.is_not(None))
         .order_by(SCORES.c.scored_at, SCORES.c.lot, SCORES.c.window_end)
     )
     if since is not None:

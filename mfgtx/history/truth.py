@@ -18,7 +18,7 @@ from mfgtx.history.queries import by_window_end
 from mfgtx.history.store import HistoryStore, upsert, utc_now
 from mfgtx.history.tables import SCORES, TRUTH
 
-__all__ = ["predictions_with_truth", "predictions_with_truth_between", "record_truth"]
+__all__ = ["predictions_with_truth", "predictions_with_truth_between", "record_truth", "with_truth"]
 
 
 def record_truth(
@@ -63,14 +63,18 @@ def record_truth(
     return len(records)
 
 
-def _with_truth(target: str) -> sa.Select[Any]:
-    """Every score with the ``target``'s truth of its window end, else of its whole lot."""
+def with_truth(target: str) -> sa.Select[Any]:
+    """Every score with the ``target``'s truth of its window end, else of its whole lot:
+    the columns of ``history_scores``, ``truth``, ``truth_source`` and ``truth_of_window``
+    (whether the truth is of that window end). The one join of scores and truth; callers add
+    their own ``where`` (a lot range, a time range, a bundle)."""
     window = TRUTH.alias("t_window")
     whole = TRUTH.alias("t_lot")
     return sa.select(
         SCORES,
         sa.func.coalesce(window.c.value, whole.c.value).label("truth"),
         sa.func.coalesce(window.c.source, whole.c.source).label("truth_source"),
+        window.c.value.is_not(None).label("truth_of_window"),
     ).select_from(
         SCORES.outerjoin(
             window,
@@ -89,7 +93,8 @@ def _read(store: HistoryStore, query: sa.Select[Any]) -> pd.DataFrame:
         rows = [dict(r) for r in conn.execute(query).mappings()]
     for r in rows:
         r["predictions"] = json.loads(r["predictions"])
-    columns = [*SCORES.c.keys(), "truth", "truth_source"]
+        r["truth_of_window"] = bool(r["truth_of_window"])
+    columns = [*SCORES.c.keys(), "truth", "truth_source", "truth_of_window"]
     return by_window_end(pd.DataFrame(rows, columns=columns))
 
 
@@ -100,7 +105,7 @@ def predictions_with_truth(
     ``target``'s truth where it is known: of the same window end, else of the whole lot.
     Sorted by lot, then window end (:func:`~mfgtx.history.queries.by_window_end`: cycle
     numbers as numbers)."""
-    query = _with_truth(target).where(SCORES.c.lot >= first_lot, SCORES.c.lot <= last_lot)
+    query = with_truth(target).where(SCORES.c.lot >= first_lot, SCORES.c.lot <= last_lot)
     return _read(store, query)
 
 
@@ -111,5 +116,5 @@ def predictions_with_truth_between(
     :func:`~mfgtx.history.queries.scores_between` takes them) with the ``target``'s truth
     where it is known, as :func:`predictions_with_truth` joins it; sorted by lot, then window
     end. What a realized-error check reads: the recent scores, and the truth that arrived."""
-    query = _with_truth(target).where(SCORES.c.scored_at >= start, SCORES.c.scored_at < end)
+    query = with_truth(target).where(SCORES.c.scored_at >= start, SCORES.c.scored_at < end)
     return _read(store, query)
