@@ -10,7 +10,11 @@ file's ``history`` key: a file, a PostgreSQL URL, or ``off``), written with SQLA
 - :mod:`~mfgtx.history.store`: opening a history and recording a run, all its rows or none;
 - :mod:`~mfgtx.history.truth`: truth that arrives later, joined to its predictions;
 - :mod:`~mfgtx.history.queries`: runs, and scores by time range;
-- :mod:`~mfgtx.history.target`: where a job's history is.
+- :mod:`~mfgtx.history.target`: where a job's history is;
+- :mod:`~mfgtx.history.plant`: the plant view's trends and latest lots with their verdicts;
+- :mod:`~mfgtx.history.promote`: the promoted bundle of each job, and the jobs of a history;
+- :mod:`~mfgtx.history.compare`: two bundles on the same lots, and where they disagree;
+- :mod:`~mfgtx.history.example`: a made-up history of hourly runs (tests, benchmarks).
 
 Example:
     >>> import tempfile, pandas as pd, sqlalchemy as sa
@@ -29,23 +33,41 @@ Example:
     0  L1      bad   bad
 """
 
+from mfgtx.history.compare import disagreements, side_by_side
+from mfgtx.history.example import example_history, example_job
 from mfgtx.history.migrate import STEPS, HistoryError, migrate, schema_version
+from mfgtx.history.plant import LEVELS, last_scored, latest_lots, trend, trend_columns, verdict
+from mfgtx.history.promote import job_name, promote, promoted, scored_jobs
 from mfgtx.history.queries import runs, scores_between
 from mfgtx.history.store import HistoryStore, open_history, read_history
 from mfgtx.history.target import history_url
 from mfgtx.history.truth import predictions_with_truth, record_truth
 
 __all__ = [
+    "LEVELS",
     "STEPS",
     "HistoryError",
     "HistoryStore",
+    "disagreements",
+    "example_history",
+    "example_job",
     "history_url",
+    "job_name",
+    "last_scored",
+    "latest_lots",
     "migrate",
     "open_history",
     "predictions_with_truth",
+    "promote",
+    "promoted",
     "read_history",
     "record_truth",
     "runs",
     "schema_version",
+    "scored_jobs",
     "scores_between",
+    "side_by_side",
+    "trend",
+    "trend_columns",
+    "verdict",
 ]
