@@ -73,7 +73,10 @@ def lines(job: PlantJob, bundle_id: str, days: float) -> None:
         st.subheader(f"{word} {group}")
         left, right = st.columns([2, 3])
         with left:
-            st.dataframe(verdict_table(mine, columns, job.lot_name), hide_index=True)
+            st.dataframe(
+                verdict_table(mine, columns, job.lot_name), hide_index=True,
+                column_config={"verdict": st.column_config.TextColumn(width="large")},
+            )  # fmt: skip
             if found is not None and kind in LOT_PAGES:
                 lot = st.selectbox(f"Open a {job.lot_name}", list(mine["lot"]),
                                    key=f"plant_lot_{group}")  # fmt: skip
@@ -100,7 +103,7 @@ def at_a_glance(latest: pd.DataFrame, groups: list, word: str) -> None:
         worst = min(counts.index, key=LEVELS.index)
         parts = [f"{counts[lv]} {LEVEL_WORDS[lv]}" for lv in LEVELS if lv in counts]
         mark, colour, words = LEVEL_MARKS[worst], LEVEL_COLOURS[worst], LEVEL_WORDS[worst]
-        st.markdown(f"{mark} **{word} {group}**: :{colour}[{words}] "
+        st.markdown(f":{colour}[{mark}] **{word} {group}**: :{colour}[{words}] "
                     f"(latest {len(mine)}: {', '.join(parts)})")  # fmt: skip
 
 

@@ -195,8 +195,8 @@ def verdict(
         except (TypeError, ValueError):
             continue
         breach = limit.breach(number)
-        if breach:
-            return "alarm", f"{column} {breach}"
+        if breach:  # worded with three digits where they still cross the limit
+            return "alarm", f"{column} {limit.breach(float(f'{number:.3g}')) or breach}"
     if decision is not None and str(decision).lower() in _BAD:
         return "flag", f"flagged {decision}"
     if flags:
