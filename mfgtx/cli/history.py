@@ -1,7 +1,9 @@
-"""``mfgtx history``: the latest runs a job's history holds (status, rows, bad lots, time).
+"""``mfgtx history``: the latest runs a job's history holds (status, rows, bad lots, time);
+``mfgtx promote``: the bundle the plant view shows for a job.
 
-The history is read only (:func:`mfgtx.history.read_history`): listing never creates or
-upgrades it. One line per run, newest first, then the JSON summary line.
+``history`` reads only (:func:`mfgtx.history.read_history`): listing never creates or
+upgrades it. One line per run, newest first, then the JSON summary line. ``promote`` writes
+the job's row of the promoted bundles (:func:`mfgtx.history.promote`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from mfgtx.cli.jobs import job_config
 from mfgtx.cli.output import emit, summary
 
-__all__ = ["history"]
+__all__ = ["history", "promote"]
 
 
 def history(args: argparse.Namespace) -> int:
@@ -52,4 +54,38 @@ def history(args: argparse.Namespace) -> int:
             f"{counts}{took}{why} [run {r['run_id']}]"
         )
     summary({"ok": True, "command": "history", "history": where, "runs": len(table)})
+    return 0
+
+
+def promote(args: argparse.Namespace) -> int:
+    from mfgtx.artifacts import verify_bundle
+    from mfgtx.history import history_url, job_name, open_history
+    from mfgtx.history import promote as promote_bundle
+    from mfgtx.jobs import ConfigError
+    from mfgtx.jobs._sql import write_engine
+
+    config = job_config(args)
+    url = history_url(config)
+    if url is None:
+        raise ConfigError(f"{config.source_file}: history: off (or no score section): no history")
+    path = args.bundle or config.bundle
+    if not path:
+        raise ConfigError(f"{config.source_file}: name the bundle to promote (BUNDLE or bundle:)")
+    bundle_id = str(verify_bundle(path)["bundle_id"])  # checked: its files and signature
+    where = url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
+    if url.startswith("sqlite:///"):
+        Path(where).parent.mkdir(parents=True, exist_ok=True)
+    else:
+        from sqlalchemy.engine import make_url
+
+        where = str(make_url(url).render_as_string(hide_password=True))
+    engine = write_engine(url)
+    try:
+        row = promote_bundle(open_history(engine, where), job_name(config), bundle_id,
+                             str(Path(path).resolve()), args.note)  # fmt: skip
+    finally:
+        engine.dispose()
+    emit(f"promoted {path} (bundle {bundle_id[:12]}) for job {row['job']} in {where}")
+    summary({"ok": True, "command": "promote", "job": row["job"], "bundle_id": bundle_id,
+             "history": where})  # fmt: skip
     return 0

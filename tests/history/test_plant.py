@@ -194,3 +194,22 @@ def test_postgresql_answers_the_same_trend(tmp_path) -> None:
         with admin.begin() as conn:
             conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
+
+
+def test_mfgtx_promote_marks_the_job_s_bundle_in_its_history(quality_bundle, tmp_path, capsys):
+    from mfgtx.artifacts import verify_bundle
+    from mfgtx.cli import main
+    from mfgtx.history import read_history
+
+    job, bundle = quality_bundle
+    db = tmp_path / "history.db"
+    args = ["promote", str(job), "--set", f"history={db}", "--note", "night shift trial"]
+    assert main(args) == 0
+    assert '"command": "promote"' in capsys.readouterr().out
+    engine = sa.create_engine(f"sqlite:///{db}")
+    row = promoted(read_history(engine, "history.db"), job_name(load_config(job)))
+    engine.dispose()
+    assert row is not None and row["bundle_id"] == verify_bundle(bundle)["bundle_id"]
+    assert row["bundle_path"] == str(bundle.resolve()) and row["note"] == "night shift trial"
+    assert main([*args[:4], str(tmp_path / "no_bundle")]) == 2  # a folder that is no bundle
+    assert "no_bundle" in capsys.readouterr().err
