@@ -31,7 +31,7 @@ from _settings import app_config
 from _trends import LEVEL_COLOURS, LEVEL_MARKS, LEVEL_WORDS, trend_figure, verdict_table
 from _trust import show_trust
 
-from mfgtx.history import LEVELS, last_scored, latest_lots, trend_columns
+from mfgtx.history import ALL, LEVELS, NOT_RECORDED, last_scored, latest_lots, trend_columns
 
 REFRESH_S = 60  # the lines part reruns on its own this often
 LATEST = 8  # lots listed per line
@@ -63,6 +63,9 @@ def lines(job: PlantJob, bundle_id: str, days: float) -> None:
     if len(groups) > MAX_GROUPS:
         st.caption(f"The {MAX_GROUPS} {word.lower()}s that need attention most are drawn, "
                    f"of {len(groups)}.")  # fmt: skip
+    if NOT_RECORDED in groups:
+        st.caption(f"Some scores record no {word.lower()} (the score output had no "
+                   f"{job.group_key} column): they are drawn together.")  # fmt: skip
     banded = frame["low"].notna().any()
     band_column = next((c for c in columns if not c.startswith("p_")), None) if banded else None
     found = job.found.get(bundle_id)
@@ -70,7 +73,7 @@ def lines(job: PlantJob, bundle_id: str, days: float) -> None:
     for group in groups[:MAX_GROUPS]:
         rows = frame[frame["group"] == group]
         mine = latest[latest["group"] == group]
-        st.subheader(f"{word} {group}")
+        st.subheader(f"{word} {_name(group)}")
         left, right = st.columns([2, 3])
         with left:
             st.dataframe(
@@ -84,27 +87,52 @@ def lines(job: PlantJob, bundle_id: str, days: float) -> None:
                     line = group if job.group_key else None
                     open_lot(kind, found.path.name, str(lot), line)
         with right:
-            for i, column in enumerate(columns):
-                st.plotly_chart(
-                    trend_figure(
-                        {"": rows if i == 0 else rows.assign(actual=float("nan"))},
-                        column, f"{word} {group}: {column}", limit=job.limits.get(column),
-                        band=column == band_column,
-                    ),
-                    key=f"plant_trend_{group}_{column}",
-                )  # fmt: skip
+            trends(job, rows, columns, band_column, f"{word} {_name(group)}", group)
+
+
+def trends(job: PlantJob, rows: pd.DataFrame, columns: list[str], band_column: str | None,
+           title: str, group: str) -> None:  # fmt: skip
+    """One trend per prediction (per sensor of a forecaster), with the job's limit of the
+    prediction (or of the sensor) and the actuals on the first."""
+    series = [s for s in dict.fromkeys(rows["series"]) if s is not None] or [None]
+    for i, column in enumerate(columns):
+        for one in series:
+            part = rows if one is None else rows[rows["series"] == one]
+            named = column if one is None else f"{one} ({column})"
+            limit = job.limits.get(str(one)) if one is not None else None
+            st.plotly_chart(
+                trend_figure(
+                    {"": part if i == 0 else part.assign(actual=float("nan"))}, column,
+                    f"{title}: {named}", limit=limit or job.limits.get(column),
+                    band=column == band_column,
+                ),
+                key=f"plant_trend_{group}_{column}_{one}",
+            )  # fmt: skip
+
+
+def _name(group: str) -> str:
+    """A group as a heading names it (the scores of all images, a line not recorded)."""
+    return {ALL: "(all scored)", NOT_RECORDED: "not recorded in the scores"}.get(group, group)
 
 
 def at_a_glance(latest: pd.DataFrame, groups: list, word: str) -> None:
-    """One line per group: its worst verdict's colour, and how many latest lots need what."""
-    for group in groups:
+    """One line per group drawn: its worst verdict's colour, and how many latest lots need
+    what; the groups beyond :data:`MAX_GROUPS` counted by their worst verdict."""
+    for group in groups[:MAX_GROUPS]:
         mine = latest[latest["group"] == group]
         counts = mine["level"].value_counts()
         worst = min(counts.index, key=LEVELS.index)
         parts = [f"{counts[lv]} {LEVEL_WORDS[lv]}" for lv in LEVELS if lv in counts]
         mark, colour, words = LEVEL_MARKS[worst], LEVEL_COLOURS[worst], LEVEL_WORDS[worst]
-        st.markdown(f":{colour}[{mark}] **{word} {group}**: :{colour}[{words}] "
+        st.markdown(f":{colour}[{mark}] **{word} {_name(group)}**: :{colour}[{words}] "
                     f"(latest {len(mine)}: {', '.join(parts)})")  # fmt: skip
+    rest = latest[latest["group"].isin(groups[MAX_GROUPS:])]
+    if len(rest):
+        worst = rest.groupby("group")["level"].agg(lambda s: min(s, key=LEVELS.index))
+        counts = worst.value_counts()
+        parts = [f"{counts[lv]} {LEVEL_WORDS[lv]}" for lv in LEVELS if lv in counts]
+        st.markdown(f"The other {len(worst)} {word.lower()}s, by their worst verdict: "
+                    f"{', '.join(parts)}.")  # fmt: skip
 
 
 @guarded

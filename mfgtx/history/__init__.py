@@ -36,7 +36,16 @@ Example:
 from mfgtx.history.compare import disagreements, side_by_side
 from mfgtx.history.example import example_history, example_job
 from mfgtx.history.migrate import STEPS, HistoryError, migrate, schema_version
-from mfgtx.history.plant import LEVELS, last_scored, latest_lots, trend, trend_columns, verdict
+from mfgtx.history.plant import (
+    ALL,
+    LEVELS,
+    NOT_RECORDED,
+    last_scored,
+    latest_lots,
+    trend,
+    trend_columns,
+    verdict,
+)
 from mfgtx.history.promote import job_name, promote, promoted, scored_jobs
 from mfgtx.history.queries import runs, scores_between
 from mfgtx.history.store import HistoryStore, open_history, read_history
@@ -44,7 +53,9 @@ from mfgtx.history.target import history_url
 from mfgtx.history.truth import predictions_with_truth, record_truth
 
 __all__ = [
+    "ALL",
     "LEVELS",
+    "NOT_RECORDED",
     "STEPS",
     "HistoryError",
     "HistoryStore",

@@ -28,8 +28,21 @@ from mfgtx.history.store import HistoryStore
 from mfgtx.history.tables import SCORES, TRUTH
 from mfgtx.jobfile.limits import Limit
 
-__all__ = ["LEVELS", "last_scored", "latest_lots", "trend", "trend_columns", "verdict"]
+__all__ = [
+    "ALL",
+    "LEVELS",
+    "NOT_RECORDED",
+    "last_scored",
+    "latest_lots",
+    "trend",
+    "trend_columns",
+    "verdict",
+]
 
+#: The group of a score whose keys do not hold the group's key column (``line``).
+NOT_RECORDED = "(not recorded)"
+#: The group of scores without a lot (a defect model's images) in a job without keys.
+ALL = "(all)"
 #: A lot's verdict levels, worst first: a limit crossed, the model's bad call, input that
 #: was flagged while scoring, nothing wrong, nothing to judge by.
 LEVELS = ("alarm", "flag", "check", "ok", "none")
@@ -97,12 +110,16 @@ def trend(
         target: the truth joined (``defect``, ``rul_cycles``): ``truth`` as recorded and
             ``actual`` as a number (a bad word 1, a good one 0); ``None``: no truth.
 
+    A forecaster's rows are its next reading's (``step`` 1), each sensor's a ``series``; a
+    defect model's images are lots of their own, all in one group (:data:`ALL`); a row whose
+    keys lack ``group_key`` is in the group :data:`NOT_RECORDED`.
+
     Returns:
-        Columns ``time`` (UTC), ``group``, ``lot``, ``window_end``, ``scored_at``,
+        Columns ``time`` (UTC), ``group``, ``lot``, ``window_end``, ``series``, ``scored_at``,
         ``decision``, ``low``, ``high``, ``flags`` (a list), ``truth``, ``actual`` and the
         predictions (``p_bad``, ``rul_cycles``...).
     """
-    names = ("scored_at", "lot", "window_end", "keys", "predictions", "interval_low",
+    names = ("scored_at", "lot", "window_end", "key", "keys", "predictions", "interval_low",
              "interval_high", "decision", "flags")  # fmt: skip
     scores = (
         sa.select(*(SCORES.c[n] for n in names))
@@ -134,19 +151,26 @@ def trend(
     records, values = [], []
     for r in rows:
         keys = json.loads(r["keys"])
-        group = str(r["lot"] if group_key is None else keys.get(group_key))
+        if keys.get("step") not in (None, 1):  # a forecaster's: only the next reading's
+            continue
+        lot = r["lot"] if r["lot"] is not None else str(json.loads(r["key"])[0])  # an image
+        if group_key is not None:
+            group = NOT_RECORDED if keys.get(group_key) is None else str(keys[group_key])
+        else:
+            group = ALL if r["lot"] is None else lot
         if wanted is not None and group not in wanted:
             continue
         truth = r.get("truth")
         records.append(
-            {"group": group, "lot": r["lot"], "window_end": r["window_end"],
-             "scored_at": r["scored_at"], "decision": r["decision"], "low": r["interval_low"],
-             "high": r["interval_high"], "flags": json.loads(r["flags"]), "truth": truth,
-             "actual": _truth_number(truth)}
+            {"group": group, "lot": lot, "window_end": r["window_end"],
+             "series": keys.get("sensor"), "scored_at": r["scored_at"],
+             "decision": r["decision"], "low": r["interval_low"], "high": r["interval_high"],
+             "flags": json.loads(r["flags"]), "truth": truth, "actual": _truth_number(truth)}
         )  # fmt: skip
         values.append(json.loads(r["predictions"]))
-    frame = pd.DataFrame(records, columns=["group", "lot", "window_end", "scored_at", "decision",
-                                           "low", "high", "flags", "truth", "actual"])  # fmt: skip
+    frame = pd.DataFrame(records, columns=["group", "lot", "window_end", "series", "scored_at",
+                                           "decision", "low", "high", "flags", "truth",
+                                           "actual"])  # fmt: skip
     predictions = pd.DataFrame(values, index=frame.index)
     frame = pd.concat([frame, predictions.drop(columns=frame.columns, errors="ignore")], axis=1)
     frame.insert(0, "time", _times(frame["window_end"], frame["scored_at"]))
@@ -156,8 +180,8 @@ def trend(
 def trend_columns(frame: pd.DataFrame) -> list[str]:
     """The predictions a trend draws: the numeric ones, not their quantiles; of a
     classifier's class probabilities only the last class's (``p_bad`` of good/bad)."""
-    fixed = {"time", "group", "lot", "window_end", "scored_at", "decision", "low", "high",
-             "flags", "truth", "actual", "step"}  # fmt: skip
+    fixed = {"time", "group", "lot", "window_end", "series", "scored_at", "decision", "low",
+             "high", "flags", "truth", "actual", "step", "predicted"}  # fmt: skip
     numeric = [
         str(c)
         for c in frame.columns
@@ -215,12 +239,19 @@ def latest_lots(
     newest first, with ``level`` and ``verdict`` (:func:`verdict` against ``limits``)."""
     if frame.empty:
         return frame.assign(level=pd.Series(dtype=str), verdict=pd.Series(dtype=str))
-    last = frame.sort_values(["time", "scored_at"]).groupby(["group", "lot"], sort=False).tail(1)
-    last = last.sort_values("time", ascending=False).groupby("group", sort=True).head(n)
+    newest = frame.groupby(["group", "lot"])["time"].transform("max")
+    last = frame[frame["time"] == newest]  # each lot's latest window, every sensor of it
+    lots = last.drop_duplicates(["group", "lot"]).sort_values("time", ascending=False)
+    last = last.merge(lots.groupby("group").head(n)[["group", "lot"]], on=["group", "lot"])
     columns = trend_columns(frame) + [c for c in (limits or {}) if c in frame.columns]
-    judged = [
-        verdict(row["decision"], {c: row[c] for c in dict.fromkeys(columns)}, row["flags"], limits)
-        for _, row in last.iterrows()
-    ]
+    judged = []
+    for _, row in last.iterrows():
+        values = {c: row[c] for c in dict.fromkeys(columns)}
+        if row["series"] is not None and columns:  # a forecast: the sensor's own limits
+            values[str(row["series"])] = row[columns[0]]
+        judged.append(verdict(row["decision"], values, row["flags"], limits))
     out = last.assign(level=[j[0] for j in judged], verdict=[j[1] for j in judged])
+    out = out.assign(_rank=out["level"].map(LEVELS.index)).sort_values(["_rank", "scored_at"])
+    out = out.groupby(["group", "lot"], sort=False).head(1).drop(columns="_rank")  # the worst
+    out = out.sort_values("time", ascending=False).groupby("group", sort=True).head(n)
     return out.sort_values(["group", "time"], ascending=[True, False]).reset_index(drop=True)

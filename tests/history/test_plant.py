@@ -213,3 +213,33 @@ def test_mfgtx_promote_marks_the_job_s_bundle_in_its_history(quality_bundle, tmp
     assert row["bundle_path"] == str(bundle.resolve()) and row["note"] == "night shift trial"
     assert main([*args[:4], str(tmp_path / "no_bundle")]) == 2  # a folder that is no bundle
     assert "no_bundle" in capsys.readouterr().err
+
+
+def test_forecasts_trend_their_next_reading_per_sensor_and_images_trend_together(store) -> None:
+    from mfgtx.history import ALL, NOT_RECORDED
+
+    forecast = pd.DataFrame({
+        "lot": "L1-0001", "window_end": "2026-03-02T10:00:00+00:00",
+        "sensor": ["temperature_c", "temperature_c", "pressure_bar", "pressure_bar"],
+        "step": [1, 2, 1, 2], "forecast": [186.0, 187.0, 5.0, 5.1],
+        "q10": [185.0, 185.5, 4.9, 4.9], "q90": [187.0, 188.0, 5.1, 5.3],
+    })  # fmt: skip
+    run = store.start_run(bundle_id="f", kind="forecast")
+    store.finish_run(run, forecast, ("lot", "window_end", "sensor", "step"))
+    frame = trend(store, "f", "2000", "2100", group_key="line")
+    assert len(frame) == 2
+    assert dict(zip(frame["series"], frame["forecast"], strict=True)) == {
+        "temperature_c": 186.0, "pressure_bar": 5.0}  # step 1 only  # fmt: skip
+    assert set(frame["group"]) == {NOT_RECORDED} and trend_columns(frame) == ["forecast"]
+    limits = {"temperature_c": Limit(spec=(180, 185))}  # a sensor's spec: its forecast judged
+    latest = latest_lots(frame, limits=limits)
+    assert latest["level"].tolist() == ["alarm"], latest
+    images = pd.DataFrame({"image": ["a.png", "b.png"], "p_none": [0.9, 0.2],
+                           "p_defect": [0.1, 0.8], "predicted": [0, 1],
+                           "decision": ["good", "defect"]})  # fmt: skip
+    run = store.start_run(bundle_id="v", kind="vit")
+    store.finish_run(run, images, ("image",))
+    frame = trend(store, "v", "2000", "2100")
+    assert frame["lot"].tolist() == ["a.png", "b.png"] and set(frame["group"]) == {ALL}
+    assert trend_columns(frame) == ["p_defect"]  # not the class index, not p_none
+    assert latest_lots(frame)["level"].tolist() == ["flag", "ok"]
