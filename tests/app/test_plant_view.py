@@ -152,3 +152,31 @@ def test_compare_shows_both_bundles_and_promote_changes_the_plant_view(plant_env
     at.switch_page("views/plant.py").run()  # the plant view now shows the promoted bundle
     assert any(f"promoted bundle **bundle {OTHER[:12]}**" in t for t in _texts(at.caption))
     assert not at.button  # the promoted bundle is not in the models folder: no lot page
+
+
+def test_an_rul_job_trends_each_machine_with_its_band_and_alarm_and_opens_it(
+    app_env, rul_models_dir, monkeypatch, tmp_path
+) -> None:
+    bundle = find_bundles(rul_models_dir)[0][0]
+    history = tmp_path / "history.db"
+    job = example_job(tmp_path / "fleet.yaml", name="fleet", history=str(history),
+                      task="regression")  # fmt: skip
+    engine = sa.create_engine(f"sqlite:///{history}")
+    example_history(open_history(engine, "history.db"), bundle_id=bundle.bundle_id,
+                    job_file=str(job), task="regression", lines=("M01", "M02"), days=2,
+                    end=END)  # fmt: skip
+    engine.dispose()
+    monkeypatch.setenv("MFGTX_MODELS_DIR", str(rul_models_dir))
+    monkeypatch.setenv("MFGTX_HISTORY", str(history))
+    at = AppTest.from_file(str(MAIN), default_timeout=180).run()
+    assert not at.exception, at.exception
+    assert sorted(_texts(at.subheader)) == ["Machine M01", "Machine M02"]
+    for chart in _charts(at):
+        names = [t["name"] for t in chart["data"]]
+        assert names[:2] == ["interval", "predicted rul_cycles"] and "actual" in names
+        assert [s["y0"] for s in chart["layout"]["shapes"]] == [30]  # alarm below 30 cycles
+    at.selectbox(key="plant_lot_M02").set_value("M02").run()
+    at.button(key="plant_open_M02").click().run()
+    assert not at.exception, at.exception
+    assert _texts(at.title) == ["Quality & RUL"]
+    assert at.selectbox(key="quality_lot").value == "M02"
