@@ -3,6 +3,9 @@
 First match wins: environment variables ``MFGTX_MODELS_DIR`` and ``MFGTX_DATA_DIR``, then
 ``app/mfgtx-app.toml`` (or the file ``MFGTX_APP_CONFIG`` names) with keys ``models_dir`` and
 ``data_dir``, then the defaults ``models/`` and ``sample_data/`` of the repository.
+
+``MFGTX_HISTORY`` (or the key ``history``) names a score history the plant view reads besides
+those the bundles' jobs name (a SQLite file or a database URL, as a job file's ``history:``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class AppConfig:
     models_dir: Path
     data_dir: Path
     source: str  # where the settings came from, shown on the Overview page
+    history: str | None = None  # a score history read besides the bundles' jobs' own
 
 
 def app_config() -> AppConfig:
@@ -59,4 +63,7 @@ def app_config() -> AppConfig:
     data = folder("MFGTX_DATA_DIR", "data_dir", "sample_data")
     if "MFGTX_MODELS_DIR" in os.environ or "MFGTX_DATA_DIR" in os.environ:
         source = "environment" if source == "defaults" else f"environment and {source}"
-    return AppConfig(models, data, source)
+    history = os.environ.get("MFGTX_HISTORY") or file_values.get("history")
+    if history and "://" not in str(history) and "MFGTX_HISTORY" not in os.environ:
+        history = str(base / str(history))  # a file named in the config: beside it
+    return AppConfig(models, data, source, str(history) if history else None)

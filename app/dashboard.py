@@ -27,13 +27,15 @@ VIEWS = Path(__file__).resolve().parent / "views"
 if _auth.signed_in():
     _auth.sign_out_button()
     pages = [
-        st.Page(VIEWS / "overview.py", title="Overview", default=True),
+        st.Page(VIEWS / "plant.py", title="Plant", default=True),
+        st.Page(VIEWS / "watch.py", title="Watch"),
+        st.Page(VIEWS / "compare.py", title="Compare & promote"),
+        st.Page(VIEWS / "overview.py", title="Overview"),
         st.Page(VIEWS / "quality.py", title="Quality & RUL"),
         st.Page(VIEWS / "forecast.py", title="Forecast"),
         st.Page(VIEWS / "defects.py", title="Defect inspection"),
         st.Page(VIEWS / "evaluation.py", title="Evaluation"),
         st.Page(VIEWS / "score.py", title="Score a file"),
-        st.Page(VIEWS / "watch.py", title="Watch"),
     ]
     st.navigation(pages).run()
 else:

@@ -78,8 +78,8 @@ def test_a_deliberate_violation_breaks_its_contract(copy, module, line, contract
 
 PUBLIC = {
     "mfgtx", "mfgtx.artifacts", "mfgtx.baselines", "mfgtx.calibration", "mfgtx.data",
-    "mfgtx.history",
-    "mfgtx.data.io", "mfgtx.explain", "mfgtx.images", "mfgtx.jobfile", "mfgtx.jobs", "mfgtx.kinds",
+    "mfgtx.data.io", "mfgtx.explain", "mfgtx.history", "mfgtx.images", "mfgtx.jobfile", "mfgtx.jobs",
+    "mfgtx.kinds",
     "mfgtx.metrics",
     "mfgtx.passwords", "mfgtx.split",
 }  # fmt: skip

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from _bundles import bundles_of, load, no_bundle_message, pick_bundle
 from _common import csv_download, data_key, guarded, when
+from _handoff import take
 from _recorded import recorded
 from _tables import frame_for, lot_windows
 from _trust import set_sentence, show_trust
@@ -191,12 +192,20 @@ def forecast() -> None:
     if not infos:
         no_bundle_message("forecaster", cfg.models_dir, "mfgtx demo")
         return
+    handed = take("forecast")  # a lot opened from the plant view
+    if handed and handed["bundle"] in [b.path.name for b in infos]:
+        st.session_state["forecast_bundle"] = handed["bundle"]
     info = pick_bundle(infos, "forecast_bundle", owns=FORECAST_PICKS)
     predictor = load(info)
     spec = predictor.input_spec
     cols = predictor.columns
     units = recorded(info.manifest).units  # as the bundle's job file gives them
     df = frame_for(cols, cfg.data_dir, info.manifest)
+    if handed and handed["bundle"] == info.path.name:
+        if str(handed["lot"]) in set(df[cols.lot].astype(str)):
+            st.session_state["forecast_lot"] = str(handed["lot"])
+        else:
+            st.info(f"Lot {handed['lot']} is not in the data folder's data; pick another lot.")
     with st.sidebar:
         lot = st.selectbox("Lot", list(dict.fromkeys(df[cols.lot].astype(str))), key="forecast_lot")
         targets = list(spec.targets)

@@ -24,6 +24,7 @@ from _figures import (
     sensor_figure,
     token_labels,
 )
+from _handoff import take
 from _interval import shown
 from _labels import known_label
 from _recorded import recorded
@@ -71,6 +72,17 @@ def _window_times(rows: pd.DataFrame, time: str, windows: Any, at: int) -> list[
     return out
 
 
+def _preselect(df: pd.DataFrame, lot_col: str, line_col: str | None, handed: dict) -> None:
+    """Pick the lot the plant view opened (and its line) where the data holds it."""
+    rows = df[df[lot_col].astype(str) == str(handed["lot"])]
+    if rows.empty:
+        st.info(f"Lot {handed['lot']} is not in the data folder's data; pick another lot.")
+        return
+    if line_col:
+        st.session_state["quality_line"] = str(rows[line_col].iloc[0])
+    st.session_state["quality_lot"] = str(handed["lot"])
+
+
 @guarded
 def quality() -> None:
     st.title("Quality & RUL")
@@ -82,6 +94,9 @@ def quality() -> None:
             "mfgtx train sensor pipelines/configs/sample_quality.yaml",
         )
         return
+    handed = take("quality")  # a lot opened from the plant view
+    if handed and handed["bundle"] in [b.path.name for b in infos]:
+        st.session_state["quality_bundle"] = handed["bundle"]
     info = pick_bundle(infos, "quality_bundle", owns=QUALITY_PICKS)
     predictor = load(info)
     spec = predictor.input_spec
@@ -107,6 +122,8 @@ def quality() -> None:
     source = data_key(df)
     line_col = cmap.keys[0] if cmap.keys else None
     lines = sorted(df[line_col].astype(str).unique()) if line_col else []
+    if handed and handed["bundle"] == info.path.name:
+        _preselect(df, cmap.lot, line_col, handed)
     line = st.selectbox("Line", lines, key="quality_line") if lines else None
     lots_df = df if line is None else df[df[line_col].astype(str) == line]
     lot = st.selectbox("Lot", list(dict.fromkeys(lots_df[cmap.lot].astype(str))), key="quality_lot")

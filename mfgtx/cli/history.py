@@ -1,9 +1,11 @@
-"""``mfgtx history``: the latest runs a job's history holds (status, rows, bad lots, time).
+"""``mfgtx history``: the latest runs a job's history holds (status, rows, bad lots, time);
+``mfgtx promote``: the bundle the plant view shows for a job.
 
 The history is read only (:func:`mfgtx.history.read_history`): listing never creates or
 upgrades it. One line per run, newest first, then the JSON summary line. ``--alerts`` lists
 the latest alerts instead (:mod:`mfgtx.alerts`): when each opened, its state, subject, reason
-and message, and its delivery (``sent``, ``pending``, ``failed: <why>``).
+and message, and its delivery (``sent``, ``pending``, ``failed: <why>``). ``promote`` writes
+the job's row of the promoted bundles (:func:`mfgtx.history.promote`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from mfgtx.cli.output import emit, summary
 if TYPE_CHECKING:
     from mfgtx.history import HistoryStore
 
-__all__ = ["history"]
+__all__ = ["history", "promote"]
 
 
 def history(args: argparse.Namespace) -> int:
@@ -76,4 +78,38 @@ def _alerts(store: HistoryStore, where: str, limit: int) -> int:
     n_open = int((table["state"] == "open").sum()) if len(table) else 0
     summary({"ok": True, "command": "history", "history": where, "alerts": len(table),
              "open": n_open})  # fmt: skip
+    return 0
+
+
+def promote(args: argparse.Namespace) -> int:
+    from mfgtx.artifacts import verify_bundle
+    from mfgtx.history import history_url, job_name, open_history
+    from mfgtx.history import promote as promote_bundle
+    from mfgtx.jobs import ConfigError
+    from mfgtx.jobs._sql import write_engine
+
+    config = job_config(args)
+    url = history_url(config)
+    if url is None:
+        raise ConfigError(f"{config.source_file}: history: off (or no score section): no history")
+    path = args.bundle or config.bundle
+    if not path:
+        raise ConfigError(f"{config.source_file}: name the bundle to promote (BUNDLE or bundle:)")
+    bundle_id = str(verify_bundle(path)["bundle_id"])  # checked: its files and signature
+    where = url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
+    if url.startswith("sqlite:///"):
+        Path(where).parent.mkdir(parents=True, exist_ok=True)
+    else:
+        from sqlalchemy.engine import make_url
+
+        where = str(make_url(url).render_as_string(hide_password=True))
+    engine = write_engine(url)
+    try:
+        row = promote_bundle(open_history(engine, where), job_name(config), bundle_id,
+                             str(Path(path).resolve()), args.note)  # fmt: skip
+    finally:
+        engine.dispose()
+    emit(f"promoted {path} (bundle {bundle_id[:12]}) for job {row['job']} in {where}")
+    summary({"ok": True, "command": "promote", "job": row["job"], "bundle_id": bundle_id,
+             "history": where})  # fmt: skip
     return 0

@@ -141,6 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=watch.watch)
 
     p = sub.add_parser(
+        "promote", parents=[common], help="mark the bundle the plant view shows for a job"
+    )
+    _job_args(p)
+    p.add_argument("bundle", nargs="?", help="the bundle folder (default: the job's bundle:)")
+    p.add_argument("--note", help="why this bundle, kept with the promotion")
+    p.set_defaults(func=history.promote)
+
+    p = sub.add_parser(
         "check",
         parents=[common],
         help="list every problem of a job's data in one run (bad values, times, labels, "

@@ -13,6 +13,10 @@ file's ``history`` key: a file, a PostgreSQL URL, or ``off``), written with SQLA
 - :mod:`~mfgtx.history.target`: where a job's history is;
 - :mod:`~mfgtx.history.judged`: a bundle's scores whose truth has arrived (for the watch);
 - :mod:`~mfgtx.history.watches`: the watch's verdicts (``mfgtx watch``).
+- :mod:`~mfgtx.history.plant`: the plant view's trends and latest lots with their verdicts;
+- :mod:`~mfgtx.history.promote`: the promoted bundle of each job, and the jobs of a history;
+- :mod:`~mfgtx.history.compare`: two bundles on the same lots, and where they disagree;
+- :mod:`~mfgtx.history.example`: a made-up history of hourly runs (tests, benchmarks).
 
 Example:
     >>> import tempfile, pandas as pd, sqlalchemy as sa
@@ -31,8 +35,21 @@ Example:
     0  L1      bad   bad
 """
 
+from mfgtx.history.compare import disagreements, side_by_side
+from mfgtx.history.example import example_history, example_job
 from mfgtx.history.judged import judged_scores
 from mfgtx.history.migrate import STEPS, HistoryError, migrate, schema_version
+from mfgtx.history.plant import (
+    ALL,
+    LEVELS,
+    NOT_RECORDED,
+    last_scored,
+    latest_lots,
+    trend,
+    trend_columns,
+    verdict,
+)
+from mfgtx.history.promote import job_name, promote, promoted, scored_jobs
 from mfgtx.history.queries import by_window_end, runs, scores_between
 from mfgtx.history.store import HistoryStore, open_history, read_history
 from mfgtx.history.target import history_url
@@ -44,22 +61,38 @@ from mfgtx.history.truth import (
 from mfgtx.history.watches import latest_watches, record_watch, watches_of
 
 __all__ = [
+    "ALL",
+    "LEVELS",
+    "NOT_RECORDED",
     "STEPS",
     "HistoryError",
     "HistoryStore",
     "by_window_end",
+    "disagreements",
+    "example_history",
+    "example_job",
     "history_url",
+    "job_name",
     "judged_scores",
+    "last_scored",
+    "latest_lots",
     "latest_watches",
     "migrate",
     "open_history",
     "predictions_with_truth",
     "predictions_with_truth_between",
+    "promote",
+    "promoted",
     "read_history",
     "record_truth",
     "record_watch",
     "runs",
     "schema_version",
+    "scored_jobs",
     "scores_between",
+    "side_by_side",
+    "trend",
+    "trend_columns",
+    "verdict",
     "watches_of",
 ]

@@ -12,6 +12,7 @@ their outputs is :mod:`mfgtx.jobs`'s, which the dashboard never imports.
 
 from mfgtx.jobfile._sql import read_engine
 from mfgtx.jobfile.config import ConfigError, JobConfig, SourceSection, load_config, recorded_job
+from mfgtx.jobfile.limits import Limit
 from mfgtx.jobfile.prepare import read_windows, split
 from mfgtx.jobfile.sources import FILE, LINE, csv_delimiter, read_csv_bytes, without_position
 
@@ -20,6 +21,7 @@ __all__ = [
     "LINE",
     "ConfigError",
     "JobConfig",
+    "Limit",
     "SourceSection",
     "csv_delimiter",
     "load_config",

@@ -25,6 +25,8 @@ PAGES = [
     "views/defects.py",
     "views/evaluation.py",
     "views/score.py",
+    "views/plant.py",
+    "views/compare.py",
 ]
 INTERNAL = "internal error"
 
@@ -75,7 +77,7 @@ def test_every_page_renders_on_sample_data(app_env, page):
 
 
 def test_overview_lists_bundle_metrics_audit_and_data(app_env):
-    at = _app()
+    at = _app("views/overview.py")
     _clean(at)
     frames = [df.value for df in at.dataframe]
     assert any("sample_quality" in set(f.get("bundle", [])) for f in frames)
@@ -214,7 +216,7 @@ def test_corrupted_bundle_is_refused_with_a_message(app_env, monkeypatch, tmp_pa
     data[-1] ^= 0xFF
     weights.write_bytes(bytes(data))
     monkeypatch.setenv("MFGTX_MODELS_DIR", str(tmp_path))
-    at = _app()
+    at = _app("views/overview.py")
     _clean(at)
     assert any(t.startswith("Refused bundle: broken") for t in _texts(at.warning))
 
@@ -225,7 +227,7 @@ def test_config_file_sets_the_directories(app_env, monkeypatch, tmp_path):
     config = tmp_path / "mfgtx-app.toml"
     config.write_text(f'models_dir = "{app_env}"\ndata_dir = "{SAMPLE}"\n')
     monkeypatch.setenv("MFGTX_APP_CONFIG", str(config))
-    at = _app()
+    at = _app("views/overview.py")
     _clean(at)
     assert any(str(config) in t for t in _texts(at.caption))
     assert any("sample_quality" in set(df.value.get("bundle", [])) for df in at.dataframe)
@@ -242,6 +244,8 @@ def test_password_sign_in_from_secrets(app_env):
     at.text_input[0].input("s3cret-password")
     at.button[0].click().run()
     _clean(at)
+    assert _texts(at.title) == ["Plant"]  # the first page
+    at.switch_page("views/overview.py").run()
     assert any(df.value.shape[0] for df in at.dataframe)
 
 

@@ -36,12 +36,14 @@ FLAGS = [
     "--no-first-run",
 ]
 PAGES = [  # (url path, heading)
-    ("", "Overview"),
+    ("", "Plant"),
+    ("overview", "Overview"),
     ("quality", "Quality & RUL"),
     ("forecast", "Forecast"),
     ("defects", "Defect inspection"),
     ("evaluation", "Evaluation"),
     ("score", "Score a file"),
+    ("compare", "Compare & promote"),
 ]
 TIMEOUT_MS = 120_000
 
@@ -136,7 +138,8 @@ OUT = ROOT / "test-output" / "e2e"
 
 
 #: the demo bundles each page is shot with (page path -> model kind; "any": every bundle)
-KIND_OF_PAGE = {"": None, "quality": "sensor", "forecast": "forecast", "defects": "vit",
+KIND_OF_PAGE = {"": None, "overview": None, "compare": None, "quality": "sensor",
+                "forecast": "forecast", "defects": "vit",
                 "evaluation": "sensor", "score": "any"}  # fmt: skip
 #: an image of the data folder each defect bundle is shown with
 DEFECT_IMAGE = {"sample_defects": "defects/images/000.png",
@@ -197,7 +200,7 @@ def test_every_page_with_every_demo_bundle_in_a_real_browser(server):
                     assert "Non-causal diagnostic" in text
                     _check_opacity_changes_pixels(page, heading, out)
                 _wait_charts(page)
-                name = f"{path or 'overview'}-{bundle}" if bundle else (path or "overview")
+                name = f"{path or 'plant'}-{bundle}" if bundle else (path or "plant")
                 page.screenshot(path=str(out / f"{name}.png"), full_page=True)
         finally:
             browser.close()
@@ -294,7 +297,7 @@ def _assert_signed_out_everywhere(url: str, expect: str, shots: str) -> None:
                 assert not page.locator("[data-testid='stPlotlyChart']").count(), path
                 assert not page.locator("[data-testid='stDataFrame']").count(), path
                 assert "sample_quality" not in text and "L1-0001" not in text, path
-                page.screenshot(path=str(OUT / f"{shots}-{path or 'overview'}.png"))
+                page.screenshot(path=str(OUT / f"{shots}-{path or 'plant'}.png"))
         finally:
             browser.close()
 
@@ -331,6 +334,8 @@ def test_every_page_asks_for_the_password_when_one_is_set(request, tmp_path):
                 _wait_ready(page, "mfgtx dashboard")
                 page.get_by_label("Password").first.fill("line 3 nights")
                 page.get_by_role("button", name="Sign in").click()
+                _wait_ready(page, "Plant")  # the first page; the session's sign-in holds
+                page.get_by_role("link", name="Overview").first.click()  # a new URL would not
                 _wait_ready(page, "Overview")
                 assert "sample_quality" in page.inner_text("body")
             finally:
@@ -349,3 +354,108 @@ def test_every_response_carries_the_security_headers(server) -> None:
         assert headers.get("x-content-type-options") == "nosniff", path
         assert "frame-ancestors 'none'" in headers.get("content-security-policy", ""), path
         assert headers.get("referrer-policy") == "no-referrer", path
+
+
+@pytest.fixture
+def plant_server(request, tmp_path):
+    """A dashboard over the tiny trained bundle and a generated history of twelve hourly
+    runs of lines L1..L3 by it and by a second bundle of the same job (the AppTest's)."""
+    _need_browser()
+    from mfgtx.artifacts import find_bundles
+
+    from .test_plant_view import plant_history
+
+    models = request.getfixturevalue("models_dir")
+    bundle = next(b for b in find_bundles(models)[0] if b.path.name == "sample_quality")
+    history = plant_history(tmp_path, bundle.bundle_id)
+    OUT.mkdir(parents=True, exist_ok=True)
+    log = OUT / "streamlit-plant.log"
+    env = {"MFGTX_HISTORY": str(history)}
+    with _streamlit(models, log, "--server.address", "127.0.0.1", env=env) as url:
+        yield url, history, log
+
+
+def test_plant_view_drill_down_and_promote_in_a_real_browser(plant_server):
+    from playwright.sync_api import sync_playwright
+
+    from .test_plant_view import OTHER
+
+    url, _, log = plant_server
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2400})
+            page.goto(f"{url}/")  # the first page
+            _wait_ready(page, "Plant")
+            for line in ("L1", "L2", "L3"):  # a trend per line, its limit line drawn
+                page.get_by_role("heading", name=f"Line {line}").first.wait_for()
+            _wait_charts(page)
+            assert page.locator("[data-testid='stPlotlyChart']").count() == 3
+            assert page.locator("text=alarm above 0.8").count() == 3
+            page.screenshot(path=str(OUT / "plant.png"), full_page=True)
+
+            box = page.get_by_role("combobox", name="Open a lot").nth(1)  # line L2's
+            box.click()
+            page.get_by_role("option", name="L2-0007").click()
+            _wait_ready(page, "Plant")
+            page.get_by_role("button", name="Open lot page").nth(1).click()
+            _wait_ready(page, "Quality & RUL")
+            assert page.get_by_role("combobox", name="Lot").input_value() == "L2-0007"
+            assert page.get_by_role("combobox", name="Line").input_value() == "L2"
+            page.screenshot(path=str(OUT / "plant-drill-down.png"), full_page=True)
+
+            page.goto(f"{url}/compare")
+            _wait_ready(page, "Compare & promote")
+            _wait_charts(page)
+            assert "Where they disagree" in page.inner_text("body")
+            page.get_by_role("button", name=f"Promote bundle {OTHER[:12]}").click()
+            page.get_by_text("the plant view shows it from now on").wait_for(timeout=TIMEOUT_MS)
+            page.goto(f"{url}/")
+            _wait_ready(page, "Plant")
+            assert f"promoted bundle bundle {OTHER[:12]}" in page.inner_text("body")
+        finally:
+            browser.close()
+    assert "Traceback" not in log.read_text(), "a page failed; see the server log"
+
+
+def shoot_plant_view(models_dir: Path, folder: Path, png: Path, *, days: float = 30) -> None:
+    """A screenshot of the plant view over ``days`` of generated hourly scores ending this
+    hour (the README's picture: ``docs/img/plant_view.png``)."""
+    import sqlalchemy as sa
+    from playwright.sync_api import sync_playwright
+
+    from mfgtx.artifacts import find_bundles
+    from mfgtx.history import example_history, example_job, open_history
+
+    bundle = next(b for b in find_bundles(models_dir)[0] if b.path.name == "sample_quality")
+    history = folder / "history.db"
+    job = example_job(folder / "line_quality.yaml", name="line_quality", history=str(history))
+    engine = sa.create_engine(f"sqlite:///{history}")
+    example_history(open_history(engine, "history.db"), bundle_id=bundle.bundle_id,
+                    job_file=str(job), days=days)  # fmt: skip
+    engine.dispose()
+    env = {"MFGTX_HISTORY": str(history)}
+    with (
+        _streamlit(
+            models_dir, folder / "streamlit.log", "--server.address", "127.0.0.1", env=env
+        ) as url,  # fmt: skip
+        sync_playwright() as pw,
+    ):
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1500})
+            page.goto(f"{url}/")
+            _wait_ready(page, "Plant")
+            _wait_charts(page)
+            page.screenshot(path=str(png))
+        finally:
+            browser.close()
+
+
+def test_plant_view_screenshot(request, tmp_path):
+    """The README's screenshot, taken as the browser tests run the dashboard; copy
+    ``test-output/e2e/plant_view.png`` to ``docs/img/`` to refresh it."""
+    _need_browser()
+    OUT.mkdir(parents=True, exist_ok=True)
+    shoot_plant_view(request.getfixturevalue("models_dir"), tmp_path, OUT / "plant_view.png")
+    assert (OUT / "plant_view.png").stat().st_size > 10_000
