@@ -349,7 +349,7 @@ class WindowPredictor(Predictor[WindowSpecT]):
                 continue
             assert windows is not None and table is not None
             idx = windows.last_per_lot() if last_per_lot else np.arange(len(windows))
-            rows = self.rows(windows, idx, batch_size=batch_size)
+            rows = _with_keys(self.rows(windows, idx, batch_size=batch_size), table)
             rows, bad = self._finite(rows)
             errors += bad
             parts.append(rows)
@@ -379,6 +379,19 @@ class WindowPredictor(Predictor[WindowSpecT]):
             for lot in lots
         ]
         return rows[~rows["lot"].isin(lots)].reset_index(drop=True), errors
+
+
+def _with_keys(rows: pd.DataFrame, table: SensorTable) -> pd.DataFrame:
+    """``rows`` with the lot's key columns (``data.columns.keys``: the line, the machine
+    type...) after ``lot``, as the data gives them: whoever reads the scores (the history,
+    the plant view, a plant's own report) finds each lot's line beside it."""
+    keys = [k for k in table.columns.keys if k in table.frame.columns and k not in rows.columns]
+    if not keys or rows.empty:
+        return rows
+    per_lot = table.frame.groupby(table.columns.lot, sort=False)[keys].first()
+    for at, k in enumerate(keys, start=1):
+        rows.insert(at, k, rows["lot"].map(per_lot[k]).to_numpy())
+    return rows
 
 
 def batches(idx: np.ndarray, batch_size: int) -> Iterator[np.ndarray]:

@@ -34,8 +34,11 @@ def _alerts(db: Path) -> pd.DataFrame:
 
 
 def _lots(out: Path) -> list[str]:
-    """The subjects of the lots in the output (the output holds no line column)."""
-    return sorted({f"lot {lot}" for lot in pd.read_parquet(out)["lot"]})
+    """The subjects of the lots in the output: ``line L1, lot L1-0001`` (the scores carry the
+    job's key column ``line``)."""
+    rows = pd.read_parquet(out)
+    pairs = zip(rows["line"], rows["lot"], strict=True)
+    return sorted({f"line {line}, lot {lot}" for line, lot in pairs})
 
 
 def test_a_limit_crossed_arrives_once_at_the_webhook_and_the_mailbox_over_two_runs(
@@ -113,7 +116,9 @@ def test_a_receiver_that_is_down_never_fails_the_job_and_the_next_run_delivers(
     assert main(["history", str(job), "--alerts"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert (summary(lines[-1])["alerts"], summary(lines[-1])["open"], len(lines)) == (n, n, n + 1)
-    assert all(" open lot L" in x and ": limit:p_bad: p_bad " in x for x in lines[:-1])
+    assert all(
+        ", lot L" in x and " open line L" in x and ": limit:p_bad: p_bad " in x for x in lines[:-1]
+    )
     assert all(x.endswith("[delivery sent, 2 attempt(s)]") for x in lines[:-1])
 
 
