@@ -77,7 +77,7 @@ def test_a_deliberate_violation_breaks_its_contract(copy, module, line, contract
 
 
 PUBLIC = {
-    "mfgtx", "mfgtx.artifacts", "mfgtx.baselines", "mfgtx.calibration", "mfgtx.data",
+    "mfgtx", "mfgtx.alerts", "mfgtx.artifacts", "mfgtx.baselines", "mfgtx.calibration", "mfgtx.data",
     "mfgtx.data.io", "mfgtx.explain", "mfgtx.history", "mfgtx.images", "mfgtx.jobfile", "mfgtx.jobs",
     "mfgtx.kinds",
     "mfgtx.metrics",

@@ -1,7 +1,8 @@
 """Plant: every line of a job at a glance, from its score history.
 
 Per line (the job's first key, ``line``; a job without keys: per lot, an RUL job's machine):
-the latest lots with their verdict (a limit crossed, flagged bad, input to check, ok), and the
+the job's open alerts (score and watch), the latest lots with their verdict (a limit crossed,
+flagged bad, input to check, ok), and the
 trend of each prediction over the chosen time range with its interval band, the actuals where
 they arrived and the limit lines of the job file's ``limits:``. A lot opens on its lot page.
 
@@ -31,11 +32,13 @@ from _settings import app_config
 from _trends import LEVEL_COLOURS, LEVEL_MARKS, LEVEL_WORDS, trend_figure, verdict_table
 from _trust import show_trust
 
+from mfgtx.alerts import alerts
 from mfgtx.history import ALL, LEVELS, NOT_RECORDED, last_scored, latest_lots, trend_columns
 
 REFRESH_S = 60  # the lines part reruns on its own this often
 LATEST = 8  # lots listed per line
 MAX_GROUPS = 12  # lines (or machines) drawn; the worst first
+MAX_ALERTS = 50  # open alerts listed
 
 
 def _group_word(job: PlantJob) -> str:
@@ -51,6 +54,7 @@ def lines(job: PlantJob, bundle_id: str, days: float) -> None:
         return
     frame = cached_trend(job.url, bundle_id, since(last, days), last, job.group_key, job.target)
     st.caption(f"Latest score {when(last)}; this part refreshes every {REFRESH_S} s.")
+    open_alerts(job)
     if frame.empty:
         st.info("No scores in this time range.")
         return
@@ -108,6 +112,26 @@ def trends(job: PlantJob, rows: pd.DataFrame, columns: list[str], band_column: s
                 ),
                 key=f"plant_trend_{group}_{column}_{one}",
             )  # fmt: skip
+
+
+def open_alerts(job: PlantJob) -> None:
+    """The job's open alerts (its score runs' and its watch's), newest first, with their
+    delivery: what reached the plant's targets and what did not."""
+    sources = (f"score:{job.name}", f"watch:{job.name}")
+    table = alerts(reader(job.url), state="open", sources=sources, limit=MAX_ALERTS)
+    if table.empty:
+        st.markdown(":green[:material/check_circle:] No open alerts.")
+        return
+    more = f" (the latest {MAX_ALERTS})" if len(table) == MAX_ALERTS else ""
+    st.markdown(f":red[:material/notifications_active:] **{len(table)} open "
+                f"alert{'s' if len(table) != 1 else ''}**{more}")  # fmt: skip
+    shown = table.assign(
+        opened=table["opened_at"].map(when), by=table["source"].str.split(":").str[0]
+    )
+    st.dataframe(
+        shown[["opened", "subject", "message", "by", "delivery"]], hide_index=True,
+        column_config={"message": st.column_config.TextColumn(width="large")},
+    )  # fmt: skip
 
 
 def _name(group: str) -> str:

@@ -127,12 +127,21 @@ def record_delivery(conn: Any, alert_ids: Sequence[str], why: str | None, now: s
     conn.execute(ALERTS.update().where(ALERTS.c.alert_id.in_(list(alert_ids))).values(**values))
 
 
-def alerts(store: HistoryStore, *, state: str | None = None, limit: int = 50) -> pd.DataFrame:
+def alerts(
+    store: HistoryStore,
+    *,
+    state: str | None = None,
+    limit: int = 50,
+    sources: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """The latest ``limit`` alerts of ``store``, newest first (``state``: ``open`` or
-    ``cleared`` only)."""
+    ``cleared`` only; ``sources``: only those raised by them, such as ``score:<job>`` and
+    ``watch:<job>``: one job's alerts in a history several jobs share)."""
     query = sa.select(ALERTS)
     if state is not None:
         query = query.where(ALERTS.c.state == state)
+    if sources is not None:
+        query = query.where(ALERTS.c.source.in_(list(sources)))
     query = query.order_by(ALERTS.c.opened_at.desc(), ALERTS.c.alert_id).limit(limit)
     with store.transaction() as conn:
         rows = conn.execute(query).mappings().all()

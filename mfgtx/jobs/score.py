@@ -39,7 +39,7 @@ import pandas as pd
 from mfgtx._files import remove_leftovers
 from mfgtx.alerts import notify, score_findings
 from mfgtx.data import DataError, DataWarning
-from mfgtx.history import HistoryError, HistoryStore, history_url, open_history
+from mfgtx.history import HistoryError, HistoryStore, history_url, job_name, open_history
 from mfgtx.jobfile.config import ConfigError, JobConfig
 from mfgtx.jobfile.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, without_position
 from mfgtx.jobs._lock import output_lock
@@ -302,7 +302,7 @@ class _HistoryRun:
             log.warning("alerts are not checked: they need the history, and this run is "
                         "not recorded in it")  # fmt: skip
             return "not checked: alerts need the history, which did not record this run"
-        job = config.name or Path(config.source_file).stem
+        job = job_name(config)
         found, checked = score_findings(scored.rows, lot_name=lot_name, extra_keys=tuple(extra),
                                         limits=config.limits)  # fmt: skip
         try:

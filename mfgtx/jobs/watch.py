@@ -20,7 +20,14 @@ from typing import Any
 import pandas as pd
 
 from mfgtx.alerts import notify
-from mfgtx.history import HistoryError, HistoryStore, history_url, judged_scores, open_history
+from mfgtx.history import (
+    HistoryError,
+    HistoryStore,
+    history_url,
+    job_name,
+    judged_scores,
+    open_history,
+)
 from mfgtx.history import record_watch as record_watch_row
 from mfgtx.jobfile.config import ConfigError, JobConfig
 from mfgtx.jobfile.sources import WHOLE, iter_lot_frames, without_position
@@ -187,7 +194,7 @@ def _alert(config: JobConfig, store: HistoryStore | None, report: WatchReport) -
     if store is None:
         log.warning("the watch's alerts are not checked: they need the history")
         return "not checked: alerts need the history, which did not record this watch"
-    job = config.name or Path(config.source_file).stem
+    job = job_name(config)
     try:
         outcome = notify(store, config.alerts, report.findings(), source=f"watch:{job}",
                          checked_subjects=[report.subject])  # fmt: skip

@@ -180,3 +180,31 @@ def test_an_rul_job_trends_each_machine_with_its_band_and_alarm_and_opens_it(
     assert not at.exception, at.exception
     assert _texts(at.title) == ["Quality & RUL"]
     assert at.selectbox(key="quality_lot").value == "M02"
+
+
+def test_the_plant_view_lists_the_jobs_open_alerts_and_not_another_jobs(plant_env) -> None:
+    """Open alerts of the job (its score runs' and its watch's) are listed with their
+    delivery; a cleared one and another job's sharing the history are not."""
+    from mfgtx.alerts import Finding, notify
+    from mfgtx.jobfile.alerts import AlertsSection
+
+    engine = sa.create_engine(f"sqlite:///{plant_env['history']}")
+    store = open_history(engine, "history.db")
+    record_only = AlertsSection(to=())
+    drift = Finding("line_quality", "drift:temperature_c", "2.1 spreads from training")
+    flagged = Finding("line L2, lot L2-0007", "flagged", "decided bad, p_bad 0.91")
+    gone = Finding("line L1, lot L1-0003", "flagged", "decided bad, p_bad 0.85")
+    notify(store, record_only, [drift], source="watch:line_quality", checked_subjects=[])
+    notify(store, record_only, [flagged, gone], source="score:line_quality", checked_subjects=[])
+    notify(store, record_only, [flagged], source="score:line_quality",
+           checked_subjects=[gone.subject])  # fmt: skip  # L1-0003 rescored: cleared
+    other = Finding("machine M01", "limit:rul_cycles", "22 is below the alarm limit 30")
+    notify(store, record_only, [other], source="score:fleet", checked_subjects=[])
+    engine.dispose()
+
+    at = AppTest.from_file(str(MAIN), default_timeout=180).run()
+    assert not at.exception, at.exception
+    assert any("2 open alerts" in m for m in _texts(at.markdown))
+    (table,) = [d.value for d in at.dataframe if "delivery" in d.value.columns]
+    assert sorted(table["subject"]) == ["line L2, lot L2-0007", "line_quality"]
+    assert set(table["by"]) == {"score", "watch"} and set(table["delivery"]) == {"pending"}
