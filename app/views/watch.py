@@ -1,10 +1,10 @@
 """Watch: the latest ``mfgtx watch`` of every bundle, read from the history: its verdict,
 what it found, each sensor against its training data and the model against its test figures.
 
-The history is ``MFGTX_HISTORY`` (a SQLite file or a database URL) when set, else the first
-``history.db`` beside the models folder: ``<models>/../results/history.db`` (as the demo and
-the job files write it), ``<models>/history.db`` or ``<models>/../history.db``. It is read
-only; the page never creates or upgrades it.
+The histories are the plant view's (those the bundles' jobs name, and ``MFGTX_HISTORY``, a
+SQLite file or a database URL), and a ``history.db`` beside the models folder
+(``<models>/../results/history.db``, ``<models>/history.db`` or ``<models>/../history.db``).
+They are read only; the page never creates or upgrades one.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import pandas as pd
 import streamlit as st
 from _common import guarded
+from _history import plant_jobs
 from _settings import app_config
 
 from mfgtx.history import HistoryError, latest_watches, read_history
@@ -26,19 +27,23 @@ VERDICT_WORDS = {
 }
 
 
-def _history_url() -> str | None:
+def _history_urls() -> list[str]:
+    """Every history to read: ``MFGTX_HISTORY``, the plant view's, one beside the models."""
+    urls = []
     named = os.environ.get("MFGTX_HISTORY")
     if named:
-        return named if "://" in named else f"sqlite:///{named}"
-    models = app_config().models_dir
+        urls.append(named if "://" in named else f"sqlite:///{named}")
+    cfg = app_config()
+    urls += [job.url for job in plant_jobs(cfg)]
+    models = cfg.models_dir
     for candidate in (
         models.parent / "results" / "history.db",
         models / "history.db",
         models.parent / "history.db",
     ):
         if candidate.is_file():
-            return f"sqlite:///{candidate}"
-    return None
+            urls.append(f"sqlite:///{candidate.resolve()}")
+    return list(dict.fromkeys(urls))
 
 
 @st.cache_data(ttl=30, show_spinner=False)
@@ -61,21 +66,25 @@ def page() -> None:
         "Whether each model still holds: its recent inputs against its training data, and its "
         "error where the truth has arrived against its own test figures (`mfgtx watch JOB`)."
     )
-    url = _history_url()
-    if url is None:
+    urls = _history_urls()
+    if not urls:
         st.info(
             "No history found beside the models folder. Run `mfgtx score JOB` and then "
             "`mfgtx watch JOB`, or set MFGTX_HISTORY to the history file."
         )
         return
-    try:
-        latest = _latest(url)
-    except (HistoryError, ValueError) as e:
-        st.warning(f"The history {_where(url)} cannot be read: {e}")
-        return
+    parts = []
+    for url in urls:
+        try:
+            parts.append(_latest(url))
+        except (HistoryError, ValueError) as e:
+            st.warning(f"The history {_where(url)} cannot be read: {e}")
+    latest = pd.concat([p for p in parts if not p.empty] or parts or [pd.DataFrame()])
     if latest.empty:
-        st.info(f"No watch recorded in {_where(url)} yet: run `mfgtx watch JOB`.")
+        where = ", ".join(_where(u) for u in urls)
+        st.info(f"No watch recorded in {where} yet: run `mfgtx watch JOB`.")
         return
+    latest = latest.reset_index(drop=True)
     names = [
         _subject(f) or str(b)[:12]
         for f, b in zip(latest["findings"], latest["bundle_id"], strict=True)
