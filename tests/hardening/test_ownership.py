@@ -482,8 +482,10 @@ def test_a_table_mfgtx_created_takes_the_next_run_under_any_spelling(
             f"score.errors={tmp_path / 'errors.csv'}",
         )  # fmt: skip
         assert code == 0, err
-    rows = _table_rows(db, "line3_scores")
-    assert len(rows) > 0 and len(set((r[0], r[1]) for r in rows)) == len(rows)
+    with sqlite3.connect(db) as conn:
+        keys = conn.execute("SELECT lot, window_end FROM line3_scores").fetchall()
+    conn.close()
+    assert len(keys) > 0 and len(set(keys)) == len(keys)  # one row per key, never twice
     with sqlite3.connect(db) as conn:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
     conn.close()
