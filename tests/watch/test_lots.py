@@ -5,6 +5,7 @@ sensor over three lots is still flagged; profiles without lots are judged as bef
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -153,3 +154,44 @@ def test_regimes_keep_their_lots() -> None:
     )
     assert p.regimes["a"]["temperature_c"].lots.n_lots == 10  # type: ignore[union-attr]
     assert p.sensors["temperature_c"].lots.n_lots == 20  # type: ignore[union-attr]
+
+
+@pytest.fixture(scope="module")
+def sample_plant_draws() -> tuple[Counter, Counter, int]:
+    """The sample plant's own lots, left untouched: 30 draws each of 1 and 3 lots, each
+    judged against a profile of the other lots (as new lots meet a trained bundle), lot by
+    lot and reading by reading; the findings of both and the sensor checks made."""
+    frame = pd.read_csv(Path(__file__).parents[2] / "sample_data" / "sensors.csv")
+    sensors = list(SENSORS)
+    names = frame["lot"].unique()
+    rng = np.random.default_rng(0)
+    by_lots, by_readings = Counter(), Counter()
+    checks = 0
+    for k in (1, 3):
+        for _ in range(30):
+            held = frame["lot"].isin(names[rng.choice(len(names), k, replace=False)])
+            rest = frame[~held]
+            profile = TrainingProfile.from_values(
+                rest[sensors].to_numpy(float), sensors, lot=pd.factorize(rest["lot"])[0]
+            )
+            recent = frame[held]
+            for c in check_inputs(profile, recent, WatchSettings(), lot=recent["lot"].to_numpy()):
+                by_lots.update(c.reasons)
+            for c in check_inputs(profile, recent, WatchSettings()):
+                by_readings.update(c.reasons)
+            checks += len(sensors)
+    return by_lots, by_readings, checks
+
+
+def test_the_sample_plants_own_lots_stay_quiet(sample_plant_draws) -> None:
+    """The sample plant's lots differ by line (L2 runs about 1.3 spreads hot, L3 1.1 cold,
+    on every sensor). 240 sensor checks of held-out lots, 1 or 3 at a time. Measured: judged
+    lot by lot, drift in 8 (3.3 %); reading by reading, as before, drift in 83 (35 %): this
+    test fails there. Bound: 5 %."""
+    by_lots, _, checks = sample_plant_draws
+    assert sum(by_lots.values()) / checks <= 0.05, by_lots
+
+
+def test_the_sample_plants_lots_judged_reading_by_reading_alarm_often(sample_plant_draws) -> None:
+    _, by_readings, checks = sample_plant_draws
+    assert by_readings["drift"] / checks > 0.2, by_readings
