@@ -37,7 +37,7 @@ def _profile(bundle: Path) -> dict:
     return manifest["extra"]["training_profile"]
 
 
-def test_the_bundle_keeps_its_training_profile_under_its_checksums(quality_bundle, tmp_path):
+def test_the_bundle_keeps_its_training_profile_under_its_checksums(quality_bundle, plant, tmp_path):
     _, bundle = quality_bundle
     profile = _profile(bundle)
     assert set(profile["sensors"]) == {
@@ -48,6 +48,10 @@ def test_the_bundle_keeps_its_training_profile_under_its_checksums(quality_bundl
     }
     temp = profile["sensors"]["temperature_c"]
     assert temp["count"] > 0 and len(temp["quantiles"]) == 20 and temp["std"] > 0
+    lots = temp["lots"]  # each training lot in a few numbers, for the lot-aware limits
+    plant_lots = pd.read_csv(plant / "sensors.csv")["lot"]
+    assert len(lots["counts"]) == min(plant_lots.nunique(), 100)
+    assert sum(lots["counts"]) <= temp["count"] and len(lots["quantiles"][0]) == 10
     forged = tmp_path / "forged"
     shutil.copytree(bundle, forged)
     text = (forged / "manifest.json").read_text()
