@@ -117,10 +117,27 @@ def page() -> None:
     if sensors:
         st.markdown("**Inputs against the training data**")
         st.dataframe(
-            pd.DataFrame(sensors)[
-                ["sensor", "regime", "rows", "missing", "outside", "distance", "problems"]
-            ].rename(
-                columns={"outside": "outside training range", "distance": "distance (spreads)"}
+            pd.DataFrame(sensors)
+            .reindex(  # drift_limit and lots: recorded since the watch judges lot by lot
+                columns=[
+                    "sensor",
+                    "regime",
+                    "rows",
+                    "lots",
+                    "missing",
+                    "outside",
+                    "distance",
+                    "drift_limit",
+                    "problems",
+                ]
+            )
+            .rename(
+                columns={
+                    "outside": "outside training range",
+                    "distance": "distance (spreads)",
+                    "drift_limit": "drift limit (spreads)",
+                    "lots": "lots compared",
+                }
             ),
             hide_index=True,
         )

@@ -201,8 +201,9 @@ def _with_profile(config: JobConfig, data: Any, fitted: Fitted) -> Fitted:
     """``fitted`` with the training profile of its sensor rows (:mod:`mfgtx.watch.profile`)
     in its bundle's ``extra``: the readings of every row the job trained and was judged on
     (its training data, all sets: the lot-to-lot spread a new lot is compared with), per
-    sensor, and per regime where the model has them. Category columns (names, not numbers)
-    are left out; a model that reads no sensor rows (images) gets none."""
+    sensor, and per regime where the model has them, each also lot by lot (the rows its
+    windows cover). Category columns (names, not numbers) are left out; a model that reads
+    no sensor rows (images) gets none."""
     from dataclasses import replace
 
     from mfgtx.data import Windows
@@ -224,8 +225,24 @@ def _with_profile(config: JobConfig, data: Any, fitted: Fitted) -> Fitted:
         [windows.sensors[c] for c in keep],
         regime=regime,
         regime_names=names or (),
+        lot=_row_lots(windows),
     )
     return replace(fitted, extra={**fitted.extra, PROFILE_KEY: profile.to_dict()})
+
+
+def _row_lots(windows: Any) -> np.ndarray:
+    """``(R,)`` the lot index of each table row, lots numbered by id (``-1``: a row no
+    window covers): a lot's rows are contiguous in the table (windows are cut lot by
+    lot), from its first window's first row to its last window's last."""
+    lot = np.full(len(windows.values), -1, dtype=np.int64)
+    names, index = np.unique(windows.lot, return_inverse=True)  # index: (N,)
+    first = np.full(len(names), np.iinfo(np.int64).max)
+    last = np.zeros(len(names), dtype=np.int64)
+    np.minimum.at(first, index, windows.row_start)
+    np.maximum.at(last, index, windows.row_start + windows.lengths)  # (L,) one past the end
+    for k in range(len(names)):
+        lot[first[k] : last[k]] = k
+    return lot
 
 
 def left_out_path(config: JobConfig) -> Path:

@@ -63,12 +63,14 @@ class WatchOutcome:
         }
 
 
-def _recent(config: JobConfig, predictor: Any, last: int) -> tuple[pd.DataFrame | None, int]:
-    """The latest ``last`` lots (0: all) of the job's score source as raw rows, and how
-    many lots that is; ``None`` for a model that reads no sensor rows."""
+def _recent(
+    config: JobConfig, predictor: Any, last: int
+) -> tuple[pd.DataFrame | None, int, str | None]:
+    """The latest ``last`` lots (0: all) of the job's score source as raw rows, how many
+    lots that is and the rows' lot column; ``None`` for a model that reads no sensor rows."""
     kind = predictor.kind
     if config.score is None or not hasattr(predictor, "columns"):
-        return None, 0
+        return None, 0, None
     source, _ = kind.score_source(config)
     if config.data is not None:
         try:
@@ -91,7 +93,7 @@ def _recent(config: JobConfig, predictor: Any, last: int) -> tuple[pd.DataFrame 
         frame = without_position(frame)
         parts.append(frame[[c for c in dict.fromkeys(keep) if c in frame.columns]])
     if not parts:
-        return pd.DataFrame(), 0
+        return pd.DataFrame(), 0, cols.lot
     rows = pd.concat(parts, ignore_index=True)
     if long:
         rows = rows.pivot_table(
@@ -104,7 +106,7 @@ def _recent(config: JobConfig, predictor: Any, last: int) -> tuple[pd.DataFrame 
     lots = rows.groupby(cols.lot, sort=False)[cols.time].max().sort_values(kind="stable")
     chosen = lots.index[-last:] if last > 0 else lots.index
     rows = rows[rows[cols.lot].isin(chosen)]
-    return rows.reset_index(drop=True), len(chosen)
+    return rows.reset_index(drop=True), len(chosen), cols.lot
 
 
 def _window(rows: pd.DataFrame | None, time: str | None) -> tuple[str | None, str | None]:
@@ -149,7 +151,7 @@ def watch_job(config: JobConfig, *, last: int | None = None) -> WatchOutcome:
         raise ConfigError(f"{config.source_file}: --last: expected 0 or more lots, found {n_last}")
     predictor = load_predictor(config)
     bundle = predictor.bundle
-    recent, lots = _recent(config, predictor, n_last)
+    recent, lots, lot_column = _recent(config, predictor, n_last)
     store, where = _store(config)
     judged = None
     targets = tuple(getattr(predictor.input_spec, "targets", ()) or ())
@@ -170,6 +172,7 @@ def watch_job(config: JobConfig, *, last: int | None = None) -> WatchOutcome:
             regimes=regimes,
             lots=lots,
             window=_window(recent, getattr(getattr(predictor, "columns", None), "time", None)),
+            lot_column=lot_column,
         )
     except ValueError as e:
         from mfgtx.artifacts import BundleError

@@ -8,9 +8,20 @@ are compared with the bundle's :class:`~mfgtx.watch.profile.SensorProfile`:
 - ``missing``: far more missing readings than in training;
 - ``range``: too many readings outside the range the sensor had in training;
 - ``drift``: the Wasserstein distance (:func:`scipy.stats.wasserstein_distance`) between the
-  recent readings and the training distribution (its quantiles) is beyond
-  :attr:`~mfgtx.jobfile.watch.WatchSettings.drift` training spreads. Moving the whole
-  distribution by ``s`` standard deviations gives a distance of ``s``.
+  recent readings and the training distribution (its quantiles) is beyond the limit, in
+  training spreads. Moving the whole distribution by ``s`` standard deviations gives a
+  distance of ``s``.
+
+The limits are lot-aware. Readings come in lots, and a few lots of an unchanged process lie
+further from the pooled training readings than as many independent readings would. Where
+the profile kept the training lots one by one and the recent rows' lots are known, the
+drift limit is the distance that groups of as many training lots, each compared with the
+other training lots, exceed in only
+:attr:`~mfgtx.jobfile.watch.WatchSettings.false_alarms` of draws
+(:func:`~mfgtx.watch.lots.lot_limits`), and the range limit likewise; never below
+:attr:`~mfgtx.jobfile.watch.WatchSettings.drift` spreads and
+:attr:`~mfgtx.jobfile.watch.WatchSettings.outside_range`, the limits alone for a profile
+without lots (an older bundle) or recent rows without lots.
 
 Fewer recent readings than ``min_readings`` are not judged for drift, range or constancy.
 
@@ -36,6 +47,7 @@ import pandas as pd
 from scipy.stats import wasserstein_distance
 
 from mfgtx.jobfile.watch import WatchSettings
+from mfgtx.watch.lots import LotLimits, lot_distance, lot_limits
 from mfgtx.watch.profile import SensorProfile, TrainingProfile
 
 __all__ = ["SensorCheck", "check_inputs", "check_sensor"]
@@ -56,6 +68,11 @@ class SensorCheck:
         missing: the share of recent rows without a reading.
         outside: the share of readings outside the training range (``None``: not judged).
         distance: the Wasserstein distance in training spreads (``None``: not judged).
+        drift_limit: the distance beyond which it drifted (``None``: not judged).
+        range_limit: the outside share beyond which it is flagged (``None``: not judged).
+        lots: the lots per group of training lots it was judged against (the recent lots,
+            at most half the training lots; ``None``: judged reading by reading, the
+            distance then to the training quantiles; else lot summaries against lots).
         problems: ``(reason, message)`` pairs, ``reason`` one of ``dead``, ``constant``,
             ``missing``, ``range``, ``drift``; empty when the sensor looks as in training.
     """
@@ -67,6 +84,9 @@ class SensorCheck:
     missing: float
     outside: float | None = None
     distance: float | None = None
+    drift_limit: float | None = None
+    range_limit: float | None = None
+    lots: int | None = None
     problems: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -87,11 +107,15 @@ def check_sensor(
     *,
     regime: str | None = None,
     presence: bool = True,
+    lot: np.ndarray | None = None,
 ) -> SensorCheck:
     """``sensor``'s recent readings ``values`` ``(R,)`` (NaN: missing) against ``trained``;
-    ``presence=False`` leaves the dead and missing checks to a check over every row."""
+    ``presence=False`` leaves the dead and missing checks to a check over every row;
+    ``lot`` ``(R,)``: each row's lot, to judge the readings against groups of as many
+    training lots (``None``: reading by reading)."""
     values = np.asarray(values, dtype=np.float64)
     seen = values[np.isfinite(values)]
+    seen_lot = None if lot is None else pd.Series(np.asarray(lot)[np.isfinite(values)])
     rows, n = int(values.size), int(seen.size)
     missing = 1.0 - n / rows if rows else 0.0
     where = sensor if regime is None else f"{sensor} (regime {regime})"
@@ -134,6 +158,16 @@ def check_sensor(
     distance = None
     if trained.std > 0 and trained.quantiles:
         distance = float(wasserstein_distance(np.asarray(trained.quantiles), seen)) / trained.std
+    limits = None
+    if seen_lot is not None and trained.lots is not None:
+        limits = lot_limits(trained.lots, int(seen_lot.nunique()), settings.false_alarms)
+    drift_limit, range_limit = settings.drift, settings.outside_range
+    if limits is not None:
+        assert trained.lots is not None and seen_lot is not None
+        if distance is not None:  # measured as the limit is: lot summaries against lots
+            distance = lot_distance(trained.lots, seen, seen_lot.to_numpy()) / trained.std
+            drift_limit = max(drift_limit, limits.distance / trained.std)
+        range_limit = max(range_limit, limits.outside)
     check = SensorCheck(
         sensor,
         regime,
@@ -142,26 +176,40 @@ def check_sensor(
         check.missing,
         round(outside, 4),
         None if distance is None else round(distance, 4),
+        None if distance is None else round(drift_limit, 4),
+        round(range_limit, 4),
+        None if limits is None else limits.lots,
     )
-    if distance is not None and distance > settings.drift:
+    if distance is not None and distance > drift_limit:
         problems.append(
             (
                 "drift",
                 f"{where}: recent readings lie {distance:.1f} training spreads "
                 f"from training (mean {_g(float(seen.mean()))} against "
                 f"{_g(trained.mean)}, spread {_g(float(seen.std()))} against "
-                f"{_g(trained.std)}; limit {settings.drift:g})",
+                f"{_g(trained.std)}; limit {drift_limit:.2g}{_basis(limits, settings)})",
             )
         )
-    if outside > settings.outside_range:
+    if outside > range_limit:
         problems.append(
             (
                 "range",
                 f"{where}: {outside:.0%} of recent readings lie outside the "
-                f"training range [{_g(low)}, {_g(high)}]",
+                f"training range [{_g(low)}, {_g(high)}] (limit {range_limit:.0%}"
+                f"{_basis(limits, settings)})",
             )
         )
     return _with(check, problems)
+
+
+def _basis(limits: LotLimits | None, settings: WatchSettings) -> str:
+    """What a limit rests on, for messages."""
+    if limits is None:
+        return ""
+    return (
+        f"; groups of {limits.lots} training lots lie as far from the other training lots "
+        f"in {settings.false_alarms:.0%} of {limits.draws} draws"
+    )
 
 
 def _with(check: SensorCheck, problems: list[tuple[str, str]]) -> SensorCheck:
@@ -181,30 +229,47 @@ def check_inputs(
     *,
     regime: np.ndarray | None = None,
     regime_names: Sequence[str] = (),
+    lot: np.ndarray | None = None,
 ) -> tuple[SensorCheck, ...]:
     """Every profiled sensor of ``frame`` (recent raw rows) against ``profile``.
 
     Dead and missing readings are judged over every row; drift, range and constancy over
     every row, or, where the profile has regimes and ``regime`` ``(R,)`` gives each row's
     index into ``regime_names``, within each regime that has enough recent readings (a
-    sensor column the frame lacks reads as dead)."""
+    sensor column the frame lacks reads as dead). With ``lot`` ``(R,)`` (each row's lot),
+    a sensor's readings are judged against groups of as many training lots as they come
+    from (see the module docstring)."""
     out: list[SensorCheck] = []
     by_regime: Mapping[str, Mapping[str, SensorProfile]] = profile.regimes
     use_regimes = bool(by_regime) and regime is not None
     for sensor, trained in profile.sensors.items():
         values = _column(frame, sensor)
-        whole = check_sensor(sensor, trained, values, settings, presence=True)
+        whole = check_sensor(sensor, trained, values, settings, presence=True, lot=lot)
         if not use_regimes or "dead" in whole.reasons:
             out.append(whole)
             continue
         presence = tuple(p for p in whole.problems if p[0] == "missing")
-        out.append(replace(whole, outside=None, distance=None, problems=presence))
+        out.append(
+            replace(
+                whole,
+                outside=None,
+                distance=None,
+                drift_limit=None,
+                range_limit=None,
+                lots=None,
+                problems=presence,
+            )
+        )
         assert regime is not None
         for k, name in enumerate(regime_names):
             own = by_regime.get(str(name), {}).get(sensor)
-            rows = values[np.asarray(regime) == k]
+            inside = np.asarray(regime) == k  # (R,)
+            rows = values[inside]
             if own is not None and rows.size:
+                lots = None if lot is None else np.asarray(lot)[inside]
                 out.append(
-                    check_sensor(sensor, own, rows, settings, regime=str(name), presence=False)
+                    check_sensor(
+                        sensor, own, rows, settings, regime=str(name), presence=False, lot=lots
+                    )
                 )
     return tuple(out)

@@ -56,6 +56,7 @@ def watch(
     regimes: Regimes | None = None,
     lots: int = 0,
     window: tuple[str | None, str | None] = (None, None),
+    lot_column: str | None = None,
 ) -> WatchReport:
     """Watch one bundle.
 
@@ -69,6 +70,9 @@ def watch(
         settings: the thresholds.
         regimes: the bundle's operating regimes, to compare sensors within each.
         lots, window: how many recent lots, from when to when (for the report).
+        lot_column: the column of ``recent`` that names each row's lot: recent lots are
+            then judged against groups of as many training lots (``None`` or a column
+            ``recent`` lacks: reading by reading).
 
     Returns:
         the :class:`~mfgtx.watch.report.WatchReport`.
@@ -105,7 +109,12 @@ def watch(
         regime = names = None
         if regimes is not None and profile.regimes:
             regime, names = regime_of_rows(regimes, recent), regime_names(regimes)
-        inputs = check_inputs(profile, recent, settings, regime=regime, regime_names=names or ())
+        lot = None
+        if lot_column is not None and lot_column in recent.columns:
+            lot = recent[lot_column].astype("string").to_numpy(dtype=object)
+        inputs = check_inputs(
+            profile, recent, settings, regime=regime, regime_names=names or (), lot=lot
+        )
         judged_inputs = True
         per = " within each operating regime" if regime is not None else ""
         note = (

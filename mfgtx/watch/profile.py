@@ -6,8 +6,12 @@ Written into a bundle's ``extra`` section under :data:`PROFILE_KEY` when it is t
 bundle's checksums cover it like the rest of its manifest): per sensor the number of rows,
 the share of missing readings, min, max, mean, standard deviation and :data:`N_QUANTILES`
 quantiles at the levels ``(i + 0.5) / Q``; with operating regimes, the same per regime (rows
-whose regime cannot be told are left out of the regimes, not of the whole). A bundle written
-before profiles has none: :func:`profile_of` gives ``None`` and the watch says so.
+whose regime cannot be told are left out of the regimes, not of the whole). Given each row's
+lot, each sensor (and regime) also keeps its training lots one by one
+(:class:`~mfgtx.watch.lots.LotSummaries`), so the watch can judge recent lots against the
+lot-to-lot variation training showed; a profile written without them (an older mfgtx) is
+judged as before, reading by reading. A bundle written before profiles has none:
+:func:`profile_of` gives ``None`` and the watch says so.
 
 Example:
     >>> import numpy as np
@@ -27,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from mfgtx.watch.lots import LotSummaries
 
 __all__ = ["N_QUANTILES", "PROFILE_KEY", "SensorProfile", "TrainingProfile", "profile_of"]
 
@@ -54,6 +60,7 @@ class SensorProfile:
         missing: the share of rows without a reading.
         min, max, mean, std: of the readings.
         quantiles: the readings' quantiles at the levels ``(i + 0.5) / Q``.
+        lots: the readings lot by lot, or ``None`` (no lots told, or an older profile).
     """
 
     count: int
@@ -63,10 +70,12 @@ class SensorProfile:
     mean: float | None = None
     std: float | None = None
     quantiles: tuple[float, ...] = ()
+    lots: LotSummaries | None = None
 
     @classmethod
-    def of(cls, values: np.ndarray) -> SensorProfile:
-        """The profile of one sensor's readings ``(R,)`` (NaN: missing)."""
+    def of(cls, values: np.ndarray, lot: np.ndarray | None = None) -> SensorProfile:
+        """The profile of one sensor's readings ``(R,)`` (NaN: missing); ``lot`` ``(R,)``
+        each row's lot index (``-1``: none) to keep the readings lot by lot too."""
         values = np.asarray(values, dtype=np.float64)
         seen = values[np.isfinite(values)]
         count = int(values.size)
@@ -82,9 +91,11 @@ class SensorProfile:
             float(seen.mean()),
             float(seen.std()),
             tuple(float(q) for q in qs),
+            None if lot is None else LotSummaries.of(values, lot),
         )
 
     def to_dict(self) -> dict[str, Any]:
+        lots = {} if self.lots is None else {"lots": self.lots.to_dict()}
         return {
             "count": self.count,
             "missing": self.missing,
@@ -93,6 +104,7 @@ class SensorProfile:
             "mean": self.mean,
             "std": self.std,
             "quantiles": list(self.quantiles),
+            **lots,
         }
 
     @classmethod
@@ -102,6 +114,7 @@ class SensorProfile:
             return None if v is None else float(v)
 
         quantiles = tuple(float(q) for q in state.get("quantiles") or ())
+        lots = state.get("lots")
         return cls(
             int(state["count"]),
             float(state["missing"]),
@@ -110,6 +123,7 @@ class SensorProfile:
             number("mean"),
             number("std"),
             quantiles,
+            None if lots is None else LotSummaries.from_dict(lots),
         )
 
 
@@ -133,21 +147,27 @@ class TrainingProfile:
         *,
         regime: np.ndarray | None = None,
         regime_names: Sequence[str] = (),
+        lot: np.ndarray | None = None,
     ) -> TrainingProfile:
         """The profile of raw readings ``values`` ``(R, C)`` of ``sensors`` (NaN: missing);
-        ``regime`` ``(R,)`` the regime index of each row (``-1``: not told) and
-        ``regime_names`` the name of each index."""
+        ``regime`` ``(R,)`` the regime index of each row (``-1``: not told),
+        ``regime_names`` the name of each index and ``lot`` ``(R,)`` the lot index of each
+        row (``-1``: none), to keep each sensor's readings lot by lot."""
         values = np.asarray(values, dtype=np.float64)
         if values.ndim != 2 or values.shape[1] != len(sensors):
             raise ValueError(f"values of shape {values.shape} do not hold {len(sensors)} sensors")
-        whole = {s: SensorProfile.of(values[:, c]) for c, s in enumerate(sensors)}
+        if lot is not None and np.shape(lot) != (len(values),):
+            raise ValueError(f"lot of shape {np.shape(lot)} for {len(values)} rows")
+        whole = {s: SensorProfile.of(values[:, c], lot) for c, s in enumerate(sensors)}
         by_regime: dict[str, dict[str, SensorProfile]] = {}
         if regime is not None:
             for k, name in enumerate(regime_names):
-                rows = values[np.asarray(regime) == k]  # (R_k, C)
+                own = np.asarray(regime) == k  # (R,)
+                rows = values[own]  # (R_k, C)
+                lots = None if lot is None else np.asarray(lot)[own]
                 if len(rows):
                     by_regime[str(name)] = {
-                        s: SensorProfile.of(rows[:, c]) for c, s in enumerate(sensors)
+                        s: SensorProfile.of(rows[:, c], lots) for c, s in enumerate(sensors)
                     }
         return cls(whole, by_regime)
 

@@ -102,6 +102,9 @@ class WatchReport:
                 "missing": c.missing,
                 "outside": c.outside,
                 "distance": c.distance,
+                "drift_limit": c.drift_limit,
+                "range_limit": c.range_limit,
+                "lots": c.lots,
                 "problems": [r for r, _ in c.problems],
             }
             for c in self.inputs
@@ -144,6 +147,9 @@ class WatchReport:
                 figures += f", outside training range {c.outside:.0%}"
             if c.distance is not None:
                 figures += f", distance {c.distance:.2f} spreads"
+            if c.drift_limit is not None:
+                figures += f" (limit {c.drift_limit:.2f}"
+                figures += f" for {c.lots} lot(s))" if c.lots is not None else ")"
             state = ", ".join(r for r, _ in c.problems) or "ok"
             out.append(f"  {c.where}: {state} ({c.readings} readings; {figures})")
         out.append(f"model: {self.model.why}")

@@ -37,7 +37,7 @@ def _profile(bundle: Path) -> dict:
     return manifest["extra"]["training_profile"]
 
 
-def test_the_bundle_keeps_its_training_profile_under_its_checksums(quality_bundle, tmp_path):
+def test_the_bundle_keeps_its_training_profile_under_its_checksums(quality_bundle, plant, tmp_path):
     _, bundle = quality_bundle
     profile = _profile(bundle)
     assert set(profile["sensors"]) == {
@@ -48,6 +48,10 @@ def test_the_bundle_keeps_its_training_profile_under_its_checksums(quality_bundl
     }
     temp = profile["sensors"]["temperature_c"]
     assert temp["count"] > 0 and len(temp["quantiles"]) == 20 and temp["std"] > 0
+    lots = temp["lots"]  # each training lot in a few numbers, for the lot-aware limits
+    plant_lots = pd.read_csv(plant / "sensors.csv")["lot"]
+    assert len(lots["counts"]) == min(plant_lots.nunique(), 100)
+    assert sum(lots["counts"]) <= temp["count"] and len(lots["quantiles"][0]) == 10
     forged = tmp_path / "forged"
     shutil.copytree(bundle, forged)
     text = (forged / "manifest.json").read_text()
@@ -108,8 +112,10 @@ def test_watch_thresholds_come_from_the_job_file(quality_bundle, tmp_path, capsy
     out = tmp_path / "scores.parquet"
     code, found, _ = _watch(
         capsys, job.as_posix(), "--set", f"score.output.path={out}", "--set", "watch.drift=0.001"
-    )
-    assert code == NOT_VALID_EXIT and any(r.startswith("drift:") for r in found["findings"])
+    )  # the training lots themselves: within the lot-to-lot variation, never below the floor
+    assert code == 0 and not any(r.startswith("drift:") for r in found["findings"])
+    code, _, text = _watch(capsys, job.as_posix(), "--set", "watch.drift=50")
+    assert code == 0 and "(limit 50.00 for " in text
     code, found, text = _watch(capsys, job.as_posix(), "--set", "watch.drfit=1")
     assert code == 2 and "watch.drfit: unknown key; did you mean 'drift'?" in text
 
