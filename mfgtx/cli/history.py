@@ -70,7 +70,7 @@ def _alerts(store: HistoryStore, where: str, limit: int) -> int:
 
     table = alerts(store, limit=limit)
     for r in table.to_dict("records"):
-        until = f" until {r['cleared_at']}" if r["cleared_at"] else ""
+        until = f" until {r['cleared_at']}" if isinstance(r["cleared_at"], str) else ""
         emit(
             f"{r['opened_at']} {r['state']}{until} {r['subject']}: {r['reason']}: "
             f"{r['message']} [delivery {r['delivery']}, {r['attempts']} attempt(s)]"

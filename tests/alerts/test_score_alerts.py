@@ -70,7 +70,7 @@ def test_a_limit_crossed_arrives_once_at_the_webhook_and_the_mailbox_over_two_ru
 
 
 def test_alerts_clear_when_the_lots_are_within_limits_and_open_anew(
-    quality_bundle, tmp_path, receiver
+    quality_bundle, tmp_path, receiver, capsys
 ) -> None:
     job = _job(quality_bundle, tmp_path, [receiver.url()])
     first = score(load_config(job))
@@ -84,6 +84,13 @@ def test_alerts_clear_when_the_lots_are_within_limits_and_open_anew(
     assert got["state"].value_counts().to_dict() == {"cleared": n, "open": n}
     by_lot = got.groupby("subject")["state"].apply(sorted)
     assert all(states == ["cleared", "open"] for states in by_lot)
+
+    from mfgtx.cli import main
+
+    assert main(["history", str(job), "--alerts", "--runs", str(2 * n)]) == 0
+    listed = capsys.readouterr().out.strip().splitlines()[:-1]
+    assert sum(" open line L" in x for x in listed) == n  # an open alert: no "until"
+    assert sum(" cleared until 20" in x for x in listed) == n
 
 
 def test_a_receiver_that_is_down_never_fails_the_job_and_the_next_run_delivers(
