@@ -2,13 +2,14 @@
 
 Per line (the job's first key, ``line``; a job without keys: per lot, an RUL job's machine):
 the job's open alerts (score and watch), the latest lots with their verdict (a limit crossed,
-flagged bad, input to check, ok), and the
-trend of each prediction over the chosen time range with its interval band, the actuals where
-they arrived and the limit lines of the job file's ``limits:``. A lot opens on its lot page.
+flagged bad, input to check, ok), and the trend of each prediction over the chosen time range
+with its interval band, the actuals where they arrived and the limit lines of the job file's
+``limits:``. A lot opens on its lot page.
 
-The job shows its promoted bundle (Compare & promote), else the one that scored last. The
-lines part refreshes on its own every :data:`REFRESH_S` seconds (``st.fragment``), reading
-only the range shown: :mod:`mfgtx.history.plant` queries by time, never the whole history.
+The jobs with the most open alerts come first. The job shows its promoted bundle (Compare &
+promote), else the one that scored last. The lines part refreshes on its own every
+:data:`REFRESH_S` seconds (``st.fragment``), reading only the range shown:
+:mod:`mfgtx.history.plant` queries by time, never the whole history.
 """
 
 from __future__ import annotations
@@ -114,11 +115,16 @@ def trends(job: PlantJob, rows: pd.DataFrame, columns: list[str], band_column: s
             )  # fmt: skip
 
 
+def _open(job: PlantJob, limit: int) -> pd.DataFrame:
+    """The job's open alerts (its score runs' and its watch's), newest first."""
+    sources = (f"score:{job.name}", f"watch:{job.name}")
+    return alerts(reader(job.url), state="open", sources=sources, limit=limit)
+
+
 def open_alerts(job: PlantJob) -> None:
     """The job's open alerts (its score runs' and its watch's), newest first, with their
     delivery: what reached the plant's targets and what did not."""
-    sources = (f"score:{job.name}", f"watch:{job.name}")
-    table = alerts(reader(job.url), state="open", sources=sources, limit=MAX_ALERTS)
+    table = _open(job, MAX_ALERTS)
     if table.empty:
         st.markdown(":green[:material/check_circle:] No open alerts.")
         return
@@ -171,6 +177,7 @@ def plant() -> None:
             "MFGTX_HISTORY). Run `mfgtx demo` to see it filled."
         )
         return
+    jobs = sorted(jobs, key=lambda j: (-len(_open(j, MAX_ALERTS)), j.name))  # alerts first
     labels = [job_label(j, jobs) for j in jobs]
     left, right = st.columns(2)
     picked = left.selectbox("Job", labels, key="plant_job")
