@@ -52,6 +52,9 @@ def test_the_bundle_keeps_its_training_profile_under_its_checksums(quality_bundl
     plant_lots = pd.read_csv(plant / "sensors.csv")["lot"]
     assert len(lots["counts"]) == min(plant_lots.nunique(), 100)
     assert sum(lots["counts"]) <= temp["count"] and len(lots["quantiles"][0]) == 10
+    assert profile["keys"] == ["line"]  # each training lot's line, to judge a line on its own
+    plant_lines = pd.read_csv(plant / "sensors.csv").groupby("line")["lot"].nunique()
+    assert pd.Series([k[0] for k in lots["keys"]]).value_counts().to_dict() == plant_lines.to_dict()
     forged = tmp_path / "forged"
     shutil.copytree(bundle, forged)
     text = (forged / "manifest.json").read_text()
