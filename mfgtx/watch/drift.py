@@ -23,6 +23,16 @@ other training lots, exceed in only
 :attr:`~mfgtx.jobfile.watch.WatchSettings.outside_range`, the limits alone for a profile
 without lots (an older bundle) or recent rows without lots.
 
+Where the training lots recorded their values of the job's key columns (``data.columns.keys``:
+the line, press or machine) and the recent rows carry them, each key's recent lots are judged
+against the training lots of that key alone: distances in that key's training spread, the
+range that key had, groups of as many of its lots against its other lots, the false-alarm
+rate shared among the keys a watch holds, and at least a half-normal tail where its groups
+are few (:func:`~mfgtx.watch.lots.lot_limits`). A sensor reports its worst key
+(:attr:`SensorCheck.group`, ``temperature_c on line L3``). A key with fewer than
+:data:`~mfgtx.watch.lots.MIN_LOTS` training lots is judged against every training lot, and
+the message says so; a key no training lot had is a ``range`` finding of the key column.
+
 Fewer recent readings than ``min_readings`` are not judged for drift, range or constancy.
 
 Example:

@@ -10,8 +10,11 @@ whose regime cannot be told are left out of the regimes, not of the whole). Give
 lot, each sensor (and regime) also keeps its training lots one by one
 (:class:`~mfgtx.watch.lots.LotSummaries`), so the watch can judge recent lots against the
 lot-to-lot variation training showed; a profile written without them (an older mfgtx) is
-judged as before, reading by reading. A bundle written before profiles has none:
-:func:`profile_of` gives ``None`` and the watch says so.
+judged as before, reading by reading. Each lot also keeps its values of the job's key
+columns (``data.columns.keys``, named in :attr:`TrainingProfile.keys`), so the watch can
+judge a line's lots against that line's; a profile without them is judged across every lot.
+A bundle written before profiles has none: :func:`profile_of` gives ``None`` and the watch
+says so.
 
 Example:
     >>> import numpy as np

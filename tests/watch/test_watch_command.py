@@ -86,6 +86,8 @@ def test_watch_is_quiet_on_the_plants_data_and_flags_a_shifted_and_a_dead_sensor
     )
     assert code == NOT_VALID_EXIT == found["exit_code"] and found["verdict"] == "not_valid"
     assert "drift:temperature_c" in found["findings"] and found["findings"][-1] == "not_valid"
+    # judged line by line (the job's keys: [line]); 4 training lots a line are too few
+    assert "temperature_c on line L" in text and "has only 4 training lot(s)" in text
     assert not any(
         r.endswith(("pressure_bar", "vibration_mm_s", "motor_current_a")) for r in found["findings"]
     )
