@@ -335,9 +335,10 @@ def _groups_of(
     if key is None or seen_lot is None or lots is None or not lots.grouped:
         return [(None, every, lots, "")]
     out: list[tuple[str | None, np.ndarray, LotSummaries | None, str]] = []
-    for value in dict.fromkeys(key):
-        inside = np.array([k == value for k in key], dtype=bool)
-        if value is None:
+    codes, values = pd.factorize(pd.Series(key, dtype=object), use_na_sentinel=False)
+    for at, value in enumerate(values):
+        inside = codes == at  # (R,)
+        if not isinstance(value, tuple):  # rows without a key value
             out.append(("lots without " + "/".join(key_columns), inside, lots, ""))
             continue
         words = key_words(key_columns, value)
@@ -459,10 +460,13 @@ def _keys_of(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray | None:
     missing); ``None`` without key columns or when ``frame`` lacks one."""
     if not columns or any(c not in frame.columns for c in columns):
         return None
-    parts = [frame[c].astype("string") for c in columns]
-    out = np.empty(len(frame), dtype=object)
-    for i, values in enumerate(zip(*parts, strict=True)):
-        out[i] = None if any(pd.isna(v) for v in values) else tuple(str(v) for v in values)
+    text = frame[list(columns)].astype("string")
+    told = text.notna().all(axis=1).to_numpy()  # (R,)
+    codes, combos = pd.factorize(pd.MultiIndex.from_frame(text.fillna("")))
+    names = np.empty(len(combos), dtype=object)  # (U,) each combination as a tuple of text
+    names[:] = [tuple(str(v) for v in c) for c in combos]
+    out = names[codes]  # (R,)
+    out[~told] = None
     return out
 
 

@@ -213,3 +213,12 @@ def test_the_sample_plants_own_lots_judged_line_by_line_stay_quiet() -> None:
     assert found["drift"] / checks <= 0.03, found
     assert found["range"] / checks <= 0.06, found
     assert not set(found) - {"drift", "range"}, found
+
+
+def test_lots_without_a_line_are_judged_against_every_training_lot(profile) -> None:
+    recent = _lots(np.random.default_rng(14), ["L1", "L2"], first=1000)
+    recent.loc[recent["line"] == "L2", "line"] = None
+    recent.loc[recent["line"].isna(), "temperature_c"] += 10 * SPREADS[0]
+    (temp,) = [c for c in _checks(profile, recent) if c.sensor == "temperature_c"]
+    assert "drift" in temp.reasons and temp.group == "lots without line"
+    assert all(c.sensor != "line" for c in _checks(profile, recent))
