@@ -53,6 +53,7 @@ def windows_by_chunk(
     cut: Callable[[SensorTable], Windows],
     need: int,
     left_out: list[dict[str, Any]] | None = None,
+    lot_keys: dict[str, tuple[str, ...] | None] | None = None,
 ) -> tuple[Windows, ColumnMap]:
     """Windows of ``config.data``, read lot-complete ``source.chunk_rows`` rows at a time.
 
@@ -81,6 +82,7 @@ def windows_by_chunk(
             need,
             problems,
             left_out,
+            lot_keys,
         )
     except UngroupedLotsError as e:
         log.warning("%s; reading the whole input at once instead", e)
@@ -90,7 +92,9 @@ def windows_by_chunk(
                                  cols.time_format)  # fmt: skip
         problems = Problems()
         labels = checked_labels(label_frame, data, problems)
-        return _windows_of_chunks(config, cols, cut, [whole], labels, need, problems, left_out)
+        return _windows_of_chunks(
+            config, cols, cut, [whole], labels, need, problems, left_out, lot_keys
+        )
 
 
 def checked_labels(
@@ -118,6 +122,7 @@ def _windows_of_chunks(
     need: int,
     problems: Problems,
     left_out: list[dict[str, Any]] | None,
+    lot_keys: dict[str, tuple[str, ...] | None] | None = None,
 ) -> tuple[Windows, ColumnMap]:
     data = config.data
     assert data is not None
@@ -132,6 +137,8 @@ def _windows_of_chunks(
         table = read_table(frame, cols, problems=problems)
         if not len(table.frame):
             continue
+        if lot_keys is not None:
+            lot_keys.update(_keys_of_lots(table))
         if columns is not None and table.columns.sensors != columns.sensors:
             raise DataError(
                 f"{describe(data.source)}: the sensors differ between chunks "
@@ -179,6 +186,19 @@ def _windows_of_chunks(
     return Windows.concat(parts), columns
 
 
+def _keys_of_lots(table: SensorTable) -> dict[str, tuple[str, ...] | None]:
+    """Each lot's values of the key columns as text (``None``: one missing; keys are
+    constant per lot, :func:`~mfgtx.data.read_table` checked)."""
+    keys = [k for k in table.columns.keys if k in table.frame.columns]
+    if not keys or len(keys) != len(table.columns.keys):
+        return {}
+    first = table.frame.groupby(table.columns.lot, sort=False)[keys].first()
+    return {
+        str(lot): None if row.isna().any() else tuple(str(v) for v in row)
+        for lot, row in first.iterrows()
+    }
+
+
 def _report_left_out(
     source: str, problems: Problems, left_out: list[dict[str, Any]] | None, *, kept: bool
 ) -> None:
@@ -211,12 +231,17 @@ def _report_left_out(
 
 
 def read_windows(
-    config: JobConfig, kind: Kind[Any, Any, Any], *, left_out: list[dict[str, Any]] | None = None
+    config: JobConfig,
+    kind: Kind[Any, Any, Any],
+    *,
+    left_out: list[dict[str, Any]] | None = None,
+    lot_keys: dict[str, tuple[str, ...] | None] | None = None,
 ) -> tuple[Windows, ColumnMap]:
     """Read (in lot-complete chunks), join, validate and window the job's data as ``kind``
     trains on it. A lot with a bad value, time or label is left out with a
     :class:`~mfgtx.data.DataWarning`; ``left_out`` receives its errors rows (``lot``,
-    ``file``, ``line``, ``column``, ``reason``).
+    ``file``, ``line``, ``column``, ``reason``), ``lot_keys`` each lot's values of the key
+    columns (``data.columns.keys``, as text; ``None``: one missing).
 
     Raises:
         ConfigError: a missing section, no targets for a kind that needs them, or settings
@@ -245,6 +270,7 @@ def read_windows(
         kind.cut(config.windows, section),
         kind.need(config.windows, section),
         left_out,
+        lot_keys,
     )
     log.info(
         "%d windows of %d rows from %d lots (%s)",

@@ -170,7 +170,10 @@ def _train(
     try:
         kind.check_train(config)
         bad_lots: list[dict[str, Any]] = []  # sensor rows: the lots left out for bad values
-        data = kind.read(config, lambda k: read_windows(config, k, left_out=bad_lots))
+        lot_keys: dict[str, tuple[str, ...] | None] = {}  # each lot's line, for the watch
+        data = kind.read(
+            config, lambda k: read_windows(config, k, left_out=bad_lots, lot_keys=lot_keys)
+        )
         try:
             left_out = kind.left_out(config, data)
             if left_out is not None:
@@ -180,7 +183,7 @@ def _train(
             key = run_key(config, kind, *kind.fingerprint(config, data))
             fitted = kind.train(data, config, FitSetup(train_cfg, key, on_step, judge))
             if judge:
-                fitted = _with_profile(config, data, fitted)
+                fitted = _with_profile(config, data, fitted, lot_keys)
         finally:
             kind.release(data)
     except (DataError, ConfigError):
@@ -197,13 +200,20 @@ def _train(
     return _outcome(kind, fitted, t0, path=path, checkpoint_dir=ckpt)
 
 
-def _with_profile(config: JobConfig, data: Any, fitted: Fitted) -> Fitted:
+def _with_profile(
+    config: JobConfig,
+    data: Any,
+    fitted: Fitted,
+    lot_keys: dict[str, tuple[str, ...] | None] | None = None,
+) -> Fitted:
     """``fitted`` with the training profile of its sensor rows (:mod:`mfgtx.watch.profile`)
     in its bundle's ``extra``: the readings of every row the job trained and was judged on
     (its training data, all sets: the lot-to-lot spread a new lot is compared with), per
     sensor, and per regime where the model has them, each also lot by lot (the rows its
-    windows cover). Category columns (names, not numbers) are left out; a model that reads
-    no sensor rows (images) gets none."""
+    windows cover), each lot with its values of the job's key columns (``lot_keys``, by lot
+    id: the line, so that the watch judges a line's lots against that line's). Category
+    columns (names, not numbers) are left out; a model that reads no sensor rows (images)
+    gets none."""
     from dataclasses import replace
 
     from mfgtx.data import Windows
@@ -220,12 +230,18 @@ def _with_profile(config: JobConfig, data: Any, fitted: Fitted) -> Fitted:
     regimes = getattr(fitted.spec, "regimes", None)
     if regimes is not None and tuple(windows.sensors) == tuple(regimes.inputs):
         regime, names = regimes.assign(values), regime_names(regimes)
+    keys = tuple(config.data.columns.keys) if config.data is not None else ()
+    told = None
+    if keys and lot_keys:
+        told = [lot_keys.get(str(name)) for name in np.unique(windows.lot)]  # by lot index
     profile = TrainingProfile.from_values(
         values[:, keep],
         [windows.sensors[c] for c in keep],
         regime=regime,
         regime_names=names or (),
         lot=_row_lots(windows),
+        keys=keys if told is not None else (),
+        lot_keys=told,
     )
     return replace(fitted, extra={**fitted.extra, PROFILE_KEY: profile.to_dict()})
 

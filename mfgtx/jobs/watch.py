@@ -82,7 +82,8 @@ def _recent(
     source = source.inheriting(predictor.read_options.csv)
     cols = predictor.columns
     segment = WHOLE if config.data is not None and config.data.segment else None
-    keep = [c for c in (cols.lot, cols.time, *(cols.sensors or ())) if c]
+    keys = tuple(getattr(cols, "keys", ()) or ())  # the line: each is judged on its own lots
+    keep = [c for c in (cols.lot, cols.time, *keys, *(cols.sensors or ())) if c]
     long = getattr(cols, "layout", "wide") == "long"
     if long:
         keep += [cols.sensor_name, cols.value]

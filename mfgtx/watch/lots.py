@@ -31,7 +31,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 __all__ = [
     "DRAWS",
@@ -47,6 +48,7 @@ __all__ = [
     "MIN_LOTS",
     "LotLimits",
     "LotSummaries",
+    "key_words",
     "lot_distance",
     "lot_limits",
 ]
@@ -74,21 +76,57 @@ class LotSummaries:
         counts: ``(L,)`` readings of each lot.
         mins, maxs: ``(L,)`` each lot's lowest and highest reading.
         quantiles: ``(L, Q)`` each lot's readings at the levels ``(i + 0.5) / Q``.
+        keys: ``(L,)`` each lot's values of the job's key columns (``data.columns.keys``:
+            its line, press, machine), as text in the columns' order (``None``: a lot
+            without them); ``None`` when training told no keys (or an older profile).
     """
 
     counts: tuple[int, ...]
     mins: tuple[float, ...]
     maxs: tuple[float, ...]
     quantiles: tuple[tuple[float, ...], ...]
+    keys: tuple[tuple[str, ...] | None, ...] | None = None
 
     @property
     def n_lots(self) -> int:
         return len(self.counts)
 
+    def subset(self, idx: Sequence[int]) -> LotSummaries:
+        """The summaries of the lots ``idx`` only."""
+        keys = None if self.keys is None else tuple(self.keys[i] for i in idx)
+        return LotSummaries(
+            tuple(self.counts[i] for i in idx),
+            tuple(self.mins[i] for i in idx),
+            tuple(self.maxs[i] for i in idx),
+            tuple(self.quantiles[i] for i in idx),
+            keys,
+        )
+
+    def of_key(self, key: tuple[str, ...]) -> LotSummaries:
+        """The summaries of the lots whose key values are ``key`` (none: no lot)."""
+        keys = self.keys or ()
+        return self.subset([i for i, k in enumerate(keys) if k == key])
+
+    @property
+    def grouped(self) -> bool:
+        """Whether the lots' key values group them: known, and repeating (fewer distinct
+        values than half the lots; a key that names each lot apart, an order number, does
+        not group)."""
+        if self.keys is None:
+            return False
+        told = [k for k in self.keys if k is not None]
+        return bool(told) and len(set(told)) <= len(told) / 2
+
     @classmethod
-    def of(cls, values: np.ndarray, lot: np.ndarray) -> LotSummaries:
+    def of(
+        cls,
+        values: np.ndarray,
+        lot: np.ndarray,
+        keys: Sequence[tuple[str, ...] | None] | None = None,
+    ) -> LotSummaries:
         """The summaries of readings ``values`` ``(R,)`` (NaN: missing) whose lot index is
-        ``lot`` ``(R,)`` (``-1``: a row of no lot, left out); lots in index order."""
+        ``lot`` ``(R,)`` (``-1``: a row of no lot, left out); lots in index order.
+        ``keys``: each lot index's key values (``None``: no keys told)."""
         values = np.asarray(values, dtype=np.float64)
         lot = np.asarray(lot)
         keep = np.isfinite(values) & (lot >= 0)
@@ -104,14 +142,19 @@ class LotSummaries:
             mins.append(_round(own.min()))
             maxs.append(_round(own.max()))
             qs.append(tuple(_round(q) for q in np.quantile(own, levels)))
-        return cls(tuple(counts), tuple(mins), tuple(maxs), tuple(qs))
+        told = None if keys is None else tuple(keys[int(i)] for i in ids)
+        return cls(tuple(counts), tuple(mins), tuple(maxs), tuple(qs), told)
 
     def to_dict(self) -> dict[str, Any]:
+        keys = {}
+        if self.keys is not None:
+            keys = {"keys": [None if k is None else list(k) for k in self.keys]}
         return {
             "counts": list(self.counts),
             "mins": list(self.mins),
             "maxs": list(self.maxs),
             "quantiles": [list(q) for q in self.quantiles],
+            **keys,
         }
 
     @classmethod
@@ -121,13 +164,23 @@ class LotSummaries:
             tuple(float(x) for x in state["mins"]),
             tuple(float(x) for x in state["maxs"]),
             tuple(tuple(float(x) for x in q) for q in state["quantiles"]),
+            None
+            if state.get("keys") is None
+            else tuple(None if k is None else tuple(str(v) for v in k) for k in state["keys"]),
         )
         n = out.n_lots
         if len(out.mins) != n or len(out.maxs) != n or len(out.quantiles) != n:
             raise ValueError(f"lot summaries of {n} lots with {len(out.quantiles)} quantile rows")
+        if out.keys is not None and len(out.keys) != n:
+            raise ValueError(f"lot summaries of {n} lots with key values of {len(out.keys)}")
         if len({len(q) for q in out.quantiles}) > 1:
             raise ValueError("lot summaries whose lots hold different numbers of quantiles")
         return out
+
+
+def key_words(columns: Sequence[str], key: tuple[str, ...]) -> str:
+    """A key in plant words: ``line L3``, ``line L3, press P2``."""
+    return ", ".join(f"{c} {v}" for c, v in zip(columns, key, strict=False))
 
 
 @dataclass(frozen=True)
@@ -196,13 +249,20 @@ def lot_distance(summaries: LotSummaries, values: np.ndarray, lot: np.ndarray) -
 
 
 @lru_cache(maxsize=256)  # a watch asks once per sensor and regime; a test or a demo, often
-def lot_limits(summaries: LotSummaries, lots: int, rate: float) -> LotLimits | None:
+def lot_limits(
+    summaries: LotSummaries, lots: int, rate: float, *, tail: bool = False
+) -> LotLimits | None:
     """The distance and outside share that groups of ``lots`` training lots exceed, when
     each is compared with the other training lots, in no more than ``rate`` of draws
     (``None``: fewer than :data:`MIN_LOTS` training lots, or ``lots`` < 1).
 
     A group's readings and the other lots' readings are each the mixture of their lots'
-    quantiles, every lot weighted by its readings, as the recent readings weigh them."""
+    quantiles, every lot weighted by its readings, as the recent readings weigh them.
+
+    ``tail``: where the groups are too few for the rate (fewer than ``10 / rate``: the few
+    training lots of one line, whose largest distance is exceeded far more often than
+    ``rate``), each limit is at least what a half-normal of the groups' root mean square
+    exceeds in ``rate`` of draws (2.58 times it at 1 %)."""
     n = summaries.n_lots
     if n < MIN_LOTS or lots < 1:
         return None
@@ -228,9 +288,10 @@ def lot_limits(summaries: LotSummaries, lots: int, rate: float) -> LotLimits | N
     w = counts[groups] / counts[groups].sum(axis=1, keepdims=True)  # (B, k)
     outside = ((below + above) * w).sum(axis=1)  # (B,)
     level = 1.0 - rate
-    return LotLimits(
-        k,
-        len(groups),
-        float(np.quantile(distances, level, method="higher")),
-        float(np.quantile(outside, level, method="higher")),
-    )
+    distance = float(np.quantile(distances, level, method="higher"))
+    beyond = float(np.quantile(outside, level, method="higher"))
+    if tail and len(groups) * rate < 10:
+        z = float(norm.ppf(1.0 - rate / 2))  # a half-normal's quantile at 1 - rate
+        distance = max(distance, z * float(np.sqrt(np.mean(distances**2))))
+        beyond = max(beyond, z * float(np.sqrt(np.mean(outside**2))))
+    return LotLimits(k, len(groups), distance, min(beyond, 1.0))

@@ -10,8 +10,11 @@ whose regime cannot be told are left out of the regimes, not of the whole). Give
 lot, each sensor (and regime) also keeps its training lots one by one
 (:class:`~mfgtx.watch.lots.LotSummaries`), so the watch can judge recent lots against the
 lot-to-lot variation training showed; a profile written without them (an older mfgtx) is
-judged as before, reading by reading. A bundle written before profiles has none:
-:func:`profile_of` gives ``None`` and the watch says so.
+judged as before, reading by reading. Each lot also keeps its values of the job's key
+columns (``data.columns.keys``, named in :attr:`TrainingProfile.keys`), so the watch can
+judge a line's lots against that line's; a profile without them is judged across every lot.
+A bundle written before profiles has none: :func:`profile_of` gives ``None`` and the watch
+says so.
 
 Example:
     >>> import numpy as np
@@ -73,9 +76,15 @@ class SensorProfile:
     lots: LotSummaries | None = None
 
     @classmethod
-    def of(cls, values: np.ndarray, lot: np.ndarray | None = None) -> SensorProfile:
+    def of(
+        cls,
+        values: np.ndarray,
+        lot: np.ndarray | None = None,
+        lot_keys: Sequence[tuple[str, ...] | None] | None = None,
+    ) -> SensorProfile:
         """The profile of one sensor's readings ``(R,)`` (NaN: missing); ``lot`` ``(R,)``
-        each row's lot index (``-1``: none) to keep the readings lot by lot too."""
+        each row's lot index (``-1``: none) to keep the readings lot by lot too, with each
+        lot index's key values ``lot_keys`` (see :class:`~mfgtx.watch.lots.LotSummaries`)."""
         values = np.asarray(values, dtype=np.float64)
         seen = values[np.isfinite(values)]
         count = int(values.size)
@@ -91,7 +100,7 @@ class SensorProfile:
             float(seen.mean()),
             float(seen.std()),
             tuple(float(q) for q in qs),
-            None if lot is None else LotSummaries.of(values, lot),
+            None if lot is None else LotSummaries.of(values, lot, lot_keys),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -134,10 +143,13 @@ class TrainingProfile:
     Attributes:
         sensors: each sensor's :class:`SensorProfile` over every training row.
         regimes: ``{regime name: {sensor: SensorProfile}}``; empty without regimes.
+        keys: the key columns (``data.columns.keys``) whose values each training lot's
+            summaries record, in order; empty without (or in an older profile).
     """
 
     sensors: dict[str, SensorProfile]
     regimes: dict[str, dict[str, SensorProfile]] = field(default_factory=dict)
+    keys: tuple[str, ...] = ()
 
     @classmethod
     def from_values(
@@ -148,17 +160,23 @@ class TrainingProfile:
         regime: np.ndarray | None = None,
         regime_names: Sequence[str] = (),
         lot: np.ndarray | None = None,
+        keys: Sequence[str] = (),
+        lot_keys: Sequence[tuple[str, ...] | None] | None = None,
     ) -> TrainingProfile:
         """The profile of raw readings ``values`` ``(R, C)`` of ``sensors`` (NaN: missing);
         ``regime`` ``(R,)`` the regime index of each row (``-1``: not told),
         ``regime_names`` the name of each index and ``lot`` ``(R,)`` the lot index of each
-        row (``-1``: none), to keep each sensor's readings lot by lot."""
+        row (``-1``: none), to keep each sensor's readings lot by lot; ``lot_keys`` each
+        lot index's values of the key columns ``keys`` (``None``: a lot without them)."""
         values = np.asarray(values, dtype=np.float64)
         if values.ndim != 2 or values.shape[1] != len(sensors):
             raise ValueError(f"values of shape {values.shape} do not hold {len(sensors)} sensors")
         if lot is not None and np.shape(lot) != (len(values),):
             raise ValueError(f"lot of shape {np.shape(lot)} for {len(values)} rows")
-        whole = {s: SensorProfile.of(values[:, c], lot) for c, s in enumerate(sensors)}
+        if lot_keys is not None and not keys:
+            raise ValueError("key values of lots without the key columns they belong to")
+        told = lot_keys if lot is not None and keys else None
+        whole = {s: SensorProfile.of(values[:, c], lot, told) for c, s in enumerate(sensors)}
         by_regime: dict[str, dict[str, SensorProfile]] = {}
         if regime is not None:
             for k, name in enumerate(regime_names):
@@ -167,9 +185,9 @@ class TrainingProfile:
                 lots = None if lot is None else np.asarray(lot)[own]
                 if len(rows):
                     by_regime[str(name)] = {
-                        s: SensorProfile.of(rows[:, c], lots) for c, s in enumerate(sensors)
+                        s: SensorProfile.of(rows[:, c], lots, told) for c, s in enumerate(sensors)
                     }
-        return cls(whole, by_regime)
+        return cls(whole, by_regime, tuple(keys) if told is not None else ())
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON (no NaN): what the bundle keeps."""
@@ -181,6 +199,7 @@ class TrainingProfile:
                 r: {s: p.to_dict() for s, p in sensors.items()}
                 for r, sensors in self.regimes.items()
             },
+            **({"keys": list(self.keys)} if self.keys else {}),
         }
 
     @classmethod
@@ -199,9 +218,10 @@ class TrainingProfile:
                 str(r): {str(s): SensorProfile.from_dict(p) for s, p in ss.items()}
                 for r, ss in (state.get("regimes") or {}).items()
             }
+            keys = tuple(str(k) for k in state.get("keys") or ())
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ValueError(f"a training profile with a bad entry: {e!r}") from e
-        return cls(sensors, regimes)
+        return cls(sensors, regimes, keys)
 
 
 def profile_of(manifest: Mapping[str, Any]) -> TrainingProfile | None:

@@ -105,6 +105,7 @@ class WatchReport:
                 "drift_limit": c.drift_limit,
                 "range_limit": c.range_limit,
                 "lots": c.lots,
+                "group": c.group,
                 "problems": [r for r, _ in c.problems],
             }
             for c in self.inputs
@@ -150,6 +151,8 @@ class WatchReport:
             if c.drift_limit is not None:
                 figures += f" (limit {c.drift_limit:.2f}"
                 figures += f" for {c.lots} lot(s))" if c.lots is not None else ")"
+            if c.group is not None:
+                figures += f", worst on {c.group}"
             state = ", ".join(r for r, _ in c.problems) or "ok"
             out.append(f"  {c.where}: {state} ({c.readings} readings; {figures})")
         out.append(f"model: {self.model.why}")

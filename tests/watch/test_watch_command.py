@@ -52,6 +52,9 @@ def test_the_bundle_keeps_its_training_profile_under_its_checksums(quality_bundl
     plant_lots = pd.read_csv(plant / "sensors.csv")["lot"]
     assert len(lots["counts"]) == min(plant_lots.nunique(), 100)
     assert sum(lots["counts"]) <= temp["count"] and len(lots["quantiles"][0]) == 10
+    assert profile["keys"] == ["line"]  # each training lot's line, to judge a line on its own
+    plant_lines = pd.read_csv(plant / "sensors.csv").groupby("line")["lot"].nunique()
+    assert pd.Series([k[0] for k in lots["keys"]]).value_counts().to_dict() == plant_lines.to_dict()
     forged = tmp_path / "forged"
     shutil.copytree(bundle, forged)
     text = (forged / "manifest.json").read_text()
@@ -83,6 +86,8 @@ def test_watch_is_quiet_on_the_plants_data_and_flags_a_shifted_and_a_dead_sensor
     )
     assert code == NOT_VALID_EXIT == found["exit_code"] and found["verdict"] == "not_valid"
     assert "drift:temperature_c" in found["findings"] and found["findings"][-1] == "not_valid"
+    # judged line by line (the job's keys: [line]); 4 training lots a line are too few
+    assert "temperature_c on line L" in text and "has only 4 training lot(s)" in text
     assert not any(
         r.endswith(("pressure_bar", "vibration_mm_s", "motor_current_a")) for r in found["findings"]
     )
