@@ -118,9 +118,10 @@ def page() -> None:
         st.markdown("**Inputs against the training data**")
         st.dataframe(
             pd.DataFrame(sensors)
-            .reindex(  # drift_limit and lots: recorded since the watch judges lot by lot
+            .reindex(  # drift_limit, lots, group: recorded since the watch judges lot by lot
                 columns=[
                     "sensor",
+                    "group",
                     "regime",
                     "rows",
                     "lots",
@@ -137,6 +138,7 @@ def page() -> None:
                     "distance": "distance (spreads)",
                     "drift_limit": "drift limit (spreads)",
                     "lots": "lots compared",
+                    "group": "worst line",
                 }
             ),
             hide_index=True,
