@@ -56,11 +56,12 @@ _TINY_VIT = {"d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64}
 _TINY_OF = {"vit": _TINY_VIT}  # the sample ViT job keeps a few more layers
 #: Wall seconds per job and phase, ``(full, quick)``: benchmarks/demo_time.py (a fresh demo into
 #: a temporary folder) on 2 quiet cores (taskset) of an Intel Xeon with AVX-512, 2026-12-04,
-#: 73 s in all, 19 s quick; 55 s on the project's 2-core Xeon at load under 1.2
-#: (benchmarks/results/demo_time-20261204T175212Z.json). A 2-core
+#: 73 s in all, 19 s quick; 60 s on the project's 2-core Xeon at load under 1.5, the days
+#: included (benchmarks/results/demo_time-20261204T202221Z.json). A 2-core
 #: machine without AVX-512 or shared with other work takes longer; the CLI's ETA follows the
 #: pace of the finished phases. ``days``: the quality job's ten days of scoring and truth
-#: (:mod:`mfgtx.jobs.demo_days`), 1.6 s quick at load 2.6 (demo_time, 2026-12-04).
+#: (:mod:`mfgtx.jobs.demo_days`, each with its watch), 1.7 s full at load 0.7 (demo_time,
+#: 2026-12-04).
 _SECONDS: dict[str, dict[str, tuple[float, float]]] = {
     "sample_quality": {"train": (5.7, 5.7), "score": (0.2, 0.2), "days": (3.0, 2.0)},
     "sample_rul": {"train": (0.8, 0.3), "score": (0.1, 0.1)},
