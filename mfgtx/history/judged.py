@@ -17,9 +17,10 @@ from mfgtx.history.store import HistoryStore
 from mfgtx.history.tables import SCORES
 from mfgtx.history.truth import with_truth
 
-__all__ = ["judged_scores"]
+__all__ = ["JUDGED_COLUMNS", "judged_scores"]
 
-_COLUMNS = [
+#: The columns :func:`judged_scores` returns (an empty frame of them: nothing judged yet).
+JUDGED_COLUMNS = [
     "lot",
     "window_end",
     "scored_at",
@@ -42,7 +43,7 @@ def judged_scores(
     joined = with_truth(target)
     cols = joined.selected_columns
     query = (
-        sa.select(*(cols[c] for c in _COLUMNS))
+        sa.select(*(cols[c] for c in JUDGED_COLUMNS))
         .select_from(joined.get_final_froms()[0])
         .where(cols.bundle_id == bundle_id, cols.truth.is_not(None))
         .order_by(SCORES.c.scored_at, SCORES.c.lot, SCORES.c.window_end)
@@ -54,4 +55,4 @@ def judged_scores(
     for r in rows:
         r["predictions"] = json.loads(r["predictions"])
         r["truth_of_window"] = bool(r["truth_of_window"])
-    return pd.DataFrame(rows, columns=_COLUMNS)
+    return pd.DataFrame(rows, columns=JUDGED_COLUMNS)

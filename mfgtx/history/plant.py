@@ -25,7 +25,8 @@ import pandas as pd
 import sqlalchemy as sa
 
 from mfgtx.history.store import HistoryStore
-from mfgtx.history.tables import SCORES, TRUTH
+from mfgtx.history.tables import SCORES
+from mfgtx.history.truth import truth_join
 from mfgtx.jobfile.limits import Limit
 
 __all__ = [
@@ -129,17 +130,8 @@ def trend(
     columns: list[Any] = [scores.c[n] for n in names]
     source: Any = scores
     if target is not None:
-        window, whole = TRUTH.alias("t_window"), TRUTH.alias("t_lot")
-        columns.append(sa.func.coalesce(window.c.value, whole.c.value).label("truth"))
-        source = scores.outerjoin(
-            window,
-            sa.and_(window.c.lot == scores.c.lot, window.c.window_end == scores.c.window_end,
-                    window.c.target == target),
-        ).outerjoin(
-            whole,
-            sa.and_(whole.c.lot == scores.c.lot, whole.c.window_end == "",
-                    whole.c.target == target),
-        )  # fmt: skip
+        source, found = truth_join(scores, target)
+        columns.append(found["truth"])
     query = (
         sa.select(*columns)
         .select_from(source)

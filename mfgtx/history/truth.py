@@ -63,29 +63,34 @@ def record_truth(
     return len(records)
 
 
-def with_truth(target: str) -> sa.Select[Any]:
-    """Every score with the ``target``'s truth of its window end, else of its whole lot:
-    the columns of ``history_scores``, ``truth``, ``truth_source`` and ``truth_of_window``
-    (whether the truth is of that window end). The one join of scores and truth; callers add
-    their own ``where`` (a lot range, a time range, a bundle)."""
+def truth_join(scores: Any, target: str) -> tuple[Any, dict[str, Any]]:
+    """``scores`` (``history_scores`` or a subquery of it) outer-joined to the ``target``'s
+    truth of each window end and of each whole lot: the joined FROM clause, and the columns
+    ``truth`` (of the window end, else of the lot), ``truth_source`` and ``truth_of_window``
+    (whether the truth is of that window end). The one join of scores and truth."""
     window = TRUTH.alias("t_window")
     whole = TRUTH.alias("t_lot")
-    return sa.select(
-        SCORES,
-        sa.func.coalesce(window.c.value, whole.c.value).label("truth"),
-        sa.func.coalesce(window.c.source, whole.c.source).label("truth_source"),
-        window.c.value.is_not(None).label("truth_of_window"),
-    ).select_from(
-        SCORES.outerjoin(
-            window,
-            sa.and_(window.c.lot == SCORES.c.lot, window.c.window_end == SCORES.c.window_end,
-                    window.c.target == target),
-        ).outerjoin(
-            whole,
-            sa.and_(whole.c.lot == SCORES.c.lot, whole.c.window_end == "",
-                    whole.c.target == target),
-        )
+    joined = scores.outerjoin(
+        window,
+        sa.and_(window.c.lot == scores.c.lot, window.c.window_end == scores.c.window_end,
+                window.c.target == target),
+    ).outerjoin(
+        whole,
+        sa.and_(whole.c.lot == scores.c.lot, whole.c.window_end == "", whole.c.target == target),
     )  # fmt: skip
+    return joined, {
+        "truth": sa.func.coalesce(window.c.value, whole.c.value).label("truth"),
+        "truth_source": sa.func.coalesce(window.c.source, whole.c.source).label("truth_source"),
+        "truth_of_window": window.c.value.is_not(None).label("truth_of_window"),
+    }
+
+
+def with_truth(target: str) -> sa.Select[Any]:
+    """Every score with the ``target``'s truth (:func:`truth_join`): the columns of
+    ``history_scores``, ``truth``, ``truth_source`` and ``truth_of_window``; callers add their
+    own ``where`` (a lot range, a time range, a bundle)."""
+    joined, found = truth_join(SCORES, target)
+    return sa.select(SCORES, *found.values()).select_from(joined)
 
 
 def _read(store: HistoryStore, query: sa.Select[Any]) -> pd.DataFrame:

@@ -72,14 +72,7 @@ def _recent(
     if config.score is None or not hasattr(predictor, "columns"):
         return None, 0, None
     source, _ = kind.score_source(config)
-    if config.data is not None:
-        try:
-            predictor = predictor.with_columns(config.data.column_map(targets=False))
-        except ValueError as e:
-            raise ConfigError(f"{config.source_file}: {e}") from e
-        if source is not config.data.source:
-            source = source.inheriting(config.data.source.csv_format(predictor.read_options.csv))
-    source = source.inheriting(predictor.read_options.csv)
+    predictor, source = kind.scoring(predictor, config, source)  # the rows score reads
     cols = predictor.columns
     segment = WHOLE if config.data is not None and config.data.segment else None
     keys = tuple(getattr(cols, "keys", ()) or ())  # the line: each is judged on its own lots

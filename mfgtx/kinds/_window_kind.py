@@ -277,9 +277,11 @@ class WindowKind(Kind[SectionT, SpecT, WindowData], Generic[SectionT, SpecT]):
             raise ConfigError(f"{job.source_file}: score.source: name the data to score")
         return source, source
 
-    def score(self, predictor: Any, job: JobSettings, source: Any, rows: RowScorer) -> JobScores:
-        """Score ``source`` with the job's columns; a CSV option the source leaves out is
-        ``data.source``'s, else the bundle's (:attr:`WindowPredictor.read_options`)."""
+    def scoring(self, predictor: Any, job: JobSettings, source: Any) -> tuple[Any, Any]:
+        """``predictor`` with the job's columns and ``source`` with its CSV options, as
+        :meth:`score` reads it (and the watch reads the same rows): a CSV option the source
+        leaves out is ``data.source``'s, else the bundle's
+        (:attr:`WindowPredictor.read_options`)."""
         if job.data is not None:  # the job file's mapping (a new plant's export) wins
             try:
                 predictor = predictor.with_columns(job.data.column_map(targets=False))
@@ -287,7 +289,11 @@ class WindowKind(Kind[SectionT, SpecT, WindowData], Generic[SectionT, SpecT]):
                 raise ConfigError(f"{job.source_file}: {e}") from e
             if source is not job.data.source:
                 source = source.inheriting(job.data.source.csv_format(predictor.read_options.csv))
-        return rows(predictor, source.inheriting(predictor.read_options.csv))
+        return predictor, source.inheriting(predictor.read_options.csv)
+
+    def score(self, predictor: Any, job: JobSettings, source: Any, rows: RowScorer) -> JobScores:
+        """Score ``source`` with the job's columns (:meth:`scoring`)."""
+        return rows(*self.scoring(predictor, job, source))
 
     def onnx_data(self, predictor: Any, job: JobSettings, rows: RowReader) -> tuple[Any, str]:
         windows, _ = rows(predictor.kind)

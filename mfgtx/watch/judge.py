@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from mfgtx.data import Regimes
+from mfgtx.history.judged import JUDGED_COLUMNS
 from mfgtx.jobfile.watch import WatchSettings
 from mfgtx.watch.drift import check_inputs
 from mfgtx.watch.profile import profile_of
@@ -21,17 +22,6 @@ from mfgtx.watch.report import WatchReport
 from mfgtx.watch.validity import ModelCheck, check_model, reported_figures
 
 __all__ = ["interval_nominal", "watch"]
-
-_JUDGED = [
-    "lot",
-    "window_end",
-    "predictions",
-    "interval_low",
-    "interval_high",
-    "decision",
-    "truth",
-    "truth_of_window",
-]
 
 
 def interval_nominal(manifest: Mapping[str, Any]) -> float | None:
@@ -127,7 +117,7 @@ def watch(
         model = ModelCheck(0, None, None, None, None, "no history to judge it on")
     else:
         model = check_model(
-            judged if len(judged) else pd.DataFrame(columns=_JUDGED),
+            judged if len(judged) else pd.DataFrame(columns=JUDGED_COLUMNS),
             reported_figures(manifest),
             settings,
             task=task,
