@@ -23,6 +23,7 @@ import logging
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -132,6 +133,8 @@ def _write_sql(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...]) ->
                 old = old_columns_problem(describe_sink(sink), columns, frame)
                 if old is not None:
                     raise ValueError(old)
+                _add_columns(conn, schema, name, [c for c in frame.columns if c not in columns],
+                             frame, describe_sink(sink))  # fmt: skip
                 rows = frame[list(keys)].astype(str).to_dict("records")
                 stmt = sa.delete(table).where(
                     *(table.c[k] == sa.bindparam(f"k_{i}") for i, k in enumerate(keys))
@@ -144,6 +147,23 @@ def _write_sql(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...]) ->
                 sa.Index(index, *(index_table.c[k] for k in keys), unique=True).create(conn)
     finally:
         engine.dispose()
+
+
+def _add_columns(
+    conn: Any, schema: str | None, name: str, added: list[str], frame: pd.DataFrame, where: str
+) -> None:
+    """Add the columns a newer mfgtx writes (the lot's ``line``) to a table an earlier run
+    created (its rows keep them empty), in the run's transaction; the table is mfgtx's
+    (checked before), so its shape is mfgtx's to extend."""
+    import sqlalchemy as sa
+
+    quote = conn.dialect.identifier_preparer.quote
+    table = f"{quote(schema)}.{quote(name)}" if schema else quote(name)
+    for column in added:
+        numeric = pd.api.types.is_numeric_dtype(frame[column])
+        kind = (sa.Float() if numeric else sa.Text()).compile(dialect=conn.dialect)
+        conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {quote(column)} {kind}"))
+        log.info("%s: added the column %s (earlier rows leave it empty)", where, column)
 
 
 def write_scores(sink: SinkSection, frame: pd.DataFrame, keys: tuple[str, ...] = KEYS) -> int:

@@ -63,3 +63,28 @@ def test_an_output_with_todays_names_merges(tmp_path) -> None:
             continue  # the SQL sinks' merge is tested with the score job
         write_scores(sink, NEW)
         assert write_scores(sink, NEW.assign(window_end="3")) in (2, 4)
+
+
+def test_a_table_an_earlier_run_created_gains_the_columns_a_newer_mfgtx_writes(tmp_path) -> None:
+    """Scores now carry the lot's line beside ``lot``: a table mfgtx created before takes the
+    new column (its earlier rows keep it empty) instead of failing every run."""
+    import sqlalchemy as sa
+
+    for what, sink, _ in _sinks(tmp_path):
+        if what == "csv":
+            continue
+        if what == "postgresql":
+            _drop_pg_table(sink)
+        try:
+            write_scores(sink, NEW)  # as an mfgtx of before wrote it: no line
+            later = NEW.assign(lot=["D", "E"]).assign(line=["L1", "L2"], p_bad=[0.1, 0.9])
+            write_scores(sink, later[["lot", "line", "window_end", "p_bad", "decision"]])
+            engine = sa.create_engine(str(sink.url))
+            got = pd.read_sql(f"SELECT lot, line, p_bad FROM {sink.table} ORDER BY lot", engine)
+            engine.dispose()
+            assert got["lot"].tolist() == ["A", "C", "D", "E"], what
+            assert got["line"].isna().tolist() == [True, True, False, False], what
+            assert got["line"].tolist()[2:] == ["L1", "L2"], what
+        finally:
+            if what == "postgresql":
+                _drop_pg_table(sink)
