@@ -178,7 +178,7 @@ def test_a_forecaster_band_is_calibrated_per_step_and_channel(tmp_path) -> None:
     windows = predictor.windows(frame)
     idx = np.arange(len(windows))
     point, band = predictor.arrays(windows, idx)
-    raw_point, raw_band = ForecastPredictor(
+    _, raw_band = ForecastPredictor(
         FORECAST, Trained(predictor.model), predictor.input_spec
     ).arrays(windows, idx)
     np.testing.assert_allclose(band[..., 0], cal.clip(raw_band[..., 0] - m), atol=1e-9)
