@@ -116,6 +116,12 @@ def band_words(predictor: Any) -> str | None:
         f"The band runs from the model's {lo}% to its {hi}% quantile: nominally {hi - lo} in "
         "100 actual readings fall inside it"
     )
+    cal = getattr(predictor, "intervals", None)
+    if cal is not None:  # the band drawn is the calibrated one (rows)
+        words += (
+            f", calibrated ({cal.method}) on {cal.lots} validation lot(s) to hold "
+            f"{cal.coverage:.0%} of a new lot's readings"
+        )
     extra = (predictor.bundle.manifest.get("metrics") or {}).get("extra") or {}
     if "interval_coverage" in extra:
         words += f"; on the bundle's test lots {float(extra['interval_coverage']):.0%} did"

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
+import numpy as np
 import pandas as pd
 
 from mfgtx.data import ColumnMap, RegimePlan, Windowing, Windows
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FitRequest",
     "FitSetup",
+    "IntervalSettings",
     "JobScores",
     "JobSettings",
     "RowReader",
@@ -42,6 +44,8 @@ class FitSetup:
 
     Attributes:
         train: the :class:`~mfgtx.train.TrainConfig` (checkpoints, resume, seed ...).
+        intervals: how an interval model's band is calibrated on the validation lots
+            (``calibration.intervals``, ``coverage``, ``bounds``); ``None``: not at all.
         run_key: what the weights depend on (saved in checkpoints; ``--resume`` checks it).
         on_step: called with ``(step, loss)`` after every optimiser step, or ``None``.
         judge: calibrate and compare with the baselines (rank 0 under ``torchrun``).
@@ -51,6 +55,71 @@ class FitSetup:
     run_key: dict[str, Any] | None = None
     on_step: Any = None
     judge: bool = True
+
+
+@dataclass(frozen=True)
+class IntervalSettings:
+    """The job's ``calibration`` keys for interval models (see
+    :class:`~mfgtx.jobfile.config.CalibrationSection`): ``method`` ``conformal``, ``cqr``,
+    ``off`` or ``None`` (``cqr`` for a model with quantile heads, else off)."""
+
+    method: str | None = None
+    coverage: float | None = None
+    bounds: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
+    horizon_block: int = 1
+
+    def resolve(self, has_quantiles: bool) -> str | None:
+        """``conformal``, ``cqr`` or ``None`` (no calibration) for a model with or without
+        quantile heads.
+
+        Raises:
+            ValueError: ``cqr`` asked of a model without quantile heads.
+        """
+        if self.method == "off":
+            return None
+        if self.method == "cqr" and not has_quantiles:
+            raise ValueError(
+                "calibration.intervals: cqr widens the model's quantile band, and this model "
+                "has no quantile heads; use conformal (a band around the point prediction) or "
+                "give the model quantiles"
+            )
+        if self.method is None:
+            return "cqr" if has_quantiles else None
+        return self.method
+
+    def coverage_for(self, levels: tuple[float, ...]) -> float:
+        """The nominal coverage: the job's, else the span of the model's outermost
+        quantiles ``levels``, else 0.8."""
+        if self.coverage is not None:
+            return self.coverage
+        return round(max(levels) - min(levels), 9) if len(levels) >= 2 else 0.8
+
+    def bound(
+        self, targets: tuple[str, ...], truth: np.ndarray
+    ) -> tuple[tuple[float | None, ...], tuple[float | None, ...]]:
+        """``(lower, upper)``: one physical bound per target (``None``: unbounded), after
+        checking the bounds name targets and hold the training truth ``(..., K)``.
+
+        Raises:
+            ValueError: a bound names no target, or the data holds values outside it.
+        """
+        unknown = sorted(set(self.bounds) - set(targets))
+        if unknown:
+            raise ValueError(
+                f"calibration.bounds: {unknown} are not targets of this model (it predicts "
+                f"{list(targets)})"
+            )
+        pairs = [self.bounds.get(t, (None, None)) for t in targets]
+        lower, upper = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        for k, name in enumerate(targets):
+            y = truth[..., k][np.isfinite(truth[..., k])]
+            lo, hi = lower[k], upper[k]
+            if y.size and ((lo is not None and y.min() < lo) or (hi is not None and y.max() > hi)):
+                raise ValueError(
+                    f"calibration.bounds.{name}: [{lo}, {hi}] but the data holds {name} from "
+                    f"{y.min():g} to {y.max():g}; correct the bound or the data"
+                )
+        return lower, upper
 
 
 @dataclass(frozen=True)
@@ -94,6 +163,7 @@ class FitRequest(Generic[SectionT]):
     plan: SplitPlan
     train: TrainConfig
     cost_ratio: float | None = None
+    intervals: IntervalSettings | None = None
     run_key: dict[str, Any] | None = None
     on_step: Any = None
     judge: bool = True

@@ -10,11 +10,15 @@ and, for a classifier, its calibration. Output rows: ``lot``, ``window_end`` (th
 ``window_start``, ``bundle_id``, then for a classifier (calibrated) ``p_bad`` (two classes:
 label 1 is bad) or ``p_<target>_<k>`` per class, and ``decision``: ``bad`` or ``good`` at the
 bundle's threshold (the most probable class without one; empty where a window could not be
-scored), for a regressor one column per target and ``<target>_q<NN>`` per quantile.
+scored), for a regressor one column per target and ``<target>_q<NN>`` per quantile; with
+the bundle's conformal calibration (:mod:`mfgtx.calibration.conformal`) the band's two columns
+at its coverage (``_q10``/``_q90`` at 80 %) are the calibrated band and every column is
+clipped to the target's physical range (``calibration.bounds``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
@@ -26,6 +30,7 @@ from mfgtx._config import default_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines
 from mfgtx.calibration import class_probabilities, fit_calibration
+from mfgtx.calibration.conformal import IntervalCalibration, fit_cqr, fit_split
 from mfgtx.data import (
     ColumnMap,
     DataError,
@@ -268,6 +273,26 @@ class SensorSpec:
         )
 
 
+def spec_clip(
+    spec: SensorSpec, out: np.ndarray, q: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Outputs ``(n, K)`` and quantiles ``(n, K, Q)`` within the training targets' range
+    where the bundle clips (``model.clip``), else as they are."""
+    if spec.clip is None:
+        return out, q
+    low, high = np.array([c[0] for c in spec.clip]), np.array([c[1] for c in spec.clip])
+    out = np.clip(out, low, high)
+    if q is not None:
+        q = np.clip(q, low[None, :, None], high[None, :, None])
+    return out, q
+
+
+def band_columns(coverage: float) -> tuple[str, str]:
+    """The suffixes of a calibrated band's columns: ``q10``, ``q90`` at 80 % coverage."""
+    low = (1.0 - coverage) / 2.0
+    return f"q{round(low * 100):02d}", f"q{round((1.0 - low) * 100):02d}"
+
+
 def _target_range(windows: Windows, idx: np.ndarray) -> tuple[tuple[float, float], ...]:
     y = target_values(windows)[idx]
     return tuple((float(np.nanmin(y[:, k])), float(np.nanmax(y[:, k]))) for k in range(y.shape[1]))
@@ -363,18 +388,28 @@ class SensorPredictor(WindowPredictor[SensorSpec]):
             else:
                 cols["decision"] = decision_words(prob.argmax(axis=1), names, scored=finite)
             return cols
-        targets, clip = self.input_spec.targets, self.input_spec.clip
-        if clip is not None:  # within the training targets' range
-            low, high = np.array([c[0] for c in clip]), np.array([c[1] for c in clip])
-            out = np.clip(out, low, high)
-            if q is not None:
-                q = np.clip(q, low[None, :, None], high[None, :, None])
+        targets = self.input_spec.targets
+        out, q = spec_clip(self.input_spec, out, q)
+        intervals = self.intervals
+        if intervals is not None:  # point and quantiles within the target's physical range
+            out = intervals.clip(out)
+            if q is not None:  # (n, K, Q) -> (n, Q, K): the bounds run along the targets
+                q = intervals.clip(q.transpose(0, 2, 1)).transpose(0, 2, 1)
         for k, name in enumerate(targets):
             cols[name] = out[:, k].astype(np.float64)
+        levels = tuple(self.model.config.quantiles or ())
         if q is not None:
             for k, name in enumerate(targets):
-                for j, level in enumerate(self.model.config.quantiles):
+                for j, level in enumerate(levels):
                     cols[f"{name}_q{round(level * 100):02d}"] = q[:, k, j].astype(np.float64)
+        if intervals is not None:  # the calibrated band replaces (or adds) its two columns
+            low_q = q[:, :, int(np.argmin(levels))] if q is not None else None
+            high_q = q[:, :, int(np.argmax(levels))] if q is not None else None
+            low, high = intervals.apply(out, low_q, high_q)
+            lo_name, hi_name = band_columns(intervals.coverage)
+            for k, name in enumerate(targets):
+                cols[f"{name}_{lo_name}"] = low[:, k].astype(np.float64)
+                cols[f"{name}_{hi_name}"] = high[:, k].astype(np.float64)
         return cols
 
     @property
@@ -568,9 +603,59 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             calibration = fit_calibration(
                 np.concatenate(logits), np.concatenate(labels), cost_ratio=request.cost_ratio
             )
-        predictor = SensorPredictor(self, Trained(model, calibration), spec)
+        intervals = None
+        if task == "regression" and request.intervals is not None:
+            intervals = self._fit_intervals(trained, splits, windows, spec, request)
+        predictor = SensorPredictor(self, Trained(model, calibration, intervals=intervals), spec)
         report, _ = self.judge(predictor, windows, learn, test, scaler=scaler)
-        return replace(result, report=report, calibration=calibration)
+        return replace(result, report=report, calibration=calibration, intervals=intervals)
+
+    def _fit_intervals(
+        self,
+        members: list[SensorEncoder],
+        splits: Sequence[tuple[np.ndarray, np.ndarray]],
+        windows: Windows,
+        spec: SensorSpec,
+        request: FitRequest[SensorSection],
+    ) -> IntervalCalibration | None:
+        """A regressor's conformal calibration on the validation lots, or ``None``.
+
+        Each member is scored on its own validation lots (none of which it trained on), the
+        windows pooled, each lot weighing 1 (:mod:`mfgtx.calibration.conformal`); an
+        ensemble's mean is then given the members' margin (members are scored alone, so the
+        margin is that of one member: conservative where the ensemble is better). The
+        targets' physical range (``calibration.bounds``) is checked against the training
+        targets and kept with the margin.
+        """
+        settings = request.intervals
+        assert settings is not None  # checked by the caller
+        quantiles = tuple(members[0].config.quantiles or ())
+        method = settings.resolve(bool(quantiles))
+        y_all = target_values(windows)
+        lower, upper = settings.bound(tuple(windows.targets), y_all)
+        if method is None:
+            return None
+        last = request.plan.evaluate_on == "last_per_lot"
+        ys, points, lows, highs, lots = [], [], [], [], []
+        for member, (_, val) in zip(members, splits, strict=True):
+            val = windows.last_per_lot(val) if last else val
+            one = SensorPredictor(self, Trained(member), spec)
+            out, q = one.outputs(windows, val)
+            out, q = spec_clip(spec, out, q)
+            ys.append(y_all[val])
+            points.append(out)
+            if q is not None:
+                lows.append(q[:, :, int(np.argmin(quantiles))])
+                highs.append(q[:, :, int(np.argmax(quantiles))])
+            lots.append(windows.lot[val])
+        y, g = np.concatenate(ys), np.concatenate(lots)
+        coverage = settings.coverage_for(quantiles)
+        if method == "cqr":
+            return fit_cqr(
+                y, np.concatenate(lows), np.concatenate(highs), g, coverage,
+                lower=lower, upper=upper,
+            )  # fmt: skip
+        return fit_split(y, np.concatenate(points), g, coverage, lower=lower, upper=upper)
 
     def judge(
         self,
