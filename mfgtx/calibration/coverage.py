@@ -120,9 +120,8 @@ class Coverage:
         share = f"{self.nominal:.0%}".replace("%", " %")
         if self.method in ("conformal", "cqr") and self.calibration_lots:
             name = "conformal" if self.method == "conformal" else "conformalized quantile"
-            return (
-                f"{share} {name} interval (calibrated on {self.calibration_lots} validation lots)"
-            )
+            n = self.calibration_lots
+            return f"{share} {name} interval (calibrated on {n} validation lot{'s' * (n != 1)})"
         return f"{share} band of uncalibrated quantiles"
 
     def sentence(self, units: str = "") -> str:

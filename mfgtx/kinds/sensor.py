@@ -38,6 +38,7 @@ from mfgtx.data import (
 )
 from mfgtx.data.read_options import ReadOptions
 from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
+from mfgtx.kinds._intervals import Splits, interval_figures, judged_intervals
 from mfgtx.kinds._job import FitRequest
 from mfgtx.kinds._onnx import Sensor, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
@@ -266,6 +267,27 @@ class SensorSpec:
             regimes=None if regimes is None else Regimes.from_dict(regimes),
             read=read_options_from(state, columns),
         )
+
+
+def _band(
+    predictor: SensorPredictor, cols: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, float, str, int | None] | None:
+    """A regressor's band in the columns it scores: ``(low, high)`` ``(n, K)``, the
+    nominal coverage, how it was made and on how many validation lots; ``None`` without."""
+    levels = tuple(predictor.model.config.quantiles or ())
+    if predictor.task == "classification" or len(levels) < 2:
+        return None
+    targets = predictor.input_spec.targets
+
+    def edge(level: float) -> np.ndarray:
+        return np.stack([cols[f"{t}_q{round(level * 100):02d}"] for t in targets], axis=1)
+
+    return edge(levels[0]), edge(levels[-1]), float(levels[-1] - levels[0]), "quantiles", None
+
+
+def _floor(targets: tuple[str, ...]) -> tuple[float | None, ...]:
+    """A remaining life is never below 0: the baseline's band is clipped there too."""
+    return tuple(0.0 if "rul" in t.lower() else None for t in targets)
 
 
 def _target_range(windows: Windows, idx: np.ndarray) -> tuple[tuple[float, float], ...]:
@@ -569,8 +591,9 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
                 np.concatenate(logits), np.concatenate(labels), cost_ratio=request.cost_ratio
             )
         predictor = SensorPredictor(self, Trained(model, calibration), spec)
-        report, _ = self.judge(predictor, windows, learn, test, scaler=scaler)
-        return replace(result, report=report, calibration=calibration)
+        report, extra = self.judge(predictor, windows, learn, test, scaler=scaler, splits=splits)
+        extra = {**result.extra_metrics, **extra}
+        return replace(result, report=report, calibration=calibration, extra_metrics=extra)
 
     def judge(
         self,
@@ -581,12 +604,16 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         *,
         scaler: SensorScaler,
         model_name: str = "SensorEncoder",
+        splits: Splits | None = None,
     ) -> tuple[Any, dict[str, float]]:
         """The :class:`~mfgtx.baselines.EvaluationReport` of ``predictor`` on ``test_idx``
-        beside the baselines fitted on ``train_idx`` (the same rule in train and evaluate),
-        and no extra figures."""
+        beside the baselines fitted on ``train_idx`` (the same rule in train and evaluate);
+        for a regressor with an interval, its coverage on the test lots beside the ridge
+        baseline's conformal interval (``splits``: :meth:`WindowKind.judge`) in the report
+        and as the extra figures (:func:`~mfgtx.kinds._intervals.interval_figures`)."""
         task = predictor.task
         windows = predictor.model_windows(windows)  # baselines read what the model reads
+        cols: dict[str, np.ndarray] = {}
         if task == "classification":
             pred = predictor.defect_probability(windows, test_idx)
         else:  # the predictions score writes (clipped where the bundle clips)
@@ -595,7 +622,17 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         baselines = fit_baselines(windows, train_idx, task, scaler=scaler)
         rul = any("rul" in t.lower() for t in windows.targets)
         report = compare(task, windows, test_idx, pred, baselines, model_name=model_name, rul=rul)
-        return report, {}
+        band = _band(predictor, cols)
+        if band is None:
+            return report, {}
+        low, high, nominal, method, lots = band
+        found = judged_intervals(
+            name=model_name, task=task, windows=windows, test_idx=test_idx,
+            y=target_values(windows)[test_idx], low=low, high=high, nominal=nominal,
+            method=method, calibration_lots=lots, splits=splits, scaler=scaler,
+            lower=_floor(predictor.input_spec.targets),
+        )  # fmt: skip
+        return replace(report, intervals=found), interval_figures(found)
 
     def spec_from_bundle(self, bundle: Bundle) -> SensorSpec:
         if bundle.input_spec is not None:
