@@ -15,6 +15,10 @@ did not train on:
   for a perfectly calibrated model; :func:`apply_threshold` flags parts.
 * :func:`reliability_curve` bins the probabilities for a calibration plot.
 
+Interval models (remaining life, forecasts) get :mod:`mfgtx.calibration.conformal`: split
+conformal or CQR margins fitted on the validation lots, exchangeable by lot
+(:class:`IntervalCalibration`, :func:`fit_split`, :func:`fit_cqr`, :func:`lot_quantile`).
+
 Conventions are those of :mod:`mfgtx.metrics`: labels are integers ``0..K-1`` and, for a
 binary problem, class ``1`` is the defect. A binary model gives one logit per sample,
 shape ``(N,)``, read as ``sigmoid(logit) = P(defect)``; a multi-class model gives ``(N, K)``.
@@ -23,6 +27,13 @@ where class 1 is predicted when ``P(class 1) > 0.5``.
 """
 
 from mfgtx.calibration._common import CalibrationWarning
+from mfgtx.calibration.conformal import (
+    IntervalCalibration,
+    conformal_level,
+    fit_cqr,
+    fit_split,
+    lot_quantile,
+)
 from mfgtx.calibration.fit import fit_calibration
 from mfgtx.calibration.record import Calibration, class_probabilities
 from mfgtx.calibration.reliability import reliability_curve
@@ -38,12 +49,17 @@ __all__ = [
     "TEMPERATURE_RANGE",
     "Calibration",
     "CalibrationWarning",
+    "IntervalCalibration",
     "TemperatureScaler",
     "ThresholdChoice",
     "apply_threshold",
     "bayes_threshold",
     "choose_threshold",
     "class_probabilities",
+    "conformal_level",
     "fit_calibration",
+    "fit_cqr",
+    "fit_split",
+    "lot_quantile",
     "reliability_curve",
 ]
