@@ -22,13 +22,24 @@ The mean width is over every value counted (in the target's units).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.stats import beta
 
-__all__ = ["COVERAGE_LEVEL", "Coverage", "clopper_pearson", "lot_coverage"]
+if TYPE_CHECKING:
+    from mfgtx.calibration.conformal import IntervalCalibration
+
+__all__ = [
+    "COVERAGE_LEVEL",
+    "Coverage",
+    "band_words",
+    "clopper_pearson",
+    "describe_band",
+    "lot_coverage",
+]
 
 COVERAGE_LEVEL = 0.95
 """Level of the binomial interval around a realized coverage."""
@@ -66,6 +77,56 @@ def clopper_pearson(
     low = 0.0 if x == 0 else float(beta.ppf(alpha / 2, x, trials - x + 1))
     high = 1.0 if x == trials else float(beta.ppf(1 - alpha / 2, x + 1, trials - x))
     return low, high
+
+
+def band_words(method: str, nominal: float, calibration_lots: int | None = None) -> str:
+    """What a band is, in plain words.
+
+    Example:
+        >>> band_words("conformal", 0.8, 12)
+        '80 % conformal interval (calibrated on 12 validation lots)'
+        >>> band_words("quantiles", 0.8)
+        '80 % band of uncalibrated quantiles'
+    """
+    share = f"{nominal:.0%}".replace("%", " %")
+    if method in ("conformal", "cqr") and calibration_lots:
+        name = "conformal" if method == "conformal" else "conformalized quantile"
+        lots = f"{calibration_lots} validation lot{'s' * (calibration_lots != 1)}"
+        return f"{share} {name} interval (calibrated on {lots})"
+    return f"{share} band of uncalibrated quantiles"
+
+
+def describe_band(
+    calibration: IntervalCalibration | None,
+    quantiles: Sequence[float],
+    held: Coverage | None = None,
+) -> str | None:
+    """The sentence a page shows under a bundle's band: what the band is (its interval
+    ``calibration``, or for a bundle without one its outer ``quantiles``) and, with ``held``
+    (the report's :class:`Coverage` of the model), what it held on the test lots. ``None``
+    for a model without a band.
+
+    Example:
+        >>> describe_band(None, (0.1, 0.5, 0.9))
+        "80 % band of uncalibrated quantiles (the model's 10 % to 90 % quantile)."
+    """
+    levels = sorted(float(q) for q in quantiles)
+    if calibration is not None:
+        words = band_words(calibration.method, calibration.coverage, calibration.lots)
+    elif len(levels) >= 2:
+        lo, hi = (f"{q:.0%}".replace("%", " %") for q in (levels[0], levels[-1]))
+        words = (
+            f"{band_words('quantiles', levels[-1] - levels[0])} (the model's {lo} to {hi} quantile)"
+        )
+    else:
+        return None
+    if held is not None and held.lots > 0 and not math.isnan(held.coverage):
+        words += (
+            f"; on the bundle's {held.lots} test lot{'s' * (held.lots != 1)} it held "
+            f"{held.coverage:.0%} ({held.level:.0%} binomial interval {held.low:.0%} to "
+            f"{held.high:.0%})"
+        )
+    return words + "."
 
 
 def _none_if_nan(v: float) -> float | None:
@@ -115,14 +176,8 @@ class Coverage:
 
     @property
     def band_words(self) -> str:
-        """``80 % conformal interval (calibrated on 12 validation lots)`` or ``80 % band of
-        uncalibrated quantiles``."""
-        share = f"{self.nominal:.0%}".replace("%", " %")
-        if self.method in ("conformal", "cqr") and self.calibration_lots:
-            name = "conformal" if self.method == "conformal" else "conformalized quantile"
-            n = self.calibration_lots
-            return f"{share} {name} interval (calibrated on {n} validation lot{'s' * (n != 1)})"
-        return f"{share} band of uncalibrated quantiles"
+        """What the band is, in words (:func:`band_words`)."""
+        return band_words(self.method, self.nominal, self.calibration_lots)
 
     def sentence(self, units: str = "") -> str:
         """In plain words: what was promised, what held, how sure, how wide."""

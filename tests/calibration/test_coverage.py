@@ -87,3 +87,18 @@ def test_coverage_round_trips_and_says_what_it_is() -> None:
     old = lot_coverage(*_lots(12, 3), nominal=0.8)
     assert old.band_words == "80 % band of uncalibrated quantiles"
     assert c.holds == (c.low <= 0.8 <= c.high)
+
+
+def test_describe_band_says_calibrated_or_not() -> None:
+    from mfgtx.calibration.conformal import IntervalCalibration
+    from mfgtx.calibration.coverage import describe_band
+
+    cal = IntervalCalibration("cqr", 0.8, (2.0,), (1,), 12)
+    held = lot_coverage(*_lots(10, 3), nominal=0.8, method="cqr", calibration_lots=12)
+    words = describe_band(cal, (0.1, 0.9), held)
+    assert words is not None
+    assert words.startswith("80 % conformalized quantile interval (calibrated on 12 validation")
+    assert f"on the bundle's 10 test lots it held {held.coverage:.0%}" in words
+    old = describe_band(None, (0.1, 0.5, 0.9))
+    assert old is not None and "uncalibrated quantiles" in old and "10 % to 90 %" in old
+    assert describe_band(None, (0.5,)) is None
