@@ -56,6 +56,7 @@ import numpy as np
 from mfgtx.calibration._common import CalibrationWarning, _as_float_array
 
 __all__ = [
+    "BUNDLE_KEY",
     "METHODS",
     "IntervalCalibration",
     "conformal_level",
@@ -66,6 +67,8 @@ __all__ = [
 ]
 
 METHODS = ("conformal", "cqr")
+#: Where a bundle keeps its :class:`IntervalCalibration` (``manifest.json``, ``extra``).
+BUNDLE_KEY = "interval_calibration"
 Method = Literal["conformal", "cqr"]
 
 Bound = float | None

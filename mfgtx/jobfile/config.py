@@ -398,14 +398,49 @@ def train_config(
 
 @dataclass(frozen=True)
 class CalibrationSection:
-    """Classifiers: temperature scaling and a threshold where a missed defect costs
-    ``cost_ratio`` false alarms (chosen on the validation lots)."""
+    """Calibration on the validation lots (never the test lots), saved in the bundle.
+
+    Args:
+        cost_ratio: classifiers: temperature scaling and a threshold where a missed defect
+            costs ``cost_ratio`` false alarms.
+        intervals: interval models (remaining life, forecasts): ``cqr`` widens (or narrows)
+            the model's own quantile band, ``conformal`` puts a band around the point
+            prediction (split conformal; gives a point-only regressor a band), ``off`` keeps
+            the band as trained. Default: ``cqr`` for a model with quantile heads, nothing for
+            a point-only model. Lots, not windows, are the exchangeable units
+            (:mod:`mfgtx.calibration.conformal`): the band holds ``coverage`` of a new
+            exchangeable lot's windows on average; drift and lots unlike the validation lots
+            break it.
+        coverage: the band's nominal coverage (0.8: the ``q10``/``q90`` columns).
+        bounds: the physical range of a target, ``{rul_cycles: [0, null]}`` (``null``:
+            unbounded); the calibrated band and the prediction are clipped to it, and
+            training refuses targets whose values lie outside it.
+        horizon_block: forecasters: pool this many consecutive horizon steps per margin
+            (a steadier margin where validation lots are few); 1: one margin per step and
+            channel.
+    """
 
     cost_ratio: float = 5.0
+    intervals: Literal["conformal", "cqr", "off"] | None = None
+    coverage: float = 0.8
+    bounds: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
+    horizon_block: int = 1
 
     def __post_init__(self) -> None:
         if not self.cost_ratio > 0:
             raise ValueError(f"cost_ratio must be positive, found {self.cost_ratio}")
+        if not 0.0 < self.coverage < 1.0:
+            raise ValueError(f"coverage must lie between 0 and 1 (e.g. 0.8), found {self.coverage}")
+        if self.horizon_block < 1:
+            raise ValueError(f"horizon_block must be at least 1, found {self.horizon_block}")
+        for name, pair in self.bounds.items():
+            if len(pair) != 2:
+                raise ValueError(
+                    f"bounds.{name}: give [low, high] (null for unbounded), found {list(pair)}"
+                )
+            low, high = pair
+            if low is not None and high is not None and low > high:
+                raise ValueError(f"bounds.{name}: low {low} is above high {high}")
 
 
 @dataclass(frozen=True)
@@ -578,7 +613,8 @@ class JobConfig:
         images: the labelled images of a ViT job and how they are read (``train vit``).
         vit: the defect ViT's settings (``train vit``).
         train: how the model trains.
-        calibration: classifiers: the cost of a missed defect in false alarms.
+        calibration: classifiers: the cost of a missed defect in false alarms; interval
+            models: conformal calibration of the band (:class:`CalibrationSection`).
         bundle: the bundle directory ``train`` writes and ``score``, ``evaluate`` and
             ``bench`` read.
         score: batch scoring (``score``).

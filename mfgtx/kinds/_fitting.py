@@ -36,6 +36,9 @@ class Fitted:
             keep it (the forecast baselines' :meth:`state`), else ``None``.
         extra: more of the bundle's ``extra`` section, by key (the training profile the
             watch reads, :mod:`mfgtx.watch.profile`, added by the train job).
+        intervals: an interval model's
+            :class:`~mfgtx.calibration.conformal.IntervalCalibration` (fitted on the
+            validation lots), or ``None``; saved as ``extra.interval_calibration``.
     """
 
     model: Any
@@ -50,6 +53,7 @@ class Fitted:
     extra_metrics: dict[str, float] = field(default_factory=dict)
     best_baseline: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    intervals: Any = None
 
     @property
     def metrics(self) -> dict[str, float]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FitRequest",
     "FitSetup",
+    "IntervalSettings",
     "JobScores",
     "JobSettings",
     "RowReader",
@@ -42,6 +43,8 @@ class FitSetup:
 
     Attributes:
         train: the :class:`~mfgtx.train.TrainConfig` (checkpoints, resume, seed ...).
+        intervals: how an interval model's band is calibrated on the validation lots
+            (``calibration.intervals``, ``coverage``, ``bounds``); ``None``: not at all.
         run_key: what the weights depend on (saved in checkpoints; ``--resume`` checks it).
         on_step: called with ``(step, loss)`` after every optimiser step, or ``None``.
         judge: calibrate and compare with the baselines (rank 0 under ``torchrun``).
@@ -51,6 +54,42 @@ class FitSetup:
     run_key: dict[str, Any] | None = None
     on_step: Any = None
     judge: bool = True
+
+
+@dataclass(frozen=True)
+class IntervalSettings:
+    """The job's ``calibration`` keys for interval models (see
+    :class:`~mfgtx.jobfile.config.CalibrationSection`): ``method`` ``conformal``, ``cqr``,
+    ``off`` or ``None`` (``cqr`` for a model with quantile heads, else off)."""
+
+    method: str | None = None
+    coverage: float = 0.8
+    bounds: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
+    horizon_block: int = 1
+
+    def resolve(self, has_quantiles: bool) -> str | None:
+        """``conformal``, ``cqr`` or ``None`` (no calibration) for a model with or without
+        quantile heads.
+
+        Raises:
+            ValueError: ``cqr`` asked of a model without quantile heads.
+        """
+        if self.method == "off":
+            return None
+        if self.method == "cqr" and not has_quantiles:
+            raise ValueError(
+                "calibration.intervals: cqr widens the model's quantile band, and this model "
+                "has no quantile heads; use conformal (a band around the point prediction) or "
+                "give the model quantiles"
+            )
+        if self.method is None:
+            return "cqr" if has_quantiles else None
+        return self.method
+
+    def bound(self, targets: tuple[str, ...]) -> tuple[tuple[float | None, ...], ...]:
+        """``(lower, upper)``: one physical bound per target (``None``: unbounded)."""
+        pairs = [self.bounds.get(t, (None, None)) for t in targets]
+        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
 
 @dataclass(frozen=True)
@@ -94,6 +133,7 @@ class FitRequest(Generic[SectionT]):
     plan: SplitPlan
     train: TrainConfig
     cost_ratio: float | None = None
+    intervals: IntervalSettings | None = None
     run_key: dict[str, Any] | None = None
     on_step: Any = None
     judge: bool = True

@@ -22,11 +22,13 @@ import numpy as np
 from mfgtx._config import ConfigError
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import EvaluationReport
+from mfgtx.calibration.conformal import BUNDLE_KEY as INTERVALS_KEY
 from mfgtx.data import SensorScaler, Windows
 from mfgtx.kinds._fitting import Fitted
 from mfgtx.kinds._job import (
     FitRequest,
     FitSetup,
+    IntervalSettings,
     JobScores,
     JobSettings,
     RowReader,
@@ -118,6 +120,12 @@ class Kind(ABC, Generic[SectionT, SpecT, DataT]):
             plan=job.split,
             train=setup.train,
             cost_ratio=job.calibration.cost_ratio,
+            intervals=IntervalSettings(
+                method=job.calibration.intervals,
+                coverage=job.calibration.coverage,
+                bounds=dict(job.calibration.bounds),
+                horizon_block=job.calibration.horizon_block,
+            ),
             run_key=setup.run_key,
             on_step=setup.on_step,
             judge=setup.judge,
@@ -322,4 +330,6 @@ def _extra(fitted: Fitted, job: Mapping[str, Any] | None) -> dict[str, Any] | No
         extra["job_file"] = dict(job)
     if fitted.best_baseline is not None:
         extra["best_baseline"] = fitted.best_baseline
+    if fitted.intervals is not None:  # plain numbers, in the manifest the checksums cover
+        extra[INTERVALS_KEY] = fitted.intervals.to_dict()
     return extra or None

@@ -11,13 +11,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import numpy as np
 import pandas as pd
 
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import EvaluationReport
+from mfgtx.calibration.conformal import BUNDLE_KEY as INTERVALS_KEY
+from mfgtx.calibration.conformal import IntervalCalibration
 from mfgtx.data import DataError
 from mfgtx.split import AuditReport
 
@@ -85,6 +87,7 @@ class Trained:
     calibration: Any = None
     bundle_id: str = ""
     manifest: Any = None
+    intervals: Any = None
 
 
 class InputSpec(Protocol):
@@ -159,6 +162,27 @@ class Predictor(ABC, Generic[SpecT]):
     @property
     def calibration(self) -> Any:
         return self.bundle.calibration
+
+    @property
+    def intervals(self) -> IntervalCalibration | None:
+        """The conformal calibration of an interval model's band (fitted on its validation
+        lots, ``extra.interval_calibration``), or ``None``: a bundle without one (written
+        before it, ``calibration.intervals: off``, a classifier) gives the band as trained.
+
+        Raises:
+            BundleError: the bundle's record is not one.
+        """
+        if isinstance(self.bundle, Trained):
+            return cast(IntervalCalibration | None, self.bundle.intervals)
+        state = (self.bundle.manifest.get("extra") or {}).get(INTERVALS_KEY)
+        if state is None:
+            return None
+        try:
+            return IntervalCalibration.from_dict(state)
+        except (TypeError, ValueError) as e:
+            raise BundleError(
+                f"{self.bundle.path}: bad extra.{INTERVALS_KEY}: {e}", file=self.bundle.path
+            ) from e
 
     @property
     def report(self) -> EvaluationReport | None:

@@ -15,6 +15,7 @@ scored), for a regressor one column per target and ``<target>_q<NN>`` per quanti
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
@@ -26,6 +27,7 @@ from mfgtx._config import default_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines
 from mfgtx.calibration import class_probabilities, fit_calibration
+from mfgtx.calibration.conformal import IntervalCalibration, fit_cqr, fit_split
 from mfgtx.data import (
     ColumnMap,
     DataError,
@@ -269,25 +271,55 @@ class SensorSpec:
         )
 
 
+def spec_clip(
+    spec: SensorSpec, out: np.ndarray, q: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Outputs ``(n, K)`` and quantiles ``(n, K, Q)`` within the training targets' range
+    where the bundle clips (``model.clip``), else as they are."""
+    if spec.clip is None:
+        return out, q
+    low, high = np.array([c[0] for c in spec.clip]), np.array([c[1] for c in spec.clip])
+    out = np.clip(out, low, high)
+    if q is not None:
+        q = np.clip(q, low[None, :, None], high[None, :, None])
+    return out, q
+
+
+def band_columns(coverage: float) -> tuple[str, str]:
+    """The suffixes of a calibrated band's columns: ``q10``, ``q90`` at 80 % coverage."""
+    low = (1.0 - coverage) / 2.0
+    return f"q{round(low * 100):02d}", f"q{round((1.0 - low) * 100):02d}"
+
+
 def _band(
     predictor: SensorPredictor, cols: dict[str, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray, float, str, int | None] | None:
     """A regressor's band in the columns it scores: ``(low, high)`` ``(n, K)``, the
-    nominal coverage, how it was made and on how many validation lots; ``None`` without."""
-    levels = tuple(predictor.model.config.quantiles or ())
-    if predictor.task == "classification" or len(levels) < 2:
+    nominal coverage, how it was made (``conformal``, ``cqr``, or the model's own
+    ``quantiles`` for a bundle without an interval calibration) and on how many validation
+    lots; ``None`` without a band."""
+    if predictor.task == "classification":
         return None
-    targets = predictor.input_spec.targets
+    targets, cal = predictor.input_spec.targets, predictor.intervals
 
-    def edge(level: float) -> np.ndarray:
-        return np.stack([cols[f"{t}_q{round(level * 100):02d}"] for t in targets], axis=1)
+    def edge(suffix: str) -> np.ndarray:
+        return np.stack([cols[f"{t}_{suffix}"] for t in targets], axis=1)
 
-    return edge(levels[0]), edge(levels[-1]), float(levels[-1] - levels[0]), "quantiles", None
+    if cal is not None:
+        lo, hi = band_columns(cal.coverage)
+        return edge(lo), edge(hi), cal.coverage, cal.method, cal.lots
+    levels = tuple(predictor.model.config.quantiles or ())
+    if len(levels) < 2:
+        return None
+    lo, hi = (f"q{round(q * 100):02d}" for q in (min(levels), max(levels)))
+    return edge(lo), edge(hi), float(max(levels) - min(levels)), "quantiles", None
 
 
-def _floor(targets: tuple[str, ...]) -> tuple[float | None, ...]:
-    """A remaining life is never below 0: the baseline's band is clipped there too."""
-    return tuple(0.0 if "rul" in t.lower() else None for t in targets)
+def _lower(predictor: SensorPredictor) -> tuple[float | None, ...] | None:
+    """The targets' physical floor the bundle's band is clipped to (``calibration.bounds``),
+    so the baseline's band is clipped the same way; ``None`` without one."""
+    cal = predictor.intervals
+    return tuple(cal.lower) if cal is not None and cal.lower else None
 
 
 def _target_range(windows: Windows, idx: np.ndarray) -> tuple[tuple[float, float], ...]:
@@ -385,18 +417,28 @@ class SensorPredictor(WindowPredictor[SensorSpec]):
             else:
                 cols["decision"] = decision_words(prob.argmax(axis=1), names, scored=finite)
             return cols
-        targets, clip = self.input_spec.targets, self.input_spec.clip
-        if clip is not None:  # within the training targets' range
-            low, high = np.array([c[0] for c in clip]), np.array([c[1] for c in clip])
-            out = np.clip(out, low, high)
-            if q is not None:
-                q = np.clip(q, low[None, :, None], high[None, :, None])
+        targets = self.input_spec.targets
+        out, q = spec_clip(self.input_spec, out, q)
+        intervals = self.intervals
+        if intervals is not None:  # point and quantiles within the target's physical range
+            out = intervals.clip(out)
+            if q is not None:  # (n, K, Q) -> (n, Q, K): the bounds run along the targets
+                q = intervals.clip(q.transpose(0, 2, 1)).transpose(0, 2, 1)
         for k, name in enumerate(targets):
             cols[name] = out[:, k].astype(np.float64)
+        levels = tuple(self.model.config.quantiles or ())
         if q is not None:
             for k, name in enumerate(targets):
-                for j, level in enumerate(self.model.config.quantiles):
+                for j, level in enumerate(levels):
                     cols[f"{name}_q{round(level * 100):02d}"] = q[:, k, j].astype(np.float64)
+        if intervals is not None:  # the calibrated band replaces (or adds) its two columns
+            low_q = q[:, :, int(np.argmin(levels))] if q is not None else None
+            high_q = q[:, :, int(np.argmax(levels))] if q is not None else None
+            low, high = intervals.apply(out, low_q, high_q)
+            lo_name, hi_name = band_columns(intervals.coverage)
+            for k, name in enumerate(targets):
+                cols[f"{name}_{lo_name}"] = low[:, k].astype(np.float64)
+                cols[f"{name}_{hi_name}"] = high[:, k].astype(np.float64)
         return cols
 
     @property
@@ -590,10 +632,77 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             calibration = fit_calibration(
                 np.concatenate(logits), np.concatenate(labels), cost_ratio=request.cost_ratio
             )
-        predictor = SensorPredictor(self, Trained(model, calibration), spec)
+        intervals = None
+        if task == "regression" and request.intervals is not None:
+            intervals = self._fit_intervals(trained, splits, windows, spec, request)
+        predictor = SensorPredictor(self, Trained(model, calibration, intervals=intervals), spec)
         report, extra = self.judge(predictor, windows, learn, test, scaler=scaler, splits=splits)
         extra = {**result.extra_metrics, **extra}
-        return replace(result, report=report, calibration=calibration, extra_metrics=extra)
+        return replace(
+            result, report=report, calibration=calibration, intervals=intervals,
+            extra_metrics=extra,
+        )  # fmt: skip
+
+    def _fit_intervals(
+        self,
+        members: list[SensorEncoder],
+        splits: Sequence[tuple[np.ndarray, np.ndarray]],
+        windows: Windows,
+        spec: SensorSpec,
+        request: FitRequest[SensorSection],
+    ) -> IntervalCalibration | None:
+        """A regressor's conformal calibration on the validation lots, or ``None``.
+
+        Each member is scored on its own validation lots (none of which it trained on), the
+        windows pooled, each lot weighing 1 (:mod:`mfgtx.calibration.conformal`); an
+        ensemble's mean is then given the members' margin (members are scored alone, so the
+        margin is that of one member: conservative where the ensemble is better). The
+        targets' physical range (``calibration.bounds``) is checked against the training
+        targets and kept with the margin.
+        """
+        settings = request.intervals
+        assert settings is not None  # checked by the caller
+        quantiles = tuple(members[0].config.quantiles or ())
+        method = settings.resolve(bool(quantiles))
+        targets = tuple(windows.targets)
+        lower, upper = settings.bound(targets)
+        unknown = sorted(set(settings.bounds) - set(targets))
+        if unknown:
+            raise ValueError(
+                f"calibration.bounds: {unknown} are not targets of this model (it predicts "
+                f"{list(targets)})"
+            )
+        y_all = target_values(windows)
+        for k, name in enumerate(targets):  # the declared range must hold the training truth
+            y = y_all[:, k][np.isfinite(y_all[:, k])]
+            lo, hi = lower[k], upper[k]
+            if y.size and ((lo is not None and y.min() < lo) or (hi is not None and y.max() > hi)):
+                raise ValueError(
+                    f"calibration.bounds.{name}: [{lo}, {hi}] but the data holds {name} from "
+                    f"{y.min():g} to {y.max():g}; correct the bound or the data"
+                )
+        if method is None:
+            return None
+        last = request.plan.evaluate_on == "last_per_lot"
+        ys, points, lows, highs, lots = [], [], [], [], []
+        for member, (_, val) in zip(members, splits, strict=True):
+            val = windows.last_per_lot(val) if last else val
+            one = SensorPredictor(self, Trained(member), spec)
+            out, q = one.outputs(windows, val)
+            out, q = spec_clip(spec, out, q)
+            ys.append(y_all[val])
+            points.append(out)
+            if q is not None:
+                lows.append(q[:, :, int(np.argmin(quantiles))])
+                highs.append(q[:, :, int(np.argmax(quantiles))])
+            lots.append(windows.lot[val])
+        y, g = np.concatenate(ys), np.concatenate(lots)
+        if method == "cqr":
+            return fit_cqr(
+                y, np.concatenate(lows), np.concatenate(highs), g, settings.coverage,
+                lower=lower, upper=upper,
+            )  # fmt: skip
+        return fit_split(y, np.concatenate(points), g, settings.coverage, lower=lower, upper=upper)
 
     def judge(
         self,
@@ -630,7 +739,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             name=model_name, task=task, windows=windows, test_idx=test_idx,
             y=target_values(windows)[test_idx], low=low, high=high, nominal=nominal,
             method=method, calibration_lots=lots, splits=splits, scaler=scaler,
-            lower=_floor(predictor.input_spec.targets),
+            lower=_lower(predictor),
         )  # fmt: skip
         return replace(report, intervals=found), interval_figures(found)
 

@@ -76,6 +76,7 @@ def test_a_regression_ensemble_averages_the_members_quantiles(plant, tmp_path) -
     job["model"] = {"task": "regression", "tokens": "sensor", "d_model": 8, "n_heads": 2,
                     "n_layers": 1, "d_ff": 16, "quantiles": [0.1, 0.9], "target_scale": 100.0,
                     "clip": True}  # fmt: skip
+    job["calibration"] = {"intervals": "off"}  # the members' band as trained (no conformal margin)
     config = load_config(write_job(tmp_path / "rul.yaml", _ensemble(job, 3)))
     predictor = mfgtx.load(train("sensor", config).bundle)
     frame = pd.read_csv(plant / "degradation.csv")
