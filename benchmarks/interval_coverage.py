@@ -1,11 +1,12 @@
 """Does the 80 % band hold on the test lots? Nominal vs realized coverage, uncalibrated and
-conformal, beside the ridge baseline's conformal interval, for one job file.
+conformal, beside the ridge baseline's conformal interval, for the job files given.
 
-    python benchmarks/interval_coverage.py pipelines/configs/sample_rul.yaml
+    python benchmarks/interval_coverage.py pipelines/configs/sample_rul.yaml \
+        pipelines/configs/sample_forecast.yaml
     python benchmarks/interval_coverage.py pipelines/configs/etth1.yaml \\
         --datasets ../shared/datasets --methods off,cqr
 
-The job (a ``forecast`` job or a ``sensor`` regression with quantiles) is trained once per
+Each job (a ``forecast`` job or a ``sensor`` regression with quantiles) is trained once per
 ``--methods`` entry with ``calibration.intervals=<method>`` (``off``: the model's own
 quantiles; ``conformal``: a band around the point; ``cqr``: the quantile band widened or
 narrowed), the same seed, split and epochs each time. Figures come from the bundle's report
@@ -100,7 +101,9 @@ def run(
 
 def main(argv: list[str] | None = None) -> int:
     parser = _harness.parser("interval_coverage", __doc__)
-    parser.add_argument("job", type=Path, help="a forecast or sensor-regression job file")
+    parser.add_argument(
+        "jobs", type=Path, nargs="+", help="forecast or sensor-regression job files"
+    )
     parser.add_argument(
         "--datasets", type=Path, default=None, help="the datasets folder (default: as the job)"
     )
@@ -115,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"--methods: {unknown} are not among {list(METHODS)}")
     record = _harness.start("interval_coverage", args)
-    for row in run(args.job, methods, args.epochs, args.datasets, args.set):
-        record.row("Coverage on the test lots", row, units={"mean width": "target units"})
+    for job in args.jobs:
+        for row in run(job, methods, args.epochs, args.datasets, args.set):
+            record.row("Coverage on the test lots", row, units={"mean width": "target units"})
     record.note(
         "realized coverage: mean over test lots of each lot's share of values inside the band; "
         "95 % Clopper-Pearson interval with n = test lots (mfgtx.calibration.coverage)"
