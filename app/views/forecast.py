@@ -24,7 +24,7 @@ from _tables import frame_for, lot_windows
 from _trust import set_sentence, show_trust
 
 from mfgtx.baselines import baseline_words
-from mfgtx.calibration.coverage import describe_band
+from mfgtx.calibration import describe_band
 from mfgtx.metrics import interval_coverage, mae
 
 #: What the user picked for the bundle shown, cleared when another bundle is shown.

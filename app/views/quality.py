@@ -32,7 +32,7 @@ from _settings import MAX_CSV_MB
 from _tables import csv_format, frame_for, lot_windows, read_upload_csv
 from _trust import set_sentence, show_trust
 
-from mfgtx.calibration.coverage import describe_band
+from mfgtx.calibration import describe_band
 from mfgtx.kinds import probability_column
 
 #: What the user picked for the bundle shown, cleared when another bundle is shown.
