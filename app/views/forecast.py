@@ -114,11 +114,12 @@ def band_words(predictor: Any) -> str | None:
     qs = list(getattr(predictor.model.config, "quantiles", None) or ())
     report = predictor.report
     held = report.intervals[0] if report is not None and report.intervals else None
-    words = describe_band(predictor.intervals, qs, held)
+    cal = predictor.intervals
+    words = describe_band(cal, qs, held)
     if words is None:
         return None
-    nominal = held.nominal if held is not None else (max(qs) - min(qs))
-    words += f" Nominally {round(nominal * 100)} in 100 actual readings fall inside it"
+    nominal = cal.coverage if cal is not None else max(qs) - min(qs)
+    words = f"{words[:-1]}: nominally {round(nominal * 100)} in 100 actual readings fall inside it"
     extra = (predictor.bundle.manifest.get("metrics") or {}).get("extra") or {}
     if held is None and "interval_coverage" in extra:  # a bundle written before the report
         words += f"; on the bundle's test lots {float(extra['interval_coverage']):.0%} did"

@@ -80,7 +80,7 @@ def interval_words(predictor: Any, lo: int, hi: int) -> str:
     report = predictor.report
     held = report.intervals[0] if report is not None and report.intervals else None
     words = describe_band(predictor.intervals, (lo / 100, hi / 100), held)
-    return f"{words} Nominally {hi - lo} in 100 true values fall inside it."
+    return f"{str(words)[:-1]}: nominally {hi - lo} in 100 true values fall inside it."
 
 
 def _preselect(df: pd.DataFrame, lot_col: str, line_col: str | None, handed: dict) -> None:
