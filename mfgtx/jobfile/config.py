@@ -411,7 +411,10 @@ class CalibrationSection:
             (:mod:`mfgtx.calibration.conformal`): the band holds ``coverage`` of a new
             exchangeable lot's windows on average; drift and lots unlike the validation lots
             break it.
-        coverage: the band's nominal coverage (0.8: the ``q10``/``q90`` columns).
+        coverage: the band's nominal coverage (0.8: the ``q10``/``q90`` columns); default:
+            what the model's outermost quantiles span (0.8 for ``[0.1, 0.9]``), 0.8 for a
+            point-only model. A forecaster's must equal that span (its columns are named by
+            the quantiles).
         bounds: the physical range of a target, ``{rul_cycles: [0, null]}`` (``null``:
             unbounded); the calibrated band and the prediction are clipped to it, and
             training refuses targets whose values lie outside it.
@@ -422,14 +425,14 @@ class CalibrationSection:
 
     cost_ratio: float = 5.0
     intervals: Literal["conformal", "cqr", "off"] | None = None
-    coverage: float = 0.8
+    coverage: float | None = None
     bounds: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
     horizon_block: int = 1
 
     def __post_init__(self) -> None:
         if not self.cost_ratio > 0:
             raise ValueError(f"cost_ratio must be positive, found {self.cost_ratio}")
-        if not 0.0 < self.coverage < 1.0:
+        if self.coverage is not None and not 0.0 < self.coverage < 1.0:
             raise ValueError(f"coverage must lie between 0 and 1 (e.g. 0.8), found {self.coverage}")
         if self.horizon_block < 1:
             raise ValueError(f"horizon_block must be at least 1, found {self.horizon_block}")

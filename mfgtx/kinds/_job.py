@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
+import numpy as np
 import pandas as pd
 
 from mfgtx.data import ColumnMap, RegimePlan, Windowing, Windows
@@ -63,7 +64,7 @@ class IntervalSettings:
     ``off`` or ``None`` (``cqr`` for a model with quantile heads, else off)."""
 
     method: str | None = None
-    coverage: float = 0.8
+    coverage: float | None = None
     bounds: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
     horizon_block: int = 1
 
@@ -86,10 +87,39 @@ class IntervalSettings:
             return "cqr" if has_quantiles else None
         return self.method
 
-    def bound(self, targets: tuple[str, ...]) -> tuple[tuple[float | None, ...], ...]:
-        """``(lower, upper)``: one physical bound per target (``None``: unbounded)."""
+    def coverage_for(self, levels: tuple[float, ...]) -> float:
+        """The nominal coverage: the job's, else the span of the model's outermost
+        quantiles ``levels``, else 0.8."""
+        if self.coverage is not None:
+            return self.coverage
+        return round(max(levels) - min(levels), 9) if len(levels) >= 2 else 0.8
+
+    def bound(
+        self, targets: tuple[str, ...], truth: np.ndarray
+    ) -> tuple[tuple[float | None, ...], tuple[float | None, ...]]:
+        """``(lower, upper)``: one physical bound per target (``None``: unbounded), after
+        checking the bounds name targets and hold the training truth ``(..., K)``.
+
+        Raises:
+            ValueError: a bound names no target, or the data holds values outside it.
+        """
+        unknown = sorted(set(self.bounds) - set(targets))
+        if unknown:
+            raise ValueError(
+                f"calibration.bounds: {unknown} are not targets of this model (it predicts "
+                f"{list(targets)})"
+            )
         pairs = [self.bounds.get(t, (None, None)) for t in targets]
-        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        lower, upper = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        for k, name in enumerate(targets):
+            y = truth[..., k][np.isfinite(truth[..., k])]
+            lo, hi = lower[k], upper[k]
+            if y.size and ((lo is not None and y.min() < lo) or (hi is not None and y.max() > hi)):
+                raise ValueError(
+                    f"calibration.bounds.{name}: [{lo}, {hi}] but the data holds {name} from "
+                    f"{y.min():g} to {y.max():g}; correct the bound or the data"
+                )
+        return lower, upper
 
 
 @dataclass(frozen=True)

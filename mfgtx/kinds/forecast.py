@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, Protocol, TypedDict, runtime_checkable
 
@@ -27,6 +28,7 @@ import torch
 from mfgtx._config import ConfigError, default_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines, forecast_baseline
+from mfgtx.calibration.conformal import IntervalCalibration, fit_cqr, fit_split
 from mfgtx.data import (
     ColumnMap,
     ForecastWindows,
@@ -294,7 +296,23 @@ class ForecastPredictor(WindowPredictor[ForecastSpec]):
                 if bands
                 else np.zeros((*shape, len(c.quantiles)))
             )
-        return point, band
+        return self._calibrated(point, band)
+
+    def _calibrated(
+        self, point: np.ndarray, band: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``point`` ``(n, H, K)`` and ``band`` ``(n, H, K, Q)`` with the bundle's conformal
+        calibration: the outermost quantiles become the calibrated band (per step and
+        channel), everything clipped to the channels' physical range; as they are without."""
+        cal = self.intervals
+        if cal is None or band is None:
+            return point, band
+        levels = self.model.config.quantiles
+        j_low, j_high = int(np.argmin(levels)), int(np.argmax(levels))
+        low, high = cal.apply(point, band[..., j_low], band[..., j_high])
+        band = cal.clip(band.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)  # bounds along K
+        band[..., j_low], band[..., j_high] = low, high
+        return cal.clip(point), band
 
     @property
     def best_baseline(self) -> str | None:
@@ -558,7 +576,10 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         )
         if not request.judge:
             return result
-        predictor = ForecastPredictor(self, Trained(model), spec)
+        intervals = None
+        if request.intervals is not None:
+            intervals = self._fit_intervals(trained, splits, windows, spec, labelled, request)
+        predictor = ForecastPredictor(self, Trained(model, intervals=intervals), spec)
         learned = np.intersect1d(learn, labelled)
         baselines = fit_baselines(windows, learned, "forecast", scaler=scaler)
         report, extra = self.judge(
@@ -576,7 +597,75 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
             }
         best = report.best_baseline()  # kept, so its forecasts can be drawn beside the model's
         kept = next((b.state() for b in baselines if b.name == best and isinstance(b, _Kept)), None)
-        return replace(result, report=report, extra_metrics=extra, best_baseline=kept)
+        return replace(
+            result, report=report, extra_metrics=extra, best_baseline=kept, intervals=intervals
+        )
+
+    def _fit_intervals(
+        self,
+        members: list[CausalForecaster],
+        splits: Sequence[tuple[np.ndarray, np.ndarray]],
+        windows: Windows,
+        spec: ForecastSpec,
+        labelled: np.ndarray,
+        request: FitRequest[ForecastSection],
+    ) -> IntervalCalibration | None:
+        """The band's conformal calibration per horizon step and channel (``horizon_block``
+        steps pooled) on each member's own validation lots, or ``None``.
+
+        Each lot weighs 1 however many overlapping windows it has
+        (:mod:`mfgtx.calibration.conformal`); only windows whose horizon was recorded
+        count. A forecaster calibrates the band it has (``cqr``, or ``conformal`` around the
+        point), so it needs two or more quantiles whose outermost pair spans ``coverage``.
+
+        Raises:
+            ValueError: no band, or a coverage the band's columns would misname.
+        """
+        settings = request.intervals
+        assert settings is not None  # checked by the caller
+        levels = tuple(members[0].config.quantiles or ())
+        method = settings.resolve(len(levels) >= 2)
+        y_all = target_values(windows)  # (N, H, K)
+        lower, upper = settings.bound(tuple(spec.targets), y_all)
+        if method is None:
+            return None
+        if len(levels) < 2:
+            raise ValueError(
+                "calibration.intervals: a forecaster calibrates its band; give "
+                "forecast.quantiles (e.g. [0.1, 0.5, 0.9]) or calibration.intervals: off"
+            )
+        span, coverage = max(levels) - min(levels), settings.coverage_for(levels)
+        if abs(span - coverage) > 1e-9:
+            raise ValueError(
+                f"calibration.coverage {coverage} but the band's outer quantiles "
+                f"q{round(min(levels) * 100):02d}/q{round(max(levels) * 100):02d} span "
+                f"{span:.2f}: set coverage to {span:.2f} or change forecast.quantiles"
+            )
+        ys, points, lows, highs, lots = [], [], [], [], []
+        for member, (_, val) in zip(members, splits, strict=True):
+            val = np.intersect1d(val, labelled)  # the whole horizon recorded
+            point, band = ForecastPredictor(self, Trained(member), spec).arrays(windows, val)
+            assert band is not None  # two or more quantiles
+            ys.append(y_all[val])
+            points.append(point)
+            lows.append(band[..., int(np.argmin(levels))])
+            highs.append(band[..., int(np.argmax(levels))])
+            lots.append(windows.lot[val])
+        if not sum(len(g) for g in lots):
+            raise ValueError(
+                "calibration.intervals: no validation window has its whole horizon recorded; "
+                "use a larger split.val_size or a shorter forecast.horizon"
+            )
+        y, g = np.concatenate(ys), np.concatenate(lots)
+        block = settings.horizon_block
+        if method == "cqr":
+            return fit_cqr(
+                y, np.concatenate(lows), np.concatenate(highs), g, coverage,
+                lower=lower, upper=upper, horizon_block=block,
+            )  # fmt: skip
+        return fit_split(
+            y, np.concatenate(points), g, coverage, lower=lower, upper=upper, horizon_block=block
+        )
 
     def _pick(
         self, model: CausalForecaster, spec: ForecastSpec, windows: Windows, val: np.ndarray
@@ -635,12 +724,15 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         report = compare("forecast", windows, test_idx, pred, baselines, model_name=model_name)
         if band is None:
             return report, {}
-        quantiles = predictor.model.config.quantiles
+        levels, cal = predictor.model.config.quantiles, predictor.intervals
+        j_low, j_high = int(np.argmin(levels)), int(np.argmax(levels))  # the band drawn
         found = judged_intervals(
             name=model_name, task="forecast", windows=windows, test_idx=test_idx,
-            y=target_values(windows)[test_idx], low=band[..., 0], high=band[..., -1],
-            nominal=float(quantiles[-1] - quantiles[0]), method="quantiles",
-            calibration_lots=None, splits=splits, scaler=scaler,
+            y=target_values(windows)[test_idx], low=band[..., j_low], high=band[..., j_high],
+            nominal=cal.coverage if cal is not None else float(max(levels) - min(levels)),
+            method=cal.method if cal is not None else "quantiles",
+            calibration_lots=cal.lots if cal is not None else None, splits=splits,
+            scaler=scaler, lower=tuple(cal.lower) if cal is not None and cal.lower else None,
         )  # fmt: skip
         return replace(report, intervals=found), interval_figures(found)
 

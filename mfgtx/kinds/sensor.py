@@ -664,23 +664,8 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         assert settings is not None  # checked by the caller
         quantiles = tuple(members[0].config.quantiles or ())
         method = settings.resolve(bool(quantiles))
-        targets = tuple(windows.targets)
-        lower, upper = settings.bound(targets)
-        unknown = sorted(set(settings.bounds) - set(targets))
-        if unknown:
-            raise ValueError(
-                f"calibration.bounds: {unknown} are not targets of this model (it predicts "
-                f"{list(targets)})"
-            )
         y_all = target_values(windows)
-        for k, name in enumerate(targets):  # the declared range must hold the training truth
-            y = y_all[:, k][np.isfinite(y_all[:, k])]
-            lo, hi = lower[k], upper[k]
-            if y.size and ((lo is not None and y.min() < lo) or (hi is not None and y.max() > hi)):
-                raise ValueError(
-                    f"calibration.bounds.{name}: [{lo}, {hi}] but the data holds {name} from "
-                    f"{y.min():g} to {y.max():g}; correct the bound or the data"
-                )
+        lower, upper = settings.bound(tuple(windows.targets), y_all)
         if method is None:
             return None
         last = request.plan.evaluate_on == "last_per_lot"
@@ -697,12 +682,13 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
                 highs.append(q[:, :, int(np.argmax(quantiles))])
             lots.append(windows.lot[val])
         y, g = np.concatenate(ys), np.concatenate(lots)
+        coverage = settings.coverage_for(quantiles)
         if method == "cqr":
             return fit_cqr(
-                y, np.concatenate(lows), np.concatenate(highs), g, settings.coverage,
+                y, np.concatenate(lows), np.concatenate(highs), g, coverage,
                 lower=lower, upper=upper,
             )  # fmt: skip
-        return fit_split(y, np.concatenate(points), g, settings.coverage, lower=lower, upper=upper)
+        return fit_split(y, np.concatenate(points), g, coverage, lower=lower, upper=upper)
 
     def judge(
         self,

@@ -8,7 +8,9 @@ it (:func:`model_inputs`): scaled sensor windows and their observed mask, a fore
 context, normalised images. Everything around the model (cutting windows, scaling, the
 calibration of a classifier, clipping, writing rows) stays with :mod:`mfgtx.kinds`; the
 bundle's input specification travels in the file's metadata (``input_spec``) so that a
-serving engineer can reproduce it.
+serving engineer can reproduce it, and so does an interval model's conformal calibration
+(``interval_calibration``, :attr:`OnnxModel.intervals`): the graph gives the band as
+trained, the calibrated band is ``intervals.apply(...)`` on its outputs.
 
 ========= =================================== ==========================================
 kind      inputs                              outputs
@@ -44,6 +46,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor, nn
+
+from mfgtx.calibration.conformal import IntervalCalibration
 
 __all__ = [
     "OPSET",
@@ -156,7 +160,12 @@ def metadata(predictor: Any, sig: Signature, example: Mapping[str, Tensor]) -> d
 
     bundle = predictor.bundle
     checksums = (bundle.manifest.get("files") or {}).copy()
+    intervals = getattr(predictor, "intervals", None)
+    calibrated = {}
+    if intervals is not None:  # applied after the graph (OnnxModel.intervals)
+        calibrated["interval_calibration"] = json.dumps(intervals.to_dict())
     return {
+        **calibrated,
         "bundle_id": predictor.bundle_id,
         "kind": predictor.kind.name,
         "model_class": str(bundle.manifest["model"]["class"]),
@@ -275,6 +284,15 @@ class OnnxModel:
     def input_spec(self) -> dict[str, Any] | None:
         text = self.metadata.get("input_spec")
         return None if text is None else json.loads(text)
+
+    @property
+    def intervals(self) -> IntervalCalibration | None:
+        """The bundle's conformal calibration of the band (``interval_calibration``), to
+        apply after the graph: ``intervals.apply(point, low, high)`` on the outputs in the
+        data's units (a forecaster's outputs are scaled: unscale them first, as
+        :mod:`mfgtx.kinds` does); ``None`` for an export without one."""
+        text = self.metadata.get("interval_calibration")
+        return None if text is None else IntervalCalibration.from_dict(json.loads(text))
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Raw outputs for ``inputs`` (as :func:`model_inputs` gives them), by name.

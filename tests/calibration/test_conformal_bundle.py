@@ -12,8 +12,9 @@ import yaml
 import mfgtx
 from mfgtx.calibration.conformal import BUNDLE_KEY, IntervalCalibration
 from mfgtx.jobs import load_config, train
-from mfgtx.kinds import SENSOR
+from mfgtx.kinds import FORECAST, SENSOR
 from mfgtx.kinds._predictor import Trained
+from mfgtx.kinds.forecast import ForecastPredictor
 from mfgtx.kinds.sensor import SensorPredictor
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
@@ -143,3 +144,65 @@ def test_cqr_on_a_point_model_is_refused_and_off_keeps_the_band(tmp_path) -> Non
     path = _job(tmp_path, coverage=1.5)
     with pytest.raises(ConfigError, match="coverage"):
         load_config(path)
+
+
+def test_a_forecaster_band_is_calibrated_per_step_and_channel(tmp_path) -> None:
+    sensors = pd.read_csv(SAMPLE / "sensors.csv", dtype=str, keep_default_na=False)
+    lots = sensors["lot"].drop_duplicates().head(12)
+    sensors = sensors[sensors["lot"].isin(lots)].groupby("lot", sort=False).head(120)
+    sensors.to_csv(tmp_path / "sensors.csv", index=False)
+    job = {
+        "data": {
+            "source": {"path": str(tmp_path / "sensors.csv")},
+            "columns": {"lot": "lot", "time": "timestamp", "keys": ["line"],
+                        "sensors": ["temperature_c", "pressure_bar", "vibration_mm_s"]},
+        },
+        "windows": {"window": 32, "stride": 16},
+        "split": {"test_size": 3, "val_size": 5, "gap": "0s"},
+        "forecast": {"horizon": 8, "targets": ["temperature_c", "pressure_bar"], "patch_len": 8,
+                     "d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16,
+                     "quantiles": [0.1, 0.5, 0.9]},
+        "train": {"epochs": 1, "batch_size": 16, "patience": None, "progress": "log"},
+        "calibration": {"bounds": {"pressure_bar": [0, None]}, "horizon_block": 4},
+        "bundle": str(tmp_path / "models" / "forecast"),
+    }  # fmt: skip
+    path = tmp_path / "f.yaml"
+    path.write_text(yaml.safe_dump(job, sort_keys=False))
+    predictor = mfgtx.load(train("forecast", load_config(path)).bundle)
+    cal = predictor.intervals
+    assert cal.method == "cqr" and cal.shape == (8, 2) and cal.coverage == pytest.approx(0.8)
+    m = cal.margins
+    assert (m[:4] == m[0]).all() and (m[4:] == m[4]).all()  # blocks of 4 steps
+    assert cal.lower == (None, 0.0)
+    frame = pd.read_csv(tmp_path / "sensors.csv")
+    windows = predictor.windows(frame)
+    idx = np.arange(len(windows))
+    point, band = predictor.arrays(windows, idx)
+    _, raw_band = ForecastPredictor(
+        FORECAST, Trained(predictor.model), predictor.input_spec
+    ).arrays(windows, idx)
+    np.testing.assert_allclose(band[..., 0], cal.clip(raw_band[..., 0] - m), atol=1e-9)
+    np.testing.assert_allclose(band[..., 2], cal.clip(raw_band[..., 2] + m), atol=1e-9)
+    assert (band[..., 1, :] >= 0).all() and (point[..., 1] >= 0).all()
+    rows = predictor.rows(windows, idx)
+    assert (rows.loc[rows["sensor"] == "pressure_bar", ["q10", "q90"]] >= 0).all(axis=None)
+
+
+def test_the_onnx_export_carries_the_calibration_for_its_post_processing(
+    rul_bundle, tmp_path
+) -> None:
+    pytest.importorskip("onnxruntime")
+    from mfgtx.serving.onnx import export_onnx, load_onnx, model_inputs
+
+    predictor = mfgtx.load(rul_bundle)
+    onnx = load_onnx(export_onnx(predictor, tmp_path / "rul.onnx"))
+    assert onnx.intervals == predictor.intervals
+    frame = pd.read_csv(SAMPLE / "degradation.csv")
+    windows = predictor.windows(frame)
+    idx = np.arange(len(windows))
+    out = onnx.run(model_inputs(predictor, windows, idx))
+    q = out["quantiles"].astype(np.float64)  # (B, K, Q) as trained
+    low, high = onnx.intervals.apply(out["prediction"], q[:, :, 0], q[:, :, -1])
+    rows = predictor.rows(windows, idx)
+    np.testing.assert_allclose(low[:, 0], rows["rul_cycles_q10"], atol=1e-3)
+    np.testing.assert_allclose(high[:, 0], rows["rul_cycles_q90"], atol=1e-3)
