@@ -16,6 +16,7 @@ ridges, as the ensemble averages its members), and never a test lot.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,7 +28,28 @@ from mfgtx.calibration.coverage import Coverage, lot_coverage
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.windows import Windows
 
-__all__ = ["conformal_baseline", "interval_baseline"]
+__all__ = ["BaselineBand", "conformal_band", "conformal_baseline", "interval_baseline"]
+
+
+@dataclass(frozen=True)
+class BaselineBand:
+    """The ridge baseline's conformal band on the test windows.
+
+    Attributes:
+        name: the baseline's name (``Ridge``, ``LinearRidge``).
+        y: ``(n, ...)`` the test truth.
+        low: the band's lower edge, the shape of ``y``.
+        high: its upper edge.
+        lots: ``(n,)`` the test windows' lots.
+        calibration_lots: validation lots the margin rests on.
+    """
+
+    name: str
+    y: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    lots: np.ndarray
+    calibration_lots: int
 
 
 def interval_baseline(task: str, windows: Windows) -> Baseline:
@@ -44,7 +66,7 @@ def interval_baseline(task: str, windows: Windows) -> Baseline:
     raise ValueError(f"a conformal baseline interval is for regression or forecast, not {task}")
 
 
-def conformal_baseline(
+def conformal_band(
     task: str,
     windows: Windows,
     splits: Sequence[tuple[np.ndarray, np.ndarray]],
@@ -53,8 +75,8 @@ def conformal_baseline(
     coverage: float,
     scaler: SensorScaler | None = None,
     lower: Sequence[float | None] | None = None,
-) -> Coverage:
-    """The ridge baseline's split-conformal interval, judged on ``test_idx`` by lot.
+) -> BaselineBand:
+    """The ridge baseline's split-conformal band on ``test_idx``.
 
     Args:
         task: ``"regression"`` or ``"forecast"``.
@@ -68,15 +90,14 @@ def conformal_baseline(
             for a remaining life; the band is clipped to it as the model's is.
 
     Returns:
-        the :class:`~mfgtx.calibration.coverage.Coverage` of the baseline's interval, named
-        after the baseline.
+        the :class:`BaselineBand`.
 
     Raises:
         ValueError: a validation or test window is also a training window of a split, or a
             split has no labelled validation window.
     """
     if not splits:
-        raise ValueError("conformal_baseline: no (fit, validation) split given")
+        raise ValueError("conformal_band: no (fit, validation) split given")
     labelled = windows.labelled()
     test = np.asarray(test_idx, dtype=np.int64)
     ys, points, lots, tests = [], [], [], []
@@ -87,10 +108,10 @@ def conformal_baseline(
         for what, idx in (("validation", val), ("test", test)):
             if np.intersect1d(idx, fit_on).size:
                 raise ValueError(
-                    f"conformal_baseline: split {k}: a {what} window is also a training window"
+                    f"conformal_band: split {k}: a {what} window is also a training window"
                 )
         if val.size == 0:
-            raise ValueError(f"conformal_baseline: split {k} has no labelled validation window")
+            raise ValueError(f"conformal_band: split {k} has no labelled validation window")
         baseline = interval_baseline(task, windows).fit(windows, fit_on, scaler)
         name = baseline.name
         ys.append(targets_of(windows, val, "validation"))
@@ -104,13 +125,27 @@ def conformal_baseline(
     bounds = None if lower is None else tuple(lower)
     calibration = fit_split(y_val, point_val, lot_val, coverage, lower=bounds)
     low, high = calibration.apply(point)
-    return lot_coverage(
-        y_test,
-        low,
-        high,
-        windows.lot[test],
-        nominal=coverage,
-        name=name,
-        method="conformal",
-        calibration_lots=calibration.lots,
+    test_lots = windows.lot[test]
+    return BaselineBand(name, y_test, low, high, test_lots, calibration.lots)
+
+
+def conformal_baseline(
+    task: str,
+    windows: Windows,
+    splits: Sequence[tuple[np.ndarray, np.ndarray]],
+    test_idx: np.ndarray,
+    *,
+    coverage: float,
+    scaler: SensorScaler | None = None,
+    lower: Sequence[float | None] | None = None,
+) -> Coverage:
+    """The ridge baseline's split-conformal interval (:func:`conformal_band`, the same
+    arguments), judged on ``test_idx`` by lot: its
+    :class:`~mfgtx.calibration.coverage.Coverage`, named after the baseline."""
+    band = conformal_band(
+        task, windows, splits, test_idx, coverage=coverage, scaler=scaler, lower=lower
     )
+    return lot_coverage(
+        band.y, band.low, band.high, band.lots, nominal=coverage, name=band.name,
+        method="conformal", calibration_lots=band.calibration_lots,
+    )  # fmt: skip

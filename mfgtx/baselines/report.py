@@ -401,6 +401,7 @@ def _interval_table(intervals: tuple[Coverage, ...], baselines: set[str]) -> lis
     ]
     for c in intervals:
         who = f"{baseline_words(c.name)} (baseline)" if c.name in baselines else model_words(c.name)
+        who += f", {c.target} only" if c.target is not None else ""
         held = "n/a" if math.isnan(c.coverage) else f"{c.coverage:.1%}"
         span = "n/a" if math.isnan(c.low) else f"{c.low:.1%} to {c.high:.1%}"
         width = "n/a" if math.isnan(c.width) else f"{c.width:.4g}"

@@ -153,6 +153,8 @@ class Coverage:
         pooled: share of all values inside (every window counts once: the figure reported
             before coverage was counted by lot).
         calibration_lots: validation lots the band was calibrated on (``None``: none).
+        target: the one target (or forecast channel) these figures are of, in its own
+            units; ``None``: every target together.
     """
 
     name: str
@@ -168,6 +170,7 @@ class Coverage:
     values: int
     pooled: float
     calibration_lots: int | None = None
+    target: str | None = None
 
     @property
     def holds(self) -> bool:
@@ -214,6 +217,7 @@ class Coverage:
             windows=int(state["windows"]),
             values=int(state["values"]),
             calibration_lots=None if cal is None else int(cal),
+            target=None if state.get("target") is None else str(state["target"]),
             **num,
         )
 
@@ -229,6 +233,7 @@ def lot_coverage(
     method: str = "quantiles",
     calibration_lots: int | None = None,
     level: float = COVERAGE_LEVEL,
+    target: str | None = None,
 ) -> Coverage:
     """Realized coverage of the band ``[low, high]`` on ``y_true``, counted by lot.
 
@@ -242,6 +247,7 @@ def lot_coverage(
         method: ``"conformal"``, ``"cqr"`` or ``"quantiles"``.
         calibration_lots: validation lots the band was calibrated on.
         level: level of the binomial interval.
+        target: the one target the arrays are of (``None``: all together).
 
     Returns:
         a :class:`Coverage`; ``nan`` figures and ``lots == 0`` when no value was recorded.
@@ -302,4 +308,5 @@ def lot_coverage(
         values=n_values,
         pooled=pooled,
         calibration_lots=calibration_lots,
+        target=target,
     )

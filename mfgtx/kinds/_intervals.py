@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mfgtx.baselines.intervals import conformal_baseline
+from mfgtx.baselines.intervals import conformal_band
 from mfgtx.calibration.coverage import Coverage, lot_coverage
 from mfgtx.data import SensorScaler, Windows
 
@@ -40,25 +40,37 @@ def judged_intervals(
     scaler: SensorScaler | None,
     lower: Sequence[float | None] | None = None,
 ) -> tuple[Coverage, ...]:
-    """The model's band ``[low, high]`` on ``y`` (the test windows ``test_idx``) counted by
-    lot, and, with ``splits`` (``(fit, validation)`` windows of the model's own split), the
-    ridge baseline's split-conformal interval at the same ``nominal`` coverage from the same
-    validation lots (:func:`~mfgtx.baselines.intervals.conformal_baseline`)."""
+    """The model's band ``[low, high]`` on ``y`` (the test windows ``test_idx``; the last
+    axis the targets) counted by lot, and, with ``splits`` (``(fit, validation)`` windows of
+    the model's own split), the ridge baseline's split-conformal interval at the same
+    ``nominal`` coverage from the same validation lots
+    (:func:`~mfgtx.baselines.intervals.conformal_band`): all targets together first (model,
+    baseline), then, for two or more targets, each target alone in its own units."""
     test = np.asarray(test_idx, dtype=np.int64)
-    model = lot_coverage(
-        y, low, high, windows.lot[test], nominal=nominal, name=name, method=method,
-        calibration_lots=calibration_lots,
-    )  # fmt: skip
-    if not splits:
-        return (model,)
-    try:
-        base = conformal_baseline(
-            task, windows, splits, test, coverage=nominal, scaler=scaler, lower=lower
-        )
-    except ValueError as e:  # e.g. no labelled validation window: the model's figures alone
-        log.warning("no conformal baseline interval: %s", e)
-        return (model,)
-    return (model, base)
+    lots = windows.lot[test]
+    bands = [(name, y, low, high, method, calibration_lots)]
+    if splits:
+        try:
+            b = conformal_band(
+                task, windows, splits, test, coverage=nominal, scaler=scaler, lower=lower
+            )
+            bands.append((b.name, b.y, b.low, b.high, "conformal", b.calibration_lots))
+        except ValueError as e:  # e.g. no labelled validation window: the model's alone
+            log.warning("no conformal baseline interval: %s", e)
+    targets = tuple(windows.targets)
+    parts: list[tuple[str | None, int | None]] = [(None, None)]
+    if len(targets) > 1:
+        parts += [(t, k) for k, t in enumerate(targets)]
+    out = []
+    for target, k in parts:
+        for who, yy, lo, hi, how, cal in bands:
+            arrays = (yy, lo, hi) if k is None else (yy[..., k], lo[..., k], hi[..., k])
+            c = lot_coverage(
+                *arrays, lots, nominal=nominal, name=who, method=how, calibration_lots=cal,
+                target=target,
+            )  # fmt: skip
+            out.append(c)
+    return tuple(out)
 
 
 def interval_figures(intervals: Sequence[Coverage]) -> dict[str, float]:
@@ -76,7 +88,7 @@ def interval_figures(intervals: Sequence[Coverage]) -> dict[str, float]:
         "interval_width": round(m.width, 6),
         "interval_test_lots": float(m.lots),
     }
-    if len(intervals) > 1:
+    if len(intervals) > 1 and intervals[1].target is None:
         b = intervals[1]
         out |= {
             "baseline_interval_coverage": round(b.coverage, 4),
