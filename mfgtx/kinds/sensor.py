@@ -10,7 +10,10 @@ and, for a classifier, its calibration. Output rows: ``lot``, ``window_end`` (th
 ``window_start``, ``bundle_id``, then for a classifier (calibrated) ``p_bad`` (two classes:
 label 1 is bad) or ``p_<target>_<k>`` per class, and ``decision``: ``bad`` or ``good`` at the
 bundle's threshold (the most probable class without one; empty where a window could not be
-scored), for a regressor one column per target and ``<target>_q<NN>`` per quantile.
+scored), for a regressor one column per target and ``<target>_q<NN>`` per quantile; with
+the bundle's conformal calibration (:mod:`mfgtx.calibration.conformal`) the band's two columns
+at its coverage (``_q10``/``_q90`` at 80 %) are the calibrated band and every column is
+clipped to the target's physical range (``calibration.bounds``).
 """
 
 from __future__ import annotations
