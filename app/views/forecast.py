@@ -24,6 +24,7 @@ from _tables import frame_for, lot_windows
 from _trust import set_sentence, show_trust
 
 from mfgtx.baselines import baseline_words
+from mfgtx.calibration import describe_band
 from mfgtx.metrics import interval_coverage, mae
 
 #: What the user picked for the bundle shown, cleared when another bundle is shown.
@@ -107,23 +108,20 @@ def against_actual(actual: np.ndarray, band: pd.DataFrame, unit: str, baseline: 
 
 
 def band_words(predictor: Any) -> str | None:
-    """The band's quantiles and nominal coverage in words, with the test lots' coverage."""
+    """What the band is (the bundle's conformal interval, or its uncalibrated quantiles for
+    an older bundle) and what it held on the bundle's test lots, in the library's words
+    (:func:`mfgtx.calibration.coverage.describe_band`)."""
     qs = list(getattr(predictor.model.config, "quantiles", None) or ())
-    if len(qs) < 2:
+    report = predictor.report
+    held = report.intervals[0] if report is not None and report.intervals else None
+    cal = predictor.intervals
+    words = describe_band(cal, qs, held)
+    if words is None:
         return None
-    lo, hi = round(min(qs) * 100), round(max(qs) * 100)
-    words = (
-        f"The band runs from the model's {lo}% to its {hi}% quantile: nominally {hi - lo} in "
-        "100 actual readings fall inside it"
-    )
-    cal = getattr(predictor, "intervals", None)
-    if cal is not None:  # the band drawn is the calibrated one (rows)
-        words += (
-            f", calibrated ({cal.method}) on {cal.lots} validation lot(s) to hold "
-            f"{cal.coverage:.0%} of a new lot's readings"
-        )
+    nominal = cal.coverage if cal is not None else max(qs) - min(qs)
+    words = f"{words[:-1]}: nominally {round(nominal * 100)} in 100 actual readings fall inside it"
     extra = (predictor.bundle.manifest.get("metrics") or {}).get("extra") or {}
-    if "interval_coverage" in extra:
+    if held is None and "interval_coverage" in extra:  # a bundle written before the report
         words += f"; on the bundle's test lots {float(extra['interval_coverage']):.0%} did"
     return words + "."
 

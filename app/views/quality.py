@@ -32,6 +32,7 @@ from _settings import MAX_CSV_MB
 from _tables import csv_format, frame_for, lot_windows, read_upload_csv
 from _trust import set_sentence, show_trust
 
+from mfgtx.calibration import describe_band
 from mfgtx.kinds import probability_column
 
 #: What the user picked for the bundle shown, cleared when another bundle is shown.
@@ -70,6 +71,16 @@ def _window_times(rows: pd.DataFrame, time: str, windows: Any, at: int) -> list[
         else:
             out.append(pd.Timestamp(values[s]).strftime("%H:%M"))
     return out
+
+
+def interval_words(predictor: Any, lo: int, hi: int) -> str:
+    """The interval shown (columns ``_q<lo>`` .. ``_q<hi>``) in the library's words: the
+    bundle's conformal interval, or the model's own quantiles for an older bundle, and what
+    it held on the bundle's test lots (:func:`mfgtx.calibration.coverage.describe_band`)."""
+    report = predictor.report
+    held = report.intervals[0] if report is not None and report.intervals else None
+    words = describe_band(predictor.intervals, (lo / 100, hi / 100), held)
+    return f"{str(words)[:-1]}: nominally {hi - lo} in 100 true values fall inside it."
 
 
 def _preselect(df: pd.DataFrame, lot_col: str, line_col: str | None, handed: dict) -> None:
@@ -191,10 +202,7 @@ def quality() -> None:
             lo, hi = (int(q.rsplit("_q", 1)[1]) for q in (qs[0], qs[-1]))
             value += f" (interval {out.low:.1f} to {out.high:.1f})"
             st.metric(f"Predicted {target}", value)
-            st.caption(
-                f"The interval runs from the model's {lo}% to its {hi}% quantile: nominally "
-                f"{hi - lo} in 100 true values fall inside it."
-            )
+            st.caption(interval_words(predictor, lo, hi))
             if not out.low <= score <= out.high:  # the point and quantile heads disagree
                 st.warning(
                     f"The point prediction {score:.1f} {unit} lies outside its own interval: "

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from mfgtx.baselines import standing as rule
 from mfgtx.baselines._base import check_task
 from mfgtx.baselines.standing import Standing, baseline_words, metric_words, model_words
+from mfgtx.calibration.coverage import Coverage
 from mfgtx.metrics import HIGHER_IS_BETTER, plain_meanings, plain_name
 
 __all__ = ["Difference", "EvaluationReport", "ReportRow"]
@@ -183,6 +184,10 @@ class EvaluationReport:
         unit: what was scored, in words (``"windows"``, ``"images"``).
         differences: per model, a :class:`Difference` to the best baseline on the primary
             metric (empty when not computed, e.g. with a single test lot).
+        intervals: per interval predictor (the model's band, a baseline's conformal
+            interval), nominal vs realized coverage on the test lots with its binomial
+            interval and the mean width (:class:`~mfgtx.calibration.coverage.Coverage`;
+            empty for a model without a band).
 
     Example:
         >>> rows = (ReportRow("model", "model", {"rmse": 14.1, "r2": 0.52}),
@@ -207,6 +212,7 @@ or retrain.'
     notes: tuple[str, ...] = ()
     unit: str = "windows"
     differences: tuple[Difference, ...] = ()
+    intervals: tuple[Coverage, ...] = ()
 
     def __post_init__(self) -> None:
         check_task(self.task)
@@ -312,6 +318,7 @@ or retrain.'
             "notes": list(self.notes),
             "unit": self.unit,
             "differences": [d.to_dict() for d in self.differences],
+            "intervals": [c.to_dict() for c in self.intervals],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -333,6 +340,7 @@ or retrain.'
             notes=tuple(str(n) for n in state.get("notes", ())),
             unit=str(state.get("unit", "windows")),
             differences=tuple(Difference.from_dict(d) for d in state.get("differences", ())),
+            intervals=tuple(Coverage.from_dict(c) for c in state.get("intervals", ())),
         )
 
     @classmethod
@@ -374,6 +382,30 @@ or retrain.'
         lines += ["", f"Verdict: {self.verdict}"]
         if self.differences:
             lines += ["", f"How sure: {self.how_sure}"]
+        if self.intervals:
+            lines += ["", *_interval_table(self.intervals, set(self.baselines))]
         if self.notes:
             lines += ["", "Notes:", *(f"- {n}" for n in self.notes)]
         return "\n".join(lines) + "\n"
+
+
+def _interval_table(intervals: tuple[Coverage, ...], baselines: set[str]) -> list[str]:
+    """The intervals on the test lots: promised, held (with its binomial interval), width."""
+    level = f"{intervals[0].level:.0%}"
+    lines = [
+        f"Intervals on the test lots (share of test values inside the band, by lot; {level} "
+        "binomial interval over the test lots):",
+        "",
+        "| predictor | band | promised | held | interval | mean width | test lots |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for c in intervals:
+        who = f"{baseline_words(c.name)} (baseline)" if c.name in baselines else model_words(c.name)
+        who += f", {c.target} only" if c.target is not None else ""
+        held = "n/a" if math.isnan(c.coverage) else f"{c.coverage:.1%}"
+        span = "n/a" if math.isnan(c.low) else f"{c.low:.1%} to {c.high:.1%}"
+        width = "n/a" if math.isnan(c.width) else f"{c.width:.4g}"
+        lines.append(
+            f"| {who} | {c.band_words} | {c.nominal:.0%} | {held} | {span} | {width} | {c.lots} |"
+        )
+    return lines

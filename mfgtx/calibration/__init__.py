@@ -34,6 +34,7 @@ from mfgtx.calibration.conformal import (
     fit_split,
     lot_quantile,
 )
+from mfgtx.calibration.coverage import Coverage, clopper_pearson, describe_band, lot_coverage
 from mfgtx.calibration.fit import fit_calibration
 from mfgtx.calibration.record import Calibration, class_probabilities
 from mfgtx.calibration.reliability import reliability_curve
@@ -49,6 +50,7 @@ __all__ = [
     "TEMPERATURE_RANGE",
     "Calibration",
     "CalibrationWarning",
+    "Coverage",
     "IntervalCalibration",
     "TemperatureScaler",
     "ThresholdChoice",
@@ -56,10 +58,13 @@ __all__ = [
     "bayes_threshold",
     "choose_threshold",
     "class_probabilities",
+    "clopper_pearson",
     "conformal_level",
+    "describe_band",
     "fit_calibration",
     "fit_cqr",
     "fit_split",
+    "lot_coverage",
     "lot_quantile",
     "reliability_curve",
 ]

@@ -31,6 +31,7 @@ from mfgtx.data import (
     Windows,
 )
 from mfgtx.kinds._fitting import Fitted
+from mfgtx.kinds._intervals import Splits
 from mfgtx.kinds._job import (
     FitRequest,
     FitSetup,
@@ -119,9 +120,13 @@ class WindowKind(Kind[SectionT, SpecT, WindowData], Generic[SectionT, SpecT]):
         *,
         scaler: SensorScaler,
         model_name: str = "model",
+        splits: Splits | None = None,
     ) -> tuple[EvaluationReport, dict[str, float]]:
         """The report of ``predictor`` on ``test_idx`` beside the baselines fitted on
-        ``train_idx`` (the same rule in train and evaluate), and the extra figures."""
+        ``train_idx`` (the same rule in train and evaluate), and the extra figures. An
+        interval model's report carries its band's coverage on the test lots and, with
+        ``splits`` (the ``(fit, validation)`` windows of the model's split), the ridge
+        baseline's conformal interval from the same validation lots."""
 
     def check_windows(self, job: JobSettings, spec: SpecT, windows: Windows) -> None:
         """Refuse windows another than the bundle's (beyond its sensors).
@@ -226,9 +231,11 @@ class WindowKind(Kind[SectionT, SpecT, WindowData], Generic[SectionT, SpecT]):
         self.check_windows(job, spec, windows)
         prep = split(job, windows, strict=False)
         train, test = self.judged_windows(windows, np.asarray(prep.sets.train), prep.test)
+        calibrate = ((train, np.asarray(prep.sets.val)),)  # the bundle's validation lots
         report, extra = self.judge(
-            predictor, windows, train, test, scaler=prep.scaler, model_name="bundle"
-        )
+            predictor, windows, train, test, scaler=prep.scaler, model_name="bundle",
+            splits=calibrate,
+        )  # fmt: skip
         return report, extra, prep.report.passed
 
     def judge_external(

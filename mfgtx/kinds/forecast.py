@@ -39,6 +39,7 @@ from mfgtx.data import (
 )
 from mfgtx.data.read_options import ReadOptions
 from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
+from mfgtx.kinds._intervals import Splits, interval_figures, judged_intervals
 from mfgtx.kinds._job import FitRequest, JobSettings
 from mfgtx.kinds._onnx import Forecast, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
@@ -48,7 +49,6 @@ from mfgtx.kinds._split import learning_split, target_values
 from mfgtx.kinds._window_kind import WindowKind
 from mfgtx.kinds._windows import WindowPredictor, batches
 from mfgtx.kinds.sensor import _columns_dict, columns_from, read_options_from, with_recorded_read
-from mfgtx.metrics import interval_coverage
 from mfgtx.models import CausalForecaster, ForecasterConfig, ForecasterEnsemble
 from mfgtx.train import fit
 
@@ -584,7 +584,7 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         baselines = fit_baselines(windows, learned, "forecast", scaler=scaler)
         report, extra = self.judge(
             predictor, windows, learned, test, scaler=scaler, model_name=_name(picks),
-            baselines=baselines,
+            baselines=baselines, splits=splits,
         )  # fmt: skip
         if members:
             extra = {**extra, "ensemble_members": float(members)}
@@ -701,10 +701,14 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         scaler: SensorScaler,
         model_name: str = "CausalForecaster",
         baselines: tuple[Any, ...] | None = None,
+        splits: Splits | None = None,
     ) -> tuple[Any, dict[str, float]]:
         """The report on the test windows beside the forecast baselines (``baselines``:
-        already fitted on ``train_idx``; default: fitted here), and the band's interval
-        coverage (``interval_coverage``, ``interval_nominal``).
+        already fitted on ``train_idx``; default: fitted here), and the band's coverage on
+        the test lots beside the ridge baseline's conformal interval (``splits``:
+        :meth:`WindowKind.judge`), in the report and as the extra figures
+        (:func:`~mfgtx.kinds._intervals.interval_figures`: ``interval_coverage`` counted by
+        lot, ``interval_nominal`` ...).
 
         Raises:
             ValueError: no test window has its whole horizon recorded.
@@ -718,15 +722,19 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         if baselines is None:
             baselines = fit_baselines(windows, train_idx, "forecast", scaler=scaler)
         report = compare("forecast", windows, test_idx, pred, baselines, model_name=model_name)
-        extra: dict[str, float] = {}
-        if band is not None:
-            quantiles = predictor.model.config.quantiles
-            cover = interval_coverage(target_values(windows)[test_idx], band, quantiles)
-            extra = {
-                "interval_coverage": round(float(cover["coverage"]), 4),
-                "interval_nominal": round(float(cover["nominal"]), 4),
-            }
-        return report, extra
+        if band is None:
+            return report, {}
+        levels, cal = predictor.model.config.quantiles, predictor.intervals
+        j_low, j_high = int(np.argmin(levels)), int(np.argmax(levels))  # the band drawn
+        found = judged_intervals(
+            name=model_name, task="forecast", windows=windows, test_idx=test_idx,
+            y=target_values(windows)[test_idx], low=band[..., j_low], high=band[..., j_high],
+            nominal=cal.coverage if cal is not None else float(max(levels) - min(levels)),
+            method=cal.method if cal is not None else "quantiles",
+            calibration_lots=cal.lots if cal is not None else None, splits=splits,
+            scaler=scaler, lower=tuple(cal.lower) if cal is not None and cal.lower else None,
+        )  # fmt: skip
+        return replace(report, intervals=found), interval_figures(found)
 
     def spec_from_bundle(self, bundle: Bundle) -> ForecastSpec:
         if bundle.input_spec is not None:

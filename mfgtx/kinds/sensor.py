@@ -43,6 +43,7 @@ from mfgtx.data import (
 )
 from mfgtx.data.read_options import ReadOptions
 from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
+from mfgtx.kinds._intervals import Splits, interval_figures, judged_intervals
 from mfgtx.kinds._job import FitRequest
 from mfgtx.kinds._onnx import Sensor, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
@@ -291,6 +292,37 @@ def band_columns(coverage: float) -> tuple[str, str]:
     """The suffixes of a calibrated band's columns: ``q10``, ``q90`` at 80 % coverage."""
     low = (1.0 - coverage) / 2.0
     return f"q{round(low * 100):02d}", f"q{round((1.0 - low) * 100):02d}"
+
+
+def _band(
+    predictor: SensorPredictor, cols: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, float, str, int | None] | None:
+    """A regressor's band in the columns it scores: ``(low, high)`` ``(n, K)``, the
+    nominal coverage, how it was made (``conformal``, ``cqr``, or the model's own
+    ``quantiles`` for a bundle without an interval calibration) and on how many validation
+    lots; ``None`` without a band."""
+    if predictor.task == "classification":
+        return None
+    targets, cal = predictor.input_spec.targets, predictor.intervals
+
+    def edge(suffix: str) -> np.ndarray:
+        return np.stack([cols[f"{t}_{suffix}"] for t in targets], axis=1)
+
+    if cal is not None:
+        lo, hi = band_columns(cal.coverage)
+        return edge(lo), edge(hi), cal.coverage, cal.method, cal.lots
+    levels = tuple(predictor.model.config.quantiles or ())
+    if len(levels) < 2:
+        return None
+    lo, hi = (f"q{round(q * 100):02d}" for q in (min(levels), max(levels)))
+    return edge(lo), edge(hi), float(max(levels) - min(levels)), "quantiles", None
+
+
+def _lower(predictor: SensorPredictor) -> tuple[float | None, ...] | None:
+    """The targets' physical floor the bundle's band is clipped to (``calibration.bounds``),
+    so the baseline's band is clipped the same way; ``None`` without one."""
+    cal = predictor.intervals
+    return tuple(cal.lower) if cal is not None and cal.lower else None
 
 
 def _target_range(windows: Windows, idx: np.ndarray) -> tuple[tuple[float, float], ...]:
@@ -607,8 +639,12 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         if task == "regression" and request.intervals is not None:
             intervals = self._fit_intervals(trained, splits, windows, spec, request)
         predictor = SensorPredictor(self, Trained(model, calibration, intervals=intervals), spec)
-        report, _ = self.judge(predictor, windows, learn, test, scaler=scaler)
-        return replace(result, report=report, calibration=calibration, intervals=intervals)
+        report, extra = self.judge(predictor, windows, learn, test, scaler=scaler, splits=splits)
+        extra = {**result.extra_metrics, **extra}
+        return replace(
+            result, report=report, calibration=calibration, intervals=intervals,
+            extra_metrics=extra,
+        )  # fmt: skip
 
     def _fit_intervals(
         self,
@@ -666,12 +702,16 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         *,
         scaler: SensorScaler,
         model_name: str = "SensorEncoder",
+        splits: Splits | None = None,
     ) -> tuple[Any, dict[str, float]]:
         """The :class:`~mfgtx.baselines.EvaluationReport` of ``predictor`` on ``test_idx``
-        beside the baselines fitted on ``train_idx`` (the same rule in train and evaluate),
-        and no extra figures."""
+        beside the baselines fitted on ``train_idx`` (the same rule in train and evaluate);
+        for a regressor with an interval, its coverage on the test lots beside the ridge
+        baseline's conformal interval (``splits``: :meth:`WindowKind.judge`) in the report
+        and as the extra figures (:func:`~mfgtx.kinds._intervals.interval_figures`)."""
         task = predictor.task
         windows = predictor.model_windows(windows)  # baselines read what the model reads
+        cols: dict[str, np.ndarray] = {}
         if task == "classification":
             pred = predictor.defect_probability(windows, test_idx)
         else:  # the predictions score writes (clipped where the bundle clips)
@@ -680,7 +720,17 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         baselines = fit_baselines(windows, train_idx, task, scaler=scaler)
         rul = any("rul" in t.lower() for t in windows.targets)
         report = compare(task, windows, test_idx, pred, baselines, model_name=model_name, rul=rul)
-        return report, {}
+        band = _band(predictor, cols)
+        if band is None:
+            return report, {}
+        low, high, nominal, method, lots = band
+        found = judged_intervals(
+            name=model_name, task=task, windows=windows, test_idx=test_idx,
+            y=target_values(windows)[test_idx], low=low, high=high, nominal=nominal,
+            method=method, calibration_lots=lots, splits=splits, scaler=scaler,
+            lower=_lower(predictor),
+        )  # fmt: skip
+        return replace(report, intervals=found), interval_figures(found)
 
     def spec_from_bundle(self, bundle: Bundle) -> SensorSpec:
         if bundle.input_spec is not None:

@@ -151,6 +151,7 @@ class ToyKind(WindowKind[ToySection, ToySpec]):
         *,
         scaler: SensorScaler,
         model_name: str = "ToyModel",
+        splits: Any = None,  # (fit, validation) windows for an interval baseline: none here
     ) -> tuple[EvaluationReport, dict[str, float]]:
         pred = predictor.probabilities(windows, test_idx)[:, 1]
         baselines = fit_baselines(windows, train_idx, "classification", scaler=scaler)
