@@ -27,6 +27,7 @@ from mfgtx.history import (
     HistoryError,
     HistoryStore,
     history_url,
+    history_where,
     job_name,
     open_history,
     promoted,
@@ -63,11 +64,7 @@ class PlantJob:
     job_file: str | None = None
 
 
-def where_of(url: str) -> str:
-    """The history in words: its file, or its URL without a password."""
-    if url.startswith("sqlite:///"):
-        return url[len("sqlite:///") :]
-    return sa.engine.make_url(url).render_as_string(hide_password=True)
+where_of = history_where  # the history in words: its file, or its URL without a password
 
 
 def _url(value: str) -> str:

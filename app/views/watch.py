@@ -17,7 +17,7 @@ from _common import guarded
 from _history import plant_jobs
 from _settings import app_config
 
-from mfgtx.history import HistoryError, latest_watches, read_history
+from mfgtx.history import HistoryError, history_where, latest_watches, read_history
 from mfgtx.jobfile import read_engine
 
 VERDICT_WORDS = {
@@ -55,10 +55,6 @@ def _latest(url: str) -> pd.DataFrame:
         engine.dispose()
 
 
-def _where(url: str) -> str:
-    return url[len("sqlite:///") :] if url.startswith("sqlite:///") else "the history database"
-
-
 @guarded
 def page() -> None:
     st.title("Watch")
@@ -78,10 +74,10 @@ def page() -> None:
         try:
             parts.append(_latest(url))
         except (HistoryError, ValueError) as e:
-            st.warning(f"The history {_where(url)} cannot be read: {e}")
+            st.warning(f"The history {history_where(url)} cannot be read: {e}")
     latest = pd.concat([p for p in parts if not p.empty] or parts or [pd.DataFrame()])
     if latest.empty:
-        where = ", ".join(_where(u) for u in urls)
+        where = ", ".join(history_where(u) for u in urls)
         st.info(f"No watch recorded in {where} yet: run `mfgtx watch JOB`.")
         return
     latest = latest.reset_index(drop=True)

@@ -25,7 +25,7 @@ __all__ = ["history", "promote"]
 
 
 def history(args: argparse.Namespace) -> int:
-    from mfgtx.history import history_url, read_history, runs
+    from mfgtx.history import history_url, history_where, read_history, runs
     from mfgtx.jobfile._sql import read_engine
     from mfgtx.jobs import ConfigError
 
@@ -33,16 +33,12 @@ def history(args: argparse.Namespace) -> int:
     url = history_url(config)
     if url is None:
         raise ConfigError(f"{config.source_file}: history: off (or no score section): no history")
-    where = url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
+    where = history_where(url)
     if url.startswith("sqlite:///") and not Path(where).is_file():
         raise ConfigError(
             f"{config.source_file}: history: {where} does not exist yet; `mfgtx score` "
             "creates it with its first run"
         )
-    if not url.startswith("sqlite:///"):
-        from sqlalchemy.engine import make_url
-
-        where = str(make_url(url).render_as_string(hide_password=True))
     engine = read_engine(url)
     try:
         if getattr(args, "alerts", False):
@@ -83,10 +79,10 @@ def _alerts(store: HistoryStore, where: str, limit: int) -> int:
 
 def promote(args: argparse.Namespace) -> int:
     from mfgtx.artifacts import verify_bundle
-    from mfgtx.history import history_url, job_name, open_history
+    from mfgtx.history import history_url, job_name
     from mfgtx.history import promote as promote_bundle
     from mfgtx.jobs import ConfigError
-    from mfgtx.jobs._sql import write_engine
+    from mfgtx.jobs._sql import open_job_history
 
     config = job_config(args)
     url = history_url(config)
@@ -96,19 +92,12 @@ def promote(args: argparse.Namespace) -> int:
     if not path:
         raise ConfigError(f"{config.source_file}: name the bundle to promote (BUNDLE or bundle:)")
     bundle_id = str(verify_bundle(path)["bundle_id"])  # checked: its files and signature
-    where = url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
-    if url.startswith("sqlite:///"):
-        Path(where).parent.mkdir(parents=True, exist_ok=True)
-    else:
-        from sqlalchemy.engine import make_url
-
-        where = str(make_url(url).render_as_string(hide_password=True))
-    engine = write_engine(url)
+    store, where = open_job_history(url)
     try:
-        row = promote_bundle(open_history(engine, where), job_name(config), bundle_id,
-                             str(Path(path).resolve()), args.note)  # fmt: skip
+        row = promote_bundle(store, job_name(config), bundle_id, str(Path(path).resolve()),
+                             args.note)  # fmt: skip
     finally:
-        engine.dispose()
+        store.engine.dispose()
     emit(f"promoted {path} (bundle {bundle_id[:12]}) for job {row['job']} in {where}")
     summary({"ok": True, "command": "promote", "job": row["job"], "bundle_id": bundle_id,
              "history": where})  # fmt: skip

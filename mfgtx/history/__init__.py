@@ -52,7 +52,7 @@ from mfgtx.history.plant import (
 from mfgtx.history.promote import job_name, promote, promoted, scored_jobs
 from mfgtx.history.queries import by_window_end, runs, scores_between
 from mfgtx.history.store import HistoryStore, open_history, read_history
-from mfgtx.history.target import history_url
+from mfgtx.history.target import history_url, history_where
 from mfgtx.history.truth import (
     predictions_with_truth,
     predictions_with_truth_between,
@@ -72,6 +72,7 @@ __all__ = [
     "example_history",
     "example_job",
     "history_url",
+    "history_where",
     "job_name",
     "judged_scores",
     "last_scored",

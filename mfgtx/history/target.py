@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mfgtx.jobfile.config import JobConfig
 
-__all__ = ["DEFAULT_NAME", "history_url"]
+__all__ = ["DEFAULT_NAME", "history_url", "history_where"]
 
 #: The history's file name beside the score output.
 DEFAULT_NAME = "history.db"
@@ -36,3 +36,12 @@ def history_url(config: JobConfig) -> str | None:
     else:
         folder = sc.errors_path().parent
     return f"sqlite:///{folder / DEFAULT_NAME}"
+
+
+def history_where(url: str) -> str:
+    """A history in words, for messages: its SQLite file, or its URL without a password."""
+    if url.startswith("sqlite:///"):
+        return url[len("sqlite:///") :]
+    from sqlalchemy.engine import make_url
+
+    return str(make_url(url).render_as_string(hide_password=True))

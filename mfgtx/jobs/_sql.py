@@ -165,3 +165,21 @@ def lock_table(conn: Any, table: str) -> None:
         conn.execute(
             sa.text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": f"mfgtx:{key}"}
         )
+
+
+def open_job_history(url: str) -> tuple[Any, str]:
+    """The history at ``url`` opened for writing (created or upgraded; a SQLite file's folder
+    made), and where it is in words (:func:`mfgtx.history.history_where`): what ``score``,
+    ``truth``, ``watch`` and ``promote`` record into.
+
+    Raises:
+        HistoryError, OSError, ValueError: the history cannot be opened.
+    """
+    from pathlib import Path
+
+    from mfgtx.history import history_where, open_history
+
+    where = history_where(url)
+    if url.startswith("sqlite:///"):
+        Path(where).parent.mkdir(parents=True, exist_ok=True)
+    return open_history(write_engine(url), where), where

@@ -39,11 +39,11 @@ import pandas as pd
 from mfgtx._files import remove_leftovers
 from mfgtx.alerts import notify, score_findings
 from mfgtx.data import DataError, DataWarning
-from mfgtx.history import HistoryError, HistoryStore, history_url, job_name, open_history
+from mfgtx.history import HistoryError, HistoryStore, history_url, job_name
 from mfgtx.jobfile.config import ConfigError, JobConfig
 from mfgtx.jobfile.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, without_position
 from mfgtx.jobs._lock import output_lock
-from mfgtx.jobs._sql import write_engine
+from mfgtx.jobs._sql import open_job_history
 from mfgtx.jobs.sinks import describe_sink, write_errors, write_scores
 from mfgtx.kinds import JobScores
 
@@ -237,13 +237,6 @@ def _score_and_write(
     return scored, rows
 
 
-def _hidden(url: str) -> str:
-    """``url`` without its password, for messages."""
-    from sqlalchemy.engine import make_url
-
-    return str(make_url(url).render_as_string(hide_password=True))
-
-
 class _HistoryRun:
     """One run in the job's history; every failure of the history is logged and kept as
     the summary's ``history`` text, never raised: the scores are the job's output."""
@@ -257,11 +250,8 @@ class _HistoryRun:
         url = history_url(config)
         if url is None:
             return cls(None, None, "off")
-        where = url[len("sqlite:///") :] if url.startswith("sqlite:///") else _hidden(url)
         try:
-            if url.startswith("sqlite:///"):
-                Path(where).parent.mkdir(parents=True, exist_ok=True)
-            store = open_history(write_engine(url), where)
+            store, where = open_job_history(url)
             run_id = store.start_run(bundle_id=bundle_id, kind=kind, job_file=config.source_file)
         except (HistoryError, OSError, ValueError) as e:
             log.warning("this run is not recorded in the history: %s", e)

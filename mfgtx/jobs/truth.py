@@ -39,11 +39,11 @@ from mfgtx.data import DataError, Problems
 from mfgtx.data.io import CsvFormat
 from mfgtx.data.read_options import LabelWords
 from mfgtx.data.table import COMMA_NUMBER, Where, pass_fail
-from mfgtx.history import HistoryStore, history_url, open_history, record_truth
+from mfgtx.history import HistoryStore, history_url, record_truth
 from mfgtx.history.queries import scored_lots
 from mfgtx.jobfile.config import ConfigError, JobConfig, SourceSection
 from mfgtx.jobfile.sources import FILE, LINE, read_frame
-from mfgtx.jobs._sql import write_engine
+from mfgtx.jobs._sql import open_job_history
 from mfgtx.jobs.sinks import write_errors
 
 __all__ = ["TruthOutcome", "import_truth", "read_labels"]
@@ -291,10 +291,7 @@ def import_truth(
     key = "--errors" if errors is not None else "--errors (default, beside the history)"
     errors_path = rules.errors_file(key, errors or _errors_path(config, labels, url))
     frame, bad, empty = read_labels(config, labels, on=on, window_end=window_end)
-    where = url[len("sqlite:///") :] if url.startswith("sqlite:///") else _hidden(url)
-    if url.startswith("sqlite:///"):
-        Path(where).parent.mkdir(parents=True, exist_ok=True)
-    store = open_history(write_engine(url), where)
+    store, where = open_job_history(url)
     targets = tuple(c for c in frame.columns if c not in ("lot", "window_end"))
     recorded = _record(store, frame, targets, str(labels))
     known = frame.loc[frame[list(targets)].notna().any(axis=1), "lot"].unique().tolist()
@@ -319,10 +316,3 @@ def _record(store: HistoryStore, frame: pd.DataFrame, targets: tuple[str, ...], 
         n += record_truth(store, known, lot="lot", targets=(target,),
                           window_end="window_end" if per_window else None, source=src)  # fmt: skip
     return n
-
-
-def _hidden(url: str) -> str:
-    """``url`` without its password, for messages."""
-    from sqlalchemy.engine import make_url
-
-    return str(make_url(url).render_as_string(hide_password=True))

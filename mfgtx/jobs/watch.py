@@ -26,12 +26,11 @@ from mfgtx.history import (
     history_url,
     job_name,
     judged_scores,
-    open_history,
 )
 from mfgtx.history import record_watch as record_watch_row
 from mfgtx.jobfile.config import ConfigError, JobConfig
 from mfgtx.jobfile.sources import WHOLE, iter_lot_frames, without_position
-from mfgtx.jobs._sql import write_engine
+from mfgtx.jobs._sql import open_job_history
 from mfgtx.jobs.score import load_predictor
 from mfgtx.watch import WatchReport, watch
 
@@ -114,11 +113,8 @@ def _store(config: JobConfig) -> tuple[HistoryStore | None, str]:
     url = history_url(config)
     if url is None:
         return None, "off"
-    where = url[len("sqlite:///") :] if url.startswith("sqlite:///") else "(the job's history URL)"
     try:
-        if url.startswith("sqlite:///"):
-            Path(where).parent.mkdir(parents=True, exist_ok=True)
-        return open_history(write_engine(url), where), where
+        return open_job_history(url)
     except (HistoryError, OSError, ValueError) as e:
         log.warning("the watch is not recorded in the history: %s", e)
         return None, f"not recorded: {e}"
