@@ -47,3 +47,29 @@ def datasets_dir():
     if not root.is_dir():
         pytest.skip(f"shared datasets not found at {root}")
     return root
+
+
+@pytest.fixture
+def pg_schema():
+    """An engine on the test PostgreSQL (``MFGTX_TEST_PG_URL``) whose tables live in a schema
+    of their own, dropped afterwards: other tests share the database. Skips without it."""
+    import os
+    import uuid
+
+    import sqlalchemy as sa
+
+    url = os.environ.get("MFGTX_TEST_PG_URL")
+    if not url:
+        pytest.skip("MFGTX_TEST_PG_URL is not set")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(url)
+    with admin.begin() as conn:
+        conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    engine = sa.create_engine(url, connect_args={"options": f"-csearch_path={schema}"})
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+        with admin.begin() as conn:
+            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()

@@ -185,40 +185,23 @@ def test_a_finding_names_a_known_reason() -> None:
     assert Finding("model q", "range:temperature_c", "outside").reason == "range:temperature_c"
 
 
-def test_postgresql_history_sends_once_clears_and_retries(receiver, serve) -> None:
-    import os
-    import uuid
-
+def test_postgresql_history_sends_once_clears_and_retries(receiver, serve, pg_schema) -> None:
     from mfgtx.history import open_history
 
-    url = os.environ.get("MFGTX_TEST_PG_URL")
-    if not url:
-        pytest.skip("MFGTX_TEST_PG_URL is not set")
-    schema = f"alerts_{uuid.uuid4().hex[:12]}"  # its own schema: other tests share the database
-    admin = sa.create_engine(url)
-    with admin.begin() as conn:
-        conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-    engine = sa.create_engine(url, connect_args={"options": f"-csearch_path={schema}"})
-    try:
-        store = open_history(engine, "pg")
-        port = free_port()
-        section = AlertsSection(to=(receiver.url(), f"json://127.0.0.1:{port}/hook"))
-        first = _run(store, section, [RUL, BAD])
-        assert (first.opened, first.failed, first.open) == (2, 2, 2)
-        serve(port)
-        again = _run(store, section, [RUL])
-        assert (again.opened, again.sent, again.cleared, again.open) == (0, 1, 1, 1)
-        got = _alerts(store)
-        by_reason = got.set_index("reason")
-        assert by_reason.loc["limit:rul_cycles", ["state", "delivery"]].tolist() == ["open", "sent"]
-        assert by_reason.loc["flagged", "state"] == "cleared"  # cleared before it was sent
-        assert by_reason.loc["flagged", "delivery"].startswith("failed: to[1] (json): ")
-        assert len(receiver.posts) == 1  # the first target took it the first time
-    finally:
-        engine.dispose()
-        with admin.begin() as conn:
-            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+    store = open_history(pg_schema, "pg")
+    port = free_port()
+    section = AlertsSection(to=(receiver.url(), f"json://127.0.0.1:{port}/hook"))
+    first = _run(store, section, [RUL, BAD])
+    assert (first.opened, first.failed, first.open) == (2, 2, 2)
+    serve(port)
+    again = _run(store, section, [RUL])
+    assert (again.opened, again.sent, again.cleared, again.open) == (0, 1, 1, 1)
+    got = _alerts(store)
+    by_reason = got.set_index("reason")
+    assert by_reason.loc["limit:rul_cycles", ["state", "delivery"]].tolist() == ["open", "sent"]
+    assert by_reason.loc["flagged", "state"] == "cleared"  # cleared before it was sent
+    assert by_reason.loc["flagged", "delivery"].startswith("failed: to[1] (json): ")
+    assert len(receiver.posts) == 1  # the first target took it the first time
 
 
 def test_an_smtp_password_from_the_environment_is_masked_when_the_login_fails(

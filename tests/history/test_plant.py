@@ -3,9 +3,6 @@ latest lots with their verdicts; promotions; two bundles compared on the same lo
 
 from __future__ import annotations
 
-import os
-import uuid
-
 import pandas as pd
 import pytest
 import sqlalchemy as sa
@@ -171,29 +168,15 @@ def test_two_bundles_disagree_where_their_calls_or_values_part(filled) -> None:
     assert same.empty
 
 
-def test_postgresql_answers_the_same_trend(tmp_path) -> None:
-    url = os.environ.get("MFGTX_TEST_PG_URL")
-    if not url:
-        pytest.skip("MFGTX_TEST_PG_URL is not set")
-    schema = f"plant_{uuid.uuid4().hex[:8]}"  # its own schema: other tests share the database
-    admin = sa.create_engine(url)
-    with admin.begin() as conn:
-        conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-    engine = sa.create_engine(url, connect_args={"options": f"-csearch_path={schema}"})
-    try:
-        store = open_history(engine, "pg")
-        example_history(store, bundle_id="a", job_file="job.yaml", days=2, end=END)
-        frame = trend(store, "a", "2026-03-10T00:00:00Z", "2026-03-11T00:00:00Z",
-                      group_key="line", target="defect")  # fmt: skip
-        assert len(frame) == 13 * 3 and frame["truth"].notna().sum() == 7 * 3
-        assert last_scored(store, "a") == "2026-03-10T12:05:00Z"
-        promote(store, "job", "a")
-        assert promoted(store, "job")["bundle_id"] == "a"
-    finally:
-        engine.dispose()
-        with admin.begin() as conn:
-            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+def test_postgresql_answers_the_same_trend(pg_schema) -> None:
+    store = open_history(pg_schema, "pg")
+    example_history(store, bundle_id="a", job_file="job.yaml", days=2, end=END)
+    frame = trend(store, "a", "2026-03-10T00:00:00Z", "2026-03-11T00:00:00Z",
+                  group_key="line", target="defect")  # fmt: skip
+    assert len(frame) == 13 * 3 and frame["truth"].notna().sum() == 7 * 3
+    assert last_scored(store, "a") == "2026-03-10T12:05:00Z"
+    promote(store, "job", "a")
+    assert promoted(store, "job")["bundle_id"] == "a"
 
 
 def test_mfgtx_promote_marks_the_job_s_bundle_in_its_history(quality_bundle, tmp_path, capsys):

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pandas as pd
 import pytest
 import sqlalchemy as sa
@@ -22,29 +20,13 @@ from tests.history.conftest import window_rows
 KEYS = ("lot", "window_end")
 
 
-def _sqlite(tmp_path):
-    return sa.create_engine(f"sqlite:///{tmp_path / 'history.db'}")
-
-
-def _postgresql(tmp_path):
-    url = os.environ.get("MFGTX_TEST_PG_URL")
-    if not url:
-        pytest.skip("MFGTX_TEST_PG_URL is not set")
-    admin = sa.create_engine(url)
-    with admin.begin() as conn:
-        conn.execute(sa.text("DROP SCHEMA IF EXISTS mfgtx_watch_test CASCADE"))
-        conn.execute(sa.text("CREATE SCHEMA mfgtx_watch_test"))
-    admin.dispose()
-    return sa.create_engine(url, connect_args={"options": "-csearch_path=mfgtx_watch_test"})
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store(request, tmp_path):
-    engine = {"sqlite": _sqlite, "postgresql": _postgresql}[request.param](tmp_path)
-    yield open_history(engine, request.param)
     if request.param == "postgresql":
-        with engine.begin() as conn:
-            conn.execute(sa.text("DROP SCHEMA mfgtx_watch_test CASCADE"))
+        yield open_history(request.getfixturevalue("pg_schema"), "postgresql")
+        return
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'history.db'}")
+    yield open_history(engine, "sqlite")
     engine.dispose()
 
 
