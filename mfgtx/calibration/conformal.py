@@ -66,6 +66,7 @@ __all__ = [
     "conformal_level",
     "fit_cqr",
     "fit_split",
+    "horizon_block_for",
     "lot_quantile",
     "min_lots",
 ]
@@ -183,6 +184,21 @@ def lot_quantile(scores: np.ndarray, lots: np.ndarray, coverage: float) -> float
     # ties: the CDF at a score counts all windows with that score
     i = int(np.searchsorted(cdf, level - 1e-9, side="left"))
     return float(s[order][min(i, s.size - 1)])
+
+
+def horizon_block_for(steps: int, lots: int) -> int:
+    """The default ``horizon_block`` of a ``steps``-step forecaster calibrated on ``lots``
+    validation lots: the horizon cut into as many blocks as there are lots
+    (``ceil(steps / lots)`` steps each), so a margin is shared by more steps where lots are
+    few, and every step has its own once there are as many lots as steps.
+
+    Example:
+        >>> horizon_block_for(96, 10), horizon_block_for(96, 200), horizon_block_for(8, 0)
+        (10, 1, 8)
+    """
+    if steps < 1:
+        raise ValueError(f"horizon_block_for: steps must be positive, found {steps}")
+    return max(1, -(-steps // max(lots, 1)))
 
 
 def _lot_quantiles(

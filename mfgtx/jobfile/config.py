@@ -420,21 +420,23 @@ class CalibrationSection:
             training refuses targets whose values lie outside it.
         horizon_block: forecasters: pool this many consecutive horizon steps per margin
             (a steadier margin where validation lots are few); 1: one margin per step and
-            channel.
+            channel; default: the horizon cut into as many blocks as there are validation
+            lots (``ceil(horizon / lots)`` steps each; one margin per step once there are as
+            many lots as steps).
     """
 
     cost_ratio: float = 5.0
     intervals: Literal["conformal", "cqr", "off"] | None = None
     coverage: float | None = None
     bounds: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
-    horizon_block: int = 1
+    horizon_block: int | None = None
 
     def __post_init__(self) -> None:
         if not self.cost_ratio > 0:
             raise ValueError(f"cost_ratio must be positive, found {self.cost_ratio}")
         if self.coverage is not None and not 0.0 < self.coverage < 1.0:
             raise ValueError(f"coverage must lie between 0 and 1 (e.g. 0.8), found {self.coverage}")
-        if self.horizon_block < 1:
+        if self.horizon_block is not None and self.horizon_block < 1:
             raise ValueError(f"horizon_block must be at least 1, found {self.horizon_block}")
         for name, pair in self.bounds.items():
             if len(pair) != 2:

@@ -66,7 +66,7 @@ class IntervalSettings:
     method: str | None = None
     coverage: float | None = None
     bounds: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
-    horizon_block: int = 1
+    horizon_block: int | None = None
 
     def resolve(self, has_quantiles: bool) -> str | None:
         """``conformal``, ``cqr`` or ``None`` (no calibration) for a model with or without

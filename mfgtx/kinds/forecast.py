@@ -28,7 +28,12 @@ import torch
 from mfgtx._config import ConfigError, default_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines, forecast_baseline
-from mfgtx.calibration.conformal import IntervalCalibration, fit_cqr, fit_split
+from mfgtx.calibration.conformal import (
+    IntervalCalibration,
+    fit_cqr,
+    fit_split,
+    horizon_block_for,
+)
 from mfgtx.data import (
     ColumnMap,
     ForecastWindows,
@@ -267,7 +272,14 @@ class ForecastPredictor(WindowPredictor[ForecastSpec]):
         self, windows: Windows, idx: np.ndarray, *, batch_size: int = 256
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """Forecasts in the data's units: the point ``(n, H, K)`` and, for a model with two
-        or more quantiles, the band ``(n, H, K, Q)`` (else ``None``)."""
+        or more quantiles, the band ``(n, H, K, Q)`` (else ``None``), with the bundle's
+        conformal calibration."""
+        return self._calibrated(*self.raw_arrays(windows, idx, batch_size=batch_size))
+
+    def raw_arrays(
+        self, windows: Windows, idx: np.ndarray, *, batch_size: int = 256
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`arrays` as the network gives them, before the conformal calibration."""
         spec, c = self.input_spec, self.model.config
         tcols = [windows.sensors.index(t) for t in spec.targets]
         if spec.scaler is None:
@@ -296,21 +308,22 @@ class ForecastPredictor(WindowPredictor[ForecastSpec]):
                 if bands
                 else np.zeros((*shape, len(c.quantiles)))
             )
-        return self._calibrated(point, band)
+        return point, band
 
     def _calibrated(
         self, point: np.ndarray, band: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """``point`` ``(n, H, K)`` and ``band`` ``(n, H, K, Q)`` with the bundle's conformal
         calibration: the outermost quantiles become the calibrated band (per step and
-        channel), everything clipped to the channels' physical range; as they are without."""
+        channel), everything clipped to the channels' physical range; as they are without.
+        Neither input is changed."""
         cal = self.intervals
         if cal is None or band is None:
             return point, band
         levels = self.model.config.quantiles
         j_low, j_high = int(np.argmin(levels)), int(np.argmax(levels))
         low, high = cal.apply(point, band[..., j_low], band[..., j_high])
-        band = cal.clip(band.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)  # bounds along K
+        band = cal.clip(band.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2).copy()  # along K
         band[..., j_low], band[..., j_high] = low, high
         return cal.clip(point), band
 
@@ -658,6 +671,9 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
             )
         y, g = np.concatenate(ys), np.concatenate(lots)
         block = settings.horizon_block
+        if block is None:  # thin data: steps share a margin (mfgtx.calibration.conformal)
+            block = horizon_block_for(y.shape[1], len(np.unique(g)))
+            log.info("calibration.horizon_block: %d step(s) per margin", block)
         if method == "cqr":
             return fit_cqr(
                 y, np.concatenate(lows), np.concatenate(highs), g, coverage,
@@ -718,7 +734,8 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
                 "split: no test window has its whole horizon recorded; use a larger "
                 "split.test_size or a shorter forecast.horizon"
             )
-        pred, band = predictor.arrays(windows, test_idx)
+        raw_point, raw_band = predictor.raw_arrays(windows, test_idx)
+        pred, band = predictor._calibrated(raw_point, raw_band)
         if baselines is None:
             baselines = fit_baselines(windows, train_idx, "forecast", scaler=scaler)
         report = compare("forecast", windows, test_idx, pred, baselines, model_name=model_name)
@@ -726,13 +743,18 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
             return report, {}
         levels, cal = predictor.model.config.quantiles, predictor.intervals
         j_low, j_high = int(np.argmin(levels)), int(np.argmax(levels))  # the band drawn
+        span = float(max(levels) - min(levels))
+        raw = None
+        if cal is not None and raw_band is not None:  # what the calibration changed
+            raw = (raw_band[..., j_low], raw_band[..., j_high], span)
         found = judged_intervals(
             name=model_name, task="forecast", windows=windows, test_idx=test_idx,
             y=target_values(windows)[test_idx], low=band[..., j_low], high=band[..., j_high],
-            nominal=cal.coverage if cal is not None else float(max(levels) - min(levels)),
+            nominal=cal.coverage if cal is not None else span,
             method=cal.method if cal is not None else "quantiles",
             calibration_lots=cal.lots if cal is not None else None, splits=splits,
             scaler=scaler, lower=tuple(cal.lower) if cal is not None and cal.lower else None,
+            uncalibrated=raw,
         )  # fmt: skip
         return replace(report, intervals=found), interval_figures(found)
 

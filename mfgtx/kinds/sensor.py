@@ -318,6 +318,21 @@ def _band(
     return edge(lo), edge(hi), float(max(levels) - min(levels)), "quantiles", None
 
 
+def _uncalibrated_band(
+    predictor: SensorPredictor, out: np.ndarray, q: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """A calibrated regressor's own outermost quantiles ``(low, high)`` ``(n, K)`` as an
+    uncalibrated bundle would score them, and what they span; ``None`` for a model without
+    a calibration or a band."""
+    levels = tuple(predictor.model.config.quantiles or ())
+    if predictor.intervals is None or q is None or len(levels) < 2:
+        return None
+    _, clipped = spec_clip(predictor.input_spec, out, q)
+    assert clipped is not None  # quantiles in, quantiles out
+    j_low, j_high = int(np.argmin(levels)), int(np.argmax(levels))
+    return clipped[:, :, j_low], clipped[:, :, j_high], float(max(levels) - min(levels))
+
+
 def _lower(predictor: SensorPredictor) -> tuple[float | None, ...] | None:
     """The targets' physical floor the bundle's band is clipped to (``calibration.bounds``),
     so the baseline's band is clipped the same way; ``None`` without one."""
@@ -712,11 +727,14 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         task = predictor.task
         windows = predictor.model_windows(windows)  # baselines read what the model reads
         cols: dict[str, np.ndarray] = {}
+        raw = None
         if task == "classification":
             pred = predictor.defect_probability(windows, test_idx)
         else:  # the predictions score writes (clipped where the bundle clips)
-            cols = predictor.columns_of(*predictor.outputs(windows, test_idx))
+            out, q = predictor.outputs(windows, test_idx)
+            cols = predictor.columns_of(out, q)
             pred = np.stack([cols[t] for t in predictor.input_spec.targets], axis=1)
+            raw = _uncalibrated_band(predictor, out, q)
         baselines = fit_baselines(windows, train_idx, task, scaler=scaler)
         rul = any("rul" in t.lower() for t in windows.targets)
         report = compare(task, windows, test_idx, pred, baselines, model_name=model_name, rul=rul)
@@ -728,7 +746,7 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             name=model_name, task=task, windows=windows, test_idx=test_idx,
             y=target_values(windows)[test_idx], low=low, high=high, nominal=nominal,
             method=method, calibration_lots=lots, splits=splits, scaler=scaler,
-            lower=_lower(predictor),
+            lower=_lower(predictor), uncalibrated=raw,
         )  # fmt: skip
         return replace(report, intervals=found), interval_figures(found)
 

@@ -146,7 +146,8 @@ def test_cqr_on_a_point_model_is_refused_and_off_keeps_the_band(tmp_path) -> Non
         load_config(path)
 
 
-def test_a_forecaster_band_is_calibrated_per_step_and_channel(tmp_path) -> None:
+@pytest.mark.parametrize(("block", "steps"), [(4, 4), (None, 2)])  # None: 8 steps / 5 lots
+def test_a_forecaster_band_is_calibrated_per_step_and_channel(tmp_path, block, steps) -> None:
     sensors = pd.read_csv(SAMPLE / "sensors.csv", dtype=str, keep_default_na=False)
     lots = sensors["lot"].drop_duplicates().head(12)
     sensors = sensors[sensors["lot"].isin(lots)].groupby("lot", sort=False).head(120)
@@ -163,7 +164,8 @@ def test_a_forecaster_band_is_calibrated_per_step_and_channel(tmp_path) -> None:
                      "d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16,
                      "quantiles": [0.1, 0.5, 0.9]},
         "train": {"epochs": 1, "batch_size": 16, "patience": None, "progress": "log"},
-        "calibration": {"bounds": {"pressure_bar": [0, None]}, "horizon_block": 4},
+        "calibration": {"bounds": {"pressure_bar": [0, None]},
+                        **({} if block is None else {"horizon_block": block})},
         "bundle": str(tmp_path / "models" / "forecast"),
     }  # fmt: skip
     path = tmp_path / "f.yaml"
@@ -172,7 +174,10 @@ def test_a_forecaster_band_is_calibrated_per_step_and_channel(tmp_path) -> None:
     cal = predictor.intervals
     assert cal.method == "cqr" and cal.shape == (8, 2) and cal.coverage == pytest.approx(0.8)
     m = cal.margins
-    assert (m[:4] == m[0]).all() and (m[4:] == m[4]).all()  # blocks of 4 steps
+    assert cal.lots == 5
+    for start in range(0, 8, steps):  # one margin per block of `steps` steps and channel
+        assert (m[start : start + steps] == m[start]).all()
+    assert not (m == m[0]).all()  # ... not one for the whole horizon
     assert cal.lower == (None, 0.0)
     frame = pd.read_csv(tmp_path / "sensors.csv")
     windows = predictor.windows(frame)
@@ -186,6 +191,10 @@ def test_a_forecaster_band_is_calibrated_per_step_and_channel(tmp_path) -> None:
     assert (band[..., 1, :] >= 0).all() and (point[..., 1] >= 0).all()
     rows = predictor.rows(windows, idx)
     assert (rows.loc[rows["sensor"] == "pressure_bar", ["q10", "q90"]] >= 0).all(axis=None)
+    # the report: the calibrated band, the ridge baseline's, and the model's own quantiles
+    together = [c for c in predictor.report.intervals if c.target is None]
+    assert [c.method for c in together] == ["cqr", "conformal", "quantiles"]
+    assert together[2].lots == together[0].lots and together[2].name == together[0].name
 
 
 def test_the_onnx_export_carries_the_calibration_for_its_post_processing(

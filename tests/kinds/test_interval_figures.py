@@ -55,3 +55,21 @@ def test_without_splits_the_model_alone() -> None:
     )  # fmt: skip
     assert [c.target for c in found] == [None, "a", "b"]
     assert "baseline_interval_width" not in interval_figures(found)
+
+
+def test_a_calibrated_model_shows_its_own_quantiles_beside() -> None:
+    w = _windows()
+    fit_on, val, test = np.arange(60), np.arange(60, 90), np.arange(90, 120)
+    y = w.y[test].astype(float)
+    for splits in ([(fit_on, val)], None):
+        found = judged_intervals(
+            name="m", task="regression", windows=w, test_idx=test, y=y, low=y - 2.0,
+            high=y + 2.0, nominal=0.9, method="cqr", calibration_lots=30, splits=splits,
+            scaler=None, uncalibrated=(y - 0.5, y + 0.5, 0.8),
+        )  # fmt: skip
+        together = [(c.name, c.method, c.nominal) for c in found if c.target is None]
+        baseline = [("Ridge", "conformal", 0.9)] if splits else []
+        assert together == [("m", "cqr", 0.9), *baseline, ("m", "quantiles", 0.8)]
+        figures = interval_figures(found)
+        assert figures["interval_width"] == 4.0 and figures["uncalibrated_interval_width"] == 1.0
+        assert ("baseline_interval_width" in figures) is bool(splits)

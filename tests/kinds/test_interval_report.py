@@ -24,6 +24,7 @@ FIGURES = {
     "interval_width", "interval_test_lots", "baseline_interval_coverage",
     "baseline_interval_width",
 }  # fmt: skip
+UNCALIBRATED = {"uncalibrated_interval_coverage", "uncalibrated_interval_width"}
 
 
 def _config(tmp_path: Path, method: str):
@@ -41,11 +42,23 @@ def test_train_and_evaluate_report_the_intervals(tmp_path, monkeypatch, method) 
     outcome = train("sensor", config)
     assert FIGURES <= set(outcome.metrics)
     report = mfgtx.load(outcome.bundle).report
-    assert report is not None and len(report.intervals) == 2
-    model, ridge = report.intervals
+    calibrated = method != "off"
+    assert report is not None and len(report.intervals) == 2 + calibrated
+    model, ridge = report.intervals[:2]
     assert model.name == "SensorEncoder" and ridge.name == "Ridge"
-    assert model.method == ("quantiles" if method == "off" else "cqr")
+    assert model.method == ("cqr" if calibrated else "quantiles")
     assert ridge.method == "conformal" and ridge.nominal == model.nominal == 0.8
+    # a calibrated model also shows its own quantiles on the same test lots
+    assert (UNCALIBRATED <= set(outcome.metrics)) is calibrated
+    if calibrated:
+        raw = report.intervals[2]
+        assert (raw.name, raw.method, raw.nominal) == ("SensorEncoder", "quantiles", 0.8)
+        assert raw.lots == model.lots and raw.calibration_lots is None
+        assert outcome.metrics["uncalibrated_interval_coverage"] == round(raw.coverage, 4)
+        assert outcome.metrics["uncalibrated_interval_width"] == round(raw.width, 6)
+        margin = np.asarray(mfgtx.load(outcome.bundle).intervals.margin)
+        # cqr widens by the margin (clipped at 0 cycles): the band's width moves with it
+        assert (raw.width < model.width) is bool(margin.mean() > 0)
     windows, _ = read_windows(config, SENSOR)
     sets = split(config, windows).sets
     test_lots = set(windows.lot[np.asarray(sets.test)].astype(str))
@@ -55,4 +68,4 @@ def test_train_and_evaluate_report_the_intervals(tmp_path, monkeypatch, method) 
     assert outcome.metrics["interval_test_lots"] == len(test_lots)
     assert "Intervals on the test lots" in outcome.report_markdown
     summary, judged = evaluate(config)
-    assert FIGURES <= set(summary["metrics"]) and len(judged.intervals) == 2
+    assert FIGURES <= set(summary["metrics"]) and len(judged.intervals) == 2 + calibrated
