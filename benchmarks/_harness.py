@@ -170,8 +170,11 @@ def _plain(value: Any) -> Any:
 class Run:
     """One benchmark run: its arguments, environment and figures, written as one JSON file."""
 
-    def __init__(self, bench: str, args: argparse.Namespace | Mapping[str, Any]) -> None:
+    def __init__(
+        self, bench: str, args: argparse.Namespace | Mapping[str, Any], variant: str | None = None
+    ) -> None:
         self.bench = bench
+        self.variant = variant  # the inputs a run measures: its own section in the docs
         self.args = dict(vars(args) if isinstance(args, argparse.Namespace) else args)
         self.results = Path(self.args.pop("results", RESULTS))
         self.argv: list[str] = self.args.pop("_argv", [])
@@ -201,6 +204,7 @@ class Run:
             {
                 "format": FORMAT,
                 "bench": self.bench,
+                **({"variant": self.variant} if self.variant else {}),
                 "started": self.started.isoformat(timespec="seconds"),
                 "seconds": round(time.perf_counter() - self._t0, 3),
                 "argv": self.argv,
@@ -225,8 +229,10 @@ class Run:
         return path
 
 
-def start(bench: str, args: argparse.Namespace) -> Run:
-    """Apply ``--threads`` and ``--seed`` and open the run's record."""
+def start(bench: str, args: argparse.Namespace, variant: str | None = None) -> Run:
+    """Apply ``--threads`` and ``--seed`` and open the run's record; ``variant`` names what
+    the run measures where one benchmark measures different inputs (the docs keep the latest
+    run of each benchmark and variant)."""
     seed = getattr(args, "seed", None)
     threads = getattr(args, "threads", None)
     if seed is not None:
@@ -235,4 +241,4 @@ def start(bench: str, args: argparse.Namespace) -> Run:
         torch.manual_seed(seed)
     if threads is not None:
         torch.set_num_threads(threads)
-    return Run(bench, args)
+    return Run(bench, args, variant)

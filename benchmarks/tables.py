@@ -1,7 +1,8 @@
 """The benchmark tables of the docs, from the result files: nothing pasted by hand.
 
 Reads every ``<bench>-<timestamp>.json`` that ``benchmarks/_harness.py`` wrote under
-``--results`` (default ``benchmarks/results/``), keeps the latest run of each benchmark and
+``--results`` (default ``benchmarks/results/``), keeps the latest run of each benchmark (and
+of each ``variant``: the inputs a run measured, where one benchmark measures several) and
 writes one Markdown page (default ``docs/benchmarks/results.md``): a section per benchmark
 with the machine, the commit and the arguments of its run, then its tables, each column
 headed with its unit and each followed by the line that says where its figures were taken:
@@ -47,8 +48,8 @@ depend on it.
 
 
 def latest(results: Path) -> list[dict[str, Any]]:
-    """The latest run of each benchmark under ``results``, in benchmark-name order."""
-    runs: dict[str, dict[str, Any]] = {}
+    """The latest run of each benchmark and variant under ``results``, in name order."""
+    runs: dict[tuple[str, str], dict[str, Any]] = {}
     for path in sorted(results.glob("*.json")):
         run = json.loads(path.read_text())
         if not isinstance(run, dict) or run.get("format") != FORMAT:
@@ -56,13 +57,18 @@ def latest(results: Path) -> list[dict[str, Any]]:
                 f"{path}: not a result file of format {FORMAT} (written by benchmarks/_harness.py)"
             )
         run["file"] = path.name
-        bench = run["bench"]
-        if bench not in runs or (run["started"], path.name) > (
-            runs[bench]["started"],
-            runs[bench]["file"],
-        ):
+        bench = (run["bench"], run.get("variant") or "")
+        if bench not in runs or _order(run) > _order(runs[bench]):
             runs[bench] = run
     return [runs[b] for b in sorted(runs)]
+
+
+def _order(run: Mapping[str, Any]) -> tuple[str, int]:
+    """When a run started: its start, then its number within that second (the harness names
+    a second run of the same second ``<bench>-<stamp>-2.json``)."""
+    stem = str(run["file"]).removesuffix(".json")
+    tail = stem.rsplit("-", 1)[-1]
+    return str(run["started"]), int(tail) if tail.isdigit() else 1
 
 
 def cell(value: Any) -> str:
@@ -126,7 +132,7 @@ def section(run: Mapping[str, Any]) -> list[str]:
         f"load average {env['load_average'][0]:g} at start" if env.get("load_average") else "",
     ]
     lines = [
-        f"## {run['bench']}",
+        f"## {run['bench']}" + (f" ({run['variant']})" if run.get("variant") else ""),
         "",
         f"Run {run['started']} ({run.get('seconds', 0):.0f} s) on "
         + ", ".join(w for w in where if w)

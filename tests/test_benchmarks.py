@@ -7,6 +7,7 @@ result file is a made-up one.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib.util
 import json
@@ -155,3 +156,22 @@ def test_docs_page_is_generated_from_the_result_files(monkeypatch) -> None:
     """docs/benchmarks/results.md is what tables.py makes of benchmarks/results/."""
     tables = _module("tables", monkeypatch)
     assert tables.main(["--check"]) == 0, "run: python benchmarks/tables.py"
+
+
+def test_each_variant_keeps_its_own_latest_run(tmp_path, monkeypatch) -> None:
+    """One benchmark run on different inputs (interval_coverage on ETT, then on FD001): the
+    later run on other inputs does not hide the earlier one; a later run on the same does."""
+    harness = _harness(monkeypatch)
+    for variant, figure in (("a", 1.0), ("b", 2.0), ("a", 3.0)):
+        args = argparse.Namespace(seed=None, results=str(tmp_path))
+        run = harness.start("fake_bench", args, variant=variant)
+        run.row("step", {"model": "ours", "median step": figure})
+        run.write()
+    variants = sorted(json.loads(p.read_text())["variant"] for p in tmp_path.glob("*.json"))
+    assert variants == ["a", "a", "b"]  # within one second: -2, -3 after the stamp
+    tables = _module("tables", monkeypatch)
+    page = tmp_path / "results.md"
+    assert tables.main(["--results", str(tmp_path), "--out", str(page)]) == 0
+    text = page.read_text()
+    assert "## fake_bench (a)" in text and "## fake_bench (b)" in text
+    assert "| ours | 3 |" in text and "| ours | 2 |" in text and "| ours | 1 |" not in text
