@@ -63,6 +63,7 @@ __all__ = [
     "BUNDLE_KEY",
     "METHODS",
     "IntervalCalibration",
+    "bins_for",
     "conformal_level",
     "fit_cqr",
     "fit_split",
@@ -186,6 +187,18 @@ def lot_quantile(scores: np.ndarray, lots: np.ndarray, coverage: float) -> float
     return float(s[order][min(i, s.size - 1)])
 
 
+def bins_for(lots: int, coverage: float, most: int = 4) -> int:
+    """The default Mondrian ``bins`` of a regressor calibrated on ``lots`` validation lots:
+    one bin per :func:`min_lots` lots (4 at 80 %), at least 1, at most ``most``, so every bin
+    can still hold the guarantee when each lot has windows in every bin.
+
+    Example:
+        >>> bins_for(1, 0.8), bins_for(10, 0.8), bins_for(40, 0.8)
+        (1, 2, 4)
+    """
+    return max(1, min(most, lots // min_lots(coverage)))
+
+
 def horizon_block_for(steps: int, lots: int) -> int:
     """The default ``horizon_block`` of a ``steps``-step forecaster calibrated on ``lots``
     validation lots: the horizon cut into as many blocks as there are lots
@@ -262,6 +275,10 @@ class IntervalCalibration:
         lots: how many calibration lots the margin rests on.
         lower, upper: the physical range per target (or per channel, the last axis of
             ``shape``), ``None`` for unbounded; an empty tuple for no bound at all.
+        edges: Mondrian bins of the point prediction (``(B - 1) * prod(shape)`` numbers,
+            ``(B - 1, *S)`` in C order; empty: one bin): a window's margin is that of the bin
+            its point prediction falls in (``point > edge`` counts the edges passed), and
+            ``margin`` then holds ``B * prod(shape)`` numbers, ``(B, *S)``.
 
     Example:
         >>> cal = IntervalCalibration("conformal", 0.8, (2.0,), (1,), 12, lower=(0.0,))
@@ -279,6 +296,7 @@ class IntervalCalibration:
     lots: int
     lower: tuple[Bound, ...] = ()
     upper: tuple[Bound, ...] = ()
+    edges: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -288,10 +306,21 @@ class IntervalCalibration:
         if not shape or any(d < 1 for d in shape):
             raise ValueError(f"shape must be positive dimensions, found {self.shape!r}")
         margin = tuple(float(m) for m in self.margin)
-        if len(margin) != math.prod(shape):
+        edges = tuple(float(e) for e in self.edges)
+        cells = math.prod(shape)
+        if len(edges) % cells or not all(math.isfinite(e) for e in edges):
             raise ValueError(
-                f"margin holds {len(margin)} numbers, the shape {shape} needs {math.prod(shape)}"
+                f"edges must be finite, (bins - 1) per cell of the shape {shape}, found "
+                f"{len(edges)}"
             )
+        bins = len(edges) // cells + 1
+        if len(margin) != bins * cells:
+            raise ValueError(
+                f"margin holds {len(margin)} numbers, the shape {shape} with {bins} bin(s) "
+                f"needs {bins * cells}"
+            )
+        if bins > 1 and (np.diff(np.reshape(edges, (bins - 1, cells)), axis=0) < 0).any():
+            raise ValueError("edges must not decrease from one bin to the next")
         if not all(math.isfinite(m) for m in margin):
             raise ValueError("every margin must be a finite number")
         if self.method == "conformal" and any(m < 0 for m in margin):
@@ -306,15 +335,41 @@ class IntervalCalibration:
                 raise ValueError(f"physical range [{lo}, {hi}] is empty (lower > upper)")
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "margin", margin)
+        object.__setattr__(self, "edges", edges)
         object.__setattr__(self, "lots", int(self.lots))
         object.__setattr__(self, "coverage", float(self.coverage))
         object.__setattr__(self, "lower", lower)
         object.__setattr__(self, "upper", upper)
 
     @property
+    def bins(self) -> int:
+        """How many Mondrian bins of the point prediction the margins are per (1: none)."""
+        return len(self.edges) // math.prod(self.shape) + 1
+
+    @property
     def margins(self) -> np.ndarray:
-        """The margins as an array of ``shape``."""
-        return np.asarray(self.margin, dtype=np.float64).reshape(self.shape)
+        """The margins as an array of ``shape`` (``(bins, *shape)`` with bins)."""
+        m = np.asarray(self.margin, dtype=np.float64)
+        return m.reshape(self.shape if self.bins == 1 else (self.bins, *self.shape))
+
+    def margin_for(self, point: np.ndarray | None) -> np.ndarray:
+        """The margin of each window, ``(..., *S)`` (or ``S`` without bins): the margin of the
+        bin each cell's point prediction falls in.
+
+        Raises:
+            ValueError: binned margins without the point prediction.
+        """
+        if self.bins == 1:
+            return self.margins
+        if point is None:
+            raise ValueError("a calibration by bins of the prediction needs the point prediction")
+        p = self._check(point, "point")
+        cells = math.prod(self.shape)
+        flat = p.reshape(-1, cells)  # (n, P)
+        edges = np.reshape(self.edges, (self.bins - 1, cells))  # (B - 1, P)
+        which = (flat[:, None, :] > edges[None]).sum(axis=1)  # (n, P) the bin of each cell
+        m = self.margins.reshape(self.bins, cells)[which, np.arange(cells)]
+        return m.reshape(p.shape)
 
     def clip(self, values: np.ndarray) -> np.ndarray:
         """``values`` (``(..., *S)``) clipped to the physical range (e.g. remaining life >= 0)."""
@@ -336,10 +391,13 @@ class IntervalCalibration:
 
         ``conformal`` needs ``point`` (``point -/+ margin``); ``cqr`` needs the model's ``low``
         and ``high`` (``low - margin``, ``high + margin``; where a negative margin crosses the
-        two edges they are swapped, which only widens an empty band). Arrays may carry any
+        two edges they are swapped, which only widens an empty band). With Mondrian
+        :attr:`bins` both need ``point`` to choose each window's margin. Arrays may carry any
         leading axes (windows, lots) before ``S``.
         """
-        m = self.margins
+        if self.method == "conformal" and point is None:
+            raise ValueError("a split-conformal calibration needs the point prediction")
+        m = self.margin_for(point)
         if self.method == "conformal":
             if point is None:
                 raise ValueError("a split-conformal calibration needs the point prediction")
@@ -371,6 +429,7 @@ class IntervalCalibration:
             "lots": self.lots,
             "lower": list(self.lower),
             "upper": list(self.upper),
+            **({"edges": list(self.edges)} if self.edges else {}),
         }
 
     @classmethod
@@ -387,6 +446,7 @@ class IntervalCalibration:
             lots=d["lots"],
             lower=tuple(d.get("lower", ())),
             upper=tuple(d.get("upper", ())),
+            edges=tuple(d.get("edges", ())),
         )
 
 
@@ -422,6 +482,7 @@ def fit_split(
     lower: tuple[Bound, ...] | None = None,
     upper: tuple[Bound, ...] | None = None,
     horizon_block: int = 1,
+    bins: int = 1,
 ) -> IntervalCalibration:
     """Split conformal around a point prediction: margin = lot quantile of ``|y - point|``.
 
@@ -433,6 +494,11 @@ def fit_split(
         lower, upper: physical range per target/channel (``None`` entries unbounded).
         horizon_block: forecaster ``S = (H, C)`` only: pool this many consecutive horizon
             steps per quantile (steadier where lots are few).
+        bins: Mondrian calibration (Vovk et al., 2005): cut each cell's validation point
+            predictions into this many bins of equal share, one margin per bin, each the lot
+            quantile of the windows predicted in it, so the band holds ``coverage`` within
+            each range of the prediction (a remaining life of 20 cycles is judged among
+            windows predicted near 20, not mostly among easy young machines); 1: one margin.
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -443,7 +509,7 @@ def fit_split(
     """
     yy, pp, g = _check_fit(y, {"point": point}, lots)
     scores = np.abs(yy - pp)  # (N, *S)
-    return _record("conformal", scores, g, coverage, lower, upper, horizon_block)
+    return _record("conformal", scores, g, coverage, lower, upper, horizon_block, pp, bins)
 
 
 def fit_cqr(
@@ -456,20 +522,29 @@ def fit_cqr(
     lower: tuple[Bound, ...] | None = None,
     upper: tuple[Bound, ...] | None = None,
     horizon_block: int = 1,
+    bins: int = 1,
+    point: np.ndarray | None = None,
 ) -> IntervalCalibration:
     """Conformalized quantile regression: margin = lot quantile of ``max(low - y, y - high)``.
 
     Arguments as :func:`fit_split`, with the model's ``low`` and ``high`` quantiles
-    (e.g. q10 and q90) in place of the point prediction.
+    (e.g. q10 and q90) in place of the point prediction; ``bins > 1`` bins by ``point``.
 
     Example:
         >>> y = np.arange(10.0); lots = np.arange(10)
         >>> fit_cqr(y, y - 1, y + 1, lots, 0.8).margin  # a band too wide narrows
         (-1.0,)
     """
-    yy, lo, hi, g = _check_fit(y, {"low": low, "high": high}, lots)
+    if bins != 1 and point is None:
+        raise ValueError("fit_cqr: bins of the prediction need the point prediction")
+    given: dict[str, object] = {"low": low, "high": high}
+    if point is not None:
+        given["point"] = point
+    yy, lo, hi, *pp, g = _check_fit(y, given, lots)
     scores = np.maximum(lo - yy, yy - hi)  # (N, *S), NaN where y is NaN
-    return _record("cqr", scores, g, coverage, lower, upper, horizon_block)
+    return _record(
+        "cqr", scores, g, coverage, lower, upper, horizon_block, pp[0] if pp else None, bins
+    )
 
 
 def _record(
@@ -480,18 +555,57 @@ def _record(
     lower: tuple[Bound, ...] | None,
     upper: tuple[Bound, ...] | None,
     horizon_block: int,
+    point: np.ndarray | None = None,
+    bins: int = 1,
 ) -> IntervalCalibration:
     if isinstance(horizon_block, bool) or not isinstance(horizon_block, int) or horizon_block < 1:
         raise ValueError(f"horizon_block must be a positive integer, found {horizon_block!r}")
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
+        raise ValueError(f"bins must be a positive integer, found {bins!r}")
+    if bins > 1 and horizon_block != 1:
+        raise ValueError("bins and horizon_block > 1 cannot be combined")
     c = _check_coverage(coverage)
-    margin = _lot_quantiles(scores, lots, c, horizon_block)
-    n_lots = int(np.unique(lots[np.isfinite(scores.reshape(len(lots), -1)).any(axis=1)]).size)
+    n = len(lots)
+    n_lots = int(np.unique(lots[np.isfinite(scores.reshape(n, -1)).any(axis=1)]).size)
+    edges: tuple[float, ...] = ()
+    if bins == 1:
+        margin = _lot_quantiles(scores, lots, c, horizon_block)
+    else:
+        assert point is not None
+        edge, margin = _mondrian(scores.reshape(n, -1), point.reshape(n, -1), lots, c, bins)
+        edges = tuple(edge.ravel().tolist())
     return IntervalCalibration(
         method=method,
         coverage=c,
-        margin=tuple(margin.tolist()),
+        margin=tuple(np.ravel(margin).tolist()),
         shape=tuple(scores.shape[1:]),
         lots=n_lots,
         lower=lower or (),
         upper=upper or (),
+        edges=edges,
     )
+
+
+def _mondrian(
+    scores: np.ndarray, point: np.ndarray, lots: np.ndarray, coverage: float, bins: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Edges ``(bins - 1, P)`` (each cell's validation predictions cut in ``bins`` equal
+    shares) and margins ``(bins, P)``: each the :func:`lot_quantile` of the windows predicted
+    in that bin (a bin left empty by ties takes the cell's margin over every window)."""
+    cells = scores.shape[1]
+    edges = np.empty((bins - 1, cells))
+    margin = np.empty((bins, cells))
+    for k in range(cells):
+        seen = np.isfinite(scores[:, k])
+        edges[:, k] = np.quantile(point[seen, k], np.arange(1, bins) / bins)
+        which = (point[:, k, None] > edges[None, :, k]).sum(axis=1)  # as margin_for
+        everything = None
+        for b in range(bins):
+            here = (which == b) & seen
+            if here.any():
+                margin[b, k] = lot_quantile(scores[here, k], lots[here], coverage)
+            else:
+                if everything is None:
+                    everything = lot_quantile(scores[seen, k], lots[seen], coverage)
+                margin[b, k] = everything
+    return edges, margin

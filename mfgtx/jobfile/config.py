@@ -423,6 +423,12 @@ class CalibrationSection:
             channel; default: the horizon cut into as many blocks as there are validation
             lots (``ceil(horizon / lots)`` steps each; one margin per step once there are as
             many lots as steps).
+        bins: regressors (remaining life): one margin per range of the prediction (Mondrian
+            calibration; the validation predictions cut into this many equal shares), so the
+            band holds within each range instead of on average over them (a machine predicted
+            at 20 cycles is judged among machines predicted near 20, not mostly among young
+            machines whose remaining life is easy); 1: one margin; default: one bin per 4
+            validation lots at 80 % (the fewest for a guarantee), at most 4.
     """
 
     cost_ratio: float = 5.0
@@ -430,6 +436,7 @@ class CalibrationSection:
     coverage: float | None = None
     bounds: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
     horizon_block: int | None = None
+    bins: int | None = None
 
     def __post_init__(self) -> None:
         if not self.cost_ratio > 0:
@@ -438,6 +445,8 @@ class CalibrationSection:
             raise ValueError(f"coverage must lie between 0 and 1 (e.g. 0.8), found {self.coverage}")
         if self.horizon_block is not None and self.horizon_block < 1:
             raise ValueError(f"horizon_block must be at least 1, found {self.horizon_block}")
+        if self.bins is not None and self.bins < 1:
+            raise ValueError(f"bins must be at least 1, found {self.bins}")
         for name, pair in self.bounds.items():
             if len(pair) != 2:
                 raise ValueError(

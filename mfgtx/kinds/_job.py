@@ -67,6 +67,7 @@ class IntervalSettings:
     coverage: float | None = None
     bounds: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
     horizon_block: int | None = None
+    bins: int | None = None
 
     def resolve(self, has_quantiles: bool) -> str | None:
         """``conformal``, ``cqr`` or ``None`` (no calibration) for a model with or without

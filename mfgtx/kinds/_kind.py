@@ -125,6 +125,7 @@ class Kind(ABC, Generic[SectionT, SpecT, DataT]):
                 coverage=job.calibration.coverage,
                 bounds=dict(job.calibration.bounds),
                 horizon_block=job.calibration.horizon_block,
+                bins=job.calibration.bins,
             ),
             run_key=setup.run_key,
             on_step=setup.on_step,

@@ -636,6 +636,11 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         """
         settings = request.intervals
         assert settings is not None  # checked by the caller
+        if settings.bins not in (None, 1):
+            raise ValueError(
+                "calibration.bins: a forecaster's margins are per horizon step and channel "
+                "(calibration.horizon_block); bins of the prediction are for regressors"
+            )
         levels = tuple(members[0].config.quantiles or ())
         method = settings.resolve(len(levels) >= 2)
         y_all = target_values(windows)  # (N, H, K)

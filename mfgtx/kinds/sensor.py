@@ -30,7 +30,7 @@ from mfgtx._config import default_of
 from mfgtx.artifacts import Bundle, BundleError
 from mfgtx.baselines import compare, fit_baselines
 from mfgtx.calibration import class_probabilities, fit_calibration
-from mfgtx.calibration.conformal import IntervalCalibration, fit_cqr, fit_split
+from mfgtx.calibration.conformal import IntervalCalibration, bins_for, fit_cqr, fit_split
 from mfgtx.data import (
     ColumnMap,
     DataError,
@@ -701,12 +701,15 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             lots.append(windows.lot[val])
         y, g = np.concatenate(ys), np.concatenate(lots)
         coverage = settings.coverage_for(quantiles)
+        labelled = np.isfinite(y).any(axis=1)
+        bins = settings.bins or bins_for(len(np.unique(g[labelled])), coverage)
         if method == "cqr":
             return fit_cqr(
                 y, np.concatenate(lows), np.concatenate(highs), g, coverage,
-                lower=lower, upper=upper,
+                lower=lower, upper=upper, bins=bins, point=np.concatenate(points),
             )  # fmt: skip
-        return fit_split(y, np.concatenate(points), g, coverage, lower=lower, upper=upper)
+        point = np.concatenate(points)
+        return fit_split(y, point, g, coverage, lower=lower, upper=upper, bins=bins)
 
     def judge(
         self,

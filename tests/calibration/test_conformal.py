@@ -11,6 +11,7 @@ import pytest
 from mfgtx.calibration import CalibrationWarning
 from mfgtx.calibration.conformal import (
     IntervalCalibration,
+    bins_for,
     conformal_level,
     fit_cqr,
     fit_split,
@@ -250,3 +251,62 @@ def test_fit_on_enough_lots_does_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fit_split(y, y + 1, np.repeat(np.arange(4), 10), 0.8)
+
+
+# ------------------------------------------------------------------ Mondrian bins
+
+
+def _machines(rng: np.random.Generator, n_lots: int):
+    """Run-to-failure machines: 30 windows each from young (remaining life ~100, errors of
+    2 cycles) to worn (~10 cycles left, errors of 15): the error grows as life runs out."""
+    lots = np.repeat(np.arange(n_lots), 30)
+    life = np.tile(np.linspace(100.0, 10.0, 30), n_lots) + rng.normal(size=lots.size) * 3
+    spread = np.where(life > 55.0, 2.0, 15.0)
+    y = life + rng.normal(size=lots.size) * spread
+    return y, life, lots
+
+
+def test_bins_hold_the_band_within_each_range_of_the_prediction():
+    # 400 draws of 20 calibration machines and a new one. One margin for all covers the
+    # worn windows (predicted <= 55 cycles) far below 80 % because the young windows' small
+    # errors set it; one margin per half of the predictions covers each half near 80 %.
+    rng = np.random.default_rng(40)
+    draws = 400
+    hit = {"one": [0, 0], "bins": [0, 0]}  # [worn, young]
+    total = [0, 0]
+    for _ in range(draws):
+        y, point, lots = _machines(rng, 21)
+        cal, new = lots < 20, lots == 20
+        one = fit_split(y[cal], point[cal], lots[cal], 0.8)
+        two = fit_split(y[cal], point[cal], lots[cal], 0.8, bins=2)
+        assert two.bins == 2 and len(two.edges) == 1 and 40 < two.edges[0] < 70
+        for name, c in (("one", one), ("bins", two)):
+            lo, hi = c.apply(point[new][:, None])
+            inside = (y[new] >= lo[:, 0]) & (y[new] <= hi[:, 0])
+            worn = point[new] <= 55.0
+            hit[name][0] += int(inside[worn].sum())
+            hit[name][1] += int(inside[~worn].sum())
+        total[0] += int((point[new] <= 55.0).sum())
+        total[1] += int((point[new] > 55.0).sum())
+    one = [h / t for h, t in zip(hit["one"], total, strict=True)]
+    two = [h / t for h, t in zip(hit["bins"], total, strict=True)]
+    assert one[0] < 0.7 and one[1] > 0.95  # worn under, young over: right only on average
+    assert all(0.77 <= c <= 0.9 for c in two), two  # each range near its 80 %
+
+
+def test_binned_margins_apply_by_the_point_and_round_trip():
+    cal = IntervalCalibration("cqr", 0.8, (1.0, 5.0), (1,), 12, lower=(0.0,), edges=(50.0,))
+    assert cal.bins == 2 and cal.margins.shape == (2, 1)
+    point = np.array([[20.0], [50.0], [80.0]])
+    lo, _ = cal.apply(point, point - 2, point + 2)
+    assert (point - lo).ravel().tolist() == [3.0, 3.0, 7.0]  # 50 is in the lower bin
+    assert IntervalCalibration.from_dict(cal.to_dict()) == cal
+    with pytest.raises(ValueError, match="point prediction"):
+        cal.apply(None, point - 2, point + 2)
+    with pytest.raises(ValueError, match="needs 4"):
+        IntervalCalibration("cqr", 0.8, (1.0, 5.0), (2,), 12, edges=(50.0, 60.0))
+    with pytest.raises(ValueError, match="point prediction"):
+        fit_cqr(np.zeros(8), np.zeros(8) - 1, np.zeros(8) + 1, np.arange(8), 0.8, bins=2)
+    old = IntervalCalibration("cqr", 0.8, (1.0,), (1,), 12).to_dict()
+    assert "edges" not in old and IntervalCalibration.from_dict(old).bins == 1  # older bundles
+    assert [bins_for(n, 0.8) for n in (1, 4, 8, 10, 16, 100)] == [1, 1, 2, 2, 4, 4]

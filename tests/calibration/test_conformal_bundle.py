@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -215,3 +216,24 @@ def test_the_onnx_export_carries_the_calibration_for_its_post_processing(
     rows = predictor.rows(windows, idx)
     np.testing.assert_allclose(low[:, 0], rows["rul_cycles_q10"], atol=1e-3)
     np.testing.assert_allclose(high[:, 0], rows["rul_cycles_q90"], atol=1e-3)
+
+
+def test_a_regressor_calibrated_by_bins_of_its_prediction(tmp_path) -> None:
+    """calibration.bins: one margin per range of the predicted remaining life, applied to the
+    scored band by each window's own prediction (the ONNX record carries the edges too)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few validation machines: no guarantee, said
+        bundle = train("sensor", load_config(_job(tmp_path, bins=2))).bundle
+    predictor = mfgtx.load(bundle)
+    cal = predictor.intervals
+    assert cal.bins == 2 and len(cal.edges) == 1 and cal.margin[0] != cal.margin[1]
+    frame = pd.read_csv(SAMPLE / "degradation.csv")
+    windows = predictor.windows(frame)
+    idx = np.arange(len(windows))
+    _, q = predictor.outputs(windows, idx)
+    rows = predictor.rows(windows, idx)
+    point = rows["rul_cycles"].to_numpy()[:, None]
+    margin = np.where(point > cal.edges[0], cal.margin[1], cal.margin[0])
+    np.testing.assert_allclose(
+        rows["rul_cycles_q10"], cal.clip(q[:, 0, :1] - margin)[:, 0], atol=1e-4
+    )
