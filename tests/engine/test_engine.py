@@ -1,0 +1,82 @@
+"""The engine seam: the local engine is a ``for`` loop, the Ray engine gives the same results
+in item order, errors name the task, and ``import mfgtx`` never imports Ray."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from mfgtx.engine import EngineError, EngineSpec, LocalEngine, open_engine
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _scaled(item: int, *, factor: int) -> tuple[int, int]:
+    return item * factor, torch.get_num_threads()
+
+
+def _fails_on_two(item: int) -> int:
+    if item == 2:
+        raise ValueError(f"lot L{item} has no rows")
+    return item
+
+
+def test_importing_mfgtx_does_not_import_ray() -> None:
+    code = (
+        "import sys, mfgtx, mfgtx.engine, mfgtx.kinds, mfgtx.jobs, mfgtx.cli; "
+        "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"name": "spark"}, "'spark' is not an engine"),
+        ({"name": "local", "address": "auto"}, "use engine ray"),
+        ({"name": "ray", "workers": 0}, "workers: expected a whole number of at least 1, found 0"),
+        ({"name": "ray", "threads": 1.5}, "threads: expected a whole number"),
+        ({"name": "local", "workers": 2}, "the local engine runs one task at a time"),
+    ],
+)
+def test_a_spec_that_cannot_be_used_says_why(kwargs, words) -> None:
+    with pytest.raises(ValueError, match=words):
+        EngineSpec(**kwargs)
+
+
+def test_the_local_engine_is_a_loop_and_restores_torch_threads() -> None:
+    before = torch.get_num_threads()
+    engine = LocalEngine(EngineSpec(threads=1))
+    assert engine.map(_scaled, [3, 1, 2], shared={"factor": 10}) == [(30, 1), (10, 1), (20, 1)]
+    assert torch.get_num_threads() == before
+
+
+def test_a_failed_task_is_named_with_its_error() -> None:
+    with open_engine(EngineSpec()) as engine:
+        with pytest.raises(EngineError, match=r"member 2 failed: lot L2 has no rows") as info:
+            engine.map(_fails_on_two, [1, 2, 3], names=["member 1", "member 2", "member 3"])
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_the_ray_engine_gives_the_local_results_in_order(ray_local) -> None:
+    spec = EngineSpec("ray", workers=2, threads=1)
+    with open_engine(spec) as engine:
+        got = engine.map(_scaled, [5, 4, 3, 2, 1], shared={"factor": 3})
+        with pytest.raises(EngineError, match=r"member 2 failed: lot L2 has no rows"):
+            engine.map(_fails_on_two, [1, 2, 3], names=["member 1", "member 2", "member 3"])
+    assert got == [(15, 1), (12, 1), (9, 1), (6, 1), (3, 1)]
+    assert ray_local.is_initialized()  # an engine leaves a Ray it did not start running
