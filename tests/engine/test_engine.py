@@ -110,3 +110,26 @@ def test_the_ray_extra_and_what_it_brings_are_pinned() -> None:
                 todo.append((req.name, set(req.extras)))
     assert "ray" in pinned
     assert sorted(seen - pinned) == []
+
+
+def test_the_command_line_wins_over_the_job_files_engine(tmp_path, capsys) -> None:
+    from mfgtx.cli import main
+    from mfgtx.jobfile.config import engine_spec
+    from mfgtx.jobs import ConfigError, load_config
+
+    job = load_config(None, ["engine.name=ray", "engine.workers=3", "train.threads=2"])
+    assert engine_spec(job) == EngineSpec("ray", workers=3, threads=2)
+    assert engine_spec(job, workers=2, address="auto") == EngineSpec("ray", "auto", 2, 2)
+    assert engine_spec(job, name="local") == EngineSpec("local", threads=2)  # ray's keys dropped
+    with pytest.raises(ConfigError, match=r"config: engine: address: 'auto' is the address"):
+        engine_spec(job, name="local", address="auto")
+    with pytest.raises(ConfigError, match=r"config: train: threads must be at least 1, found 0"):
+        load_config(None, ["train.threads=0"])
+    path = tmp_path / "job.yaml"
+    path.write_text("bundle: never-written\n")
+    code = main(["train", "sensor", str(path), "--address", "head:6379"])
+    assert code == 2
+    assert "use engine ray (--engine ray)" in capsys.readouterr().err
+    assert not (tmp_path / "never-written").exists()
+    assert main(["score", str(path), "--workers", "0"]) == 2
+    assert "--workers: expected a whole number of at least 1, found '0'" in capsys.readouterr().err
