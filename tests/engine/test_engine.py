@@ -133,3 +133,41 @@ def test_the_command_line_wins_over_the_job_files_engine(tmp_path, capsys) -> No
     assert not (tmp_path / "never-written").exists()
     assert main(["score", str(path), "--workers", "0"]) == 2
     assert "--workers: expected a whole number of at least 1, found '0'" in capsys.readouterr().err
+
+
+STARTS_ITS_OWN = """
+import signal, ray, torch
+from mfgtx.engine import EngineSpec, open_engine
+
+def ours(signum, frame):
+    raise KeyboardInterrupt
+
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(s, ours)
+threads = torch.get_num_threads()
+with open_engine(EngineSpec("ray", workers=1)) as engine:
+    during = [signal.getsignal(s) is ours for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)]
+    assert engine.map(abs, [-3]) == [3]
+    assert ray.is_initialized()
+after = [signal.getsignal(s) is ours for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)]
+print(during, after, ray.is_initialized(), torch.get_num_threads() == threads)
+"""
+
+
+def test_an_engine_that_starts_ray_shuts_it_down_and_keeps_the_jobs_stop_signals() -> None:
+    """Ray's start takes SIGTERM for itself; the job's handler (Ctrl-C, a scheduler's stop:
+    :mod:`mfgtx._signals`) must stay, during the run and after (in a process of its own:
+    this one runs the session's Ray)."""
+    pytest.importorskip("ray")
+    done = subprocess.run(
+        [sys.executable, "-c", STARTS_ITS_OWN],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (
+        done.stdout.strip().splitlines()[-1] == "[True, True, True] [True, True, True] False True"
+    )
