@@ -193,3 +193,24 @@ def test_two_nodes_of_a_cluster_train_one_member_each(local, plant, tmp_path) ->
     nodes = {(tmp_path / f"member-{k}.node").read_text() for k in (0, 1)}
     assert len(nodes) == 2  # each member on a node of its own
     assert _same(bundle, str(reference.bundle))
+
+
+def test_a_forecast_ensemble_with_its_ridge_maps_trains_on_ray_as_in_process(
+    plant, ray_local, tmp_path
+) -> None:
+    from tests.cli.test_jobs_forecast_vit import forecast_job
+
+    def job(name: str) -> Path:
+        spec = forecast_job(plant, tmp_path)
+        spec["forecast"].update({"linear_skip": "ridge", "pick": "validation"})
+        spec["train"].update(
+            {"ensemble": {"members": 2}, "deterministic": True, "threads": 1, "epochs": 1,
+             "precision": "fp32"}
+        )  # fmt: skip
+        spec["bundle"] = str(tmp_path / name)
+        return write_job(tmp_path / f"{name}.yaml", spec)
+
+    here = train("forecast", load_config(job("here")))
+    there = train("forecast", load_config(job("there")), engine=RAY2)
+    assert _same(str(here.bundle), str(there.bundle))
+    assert here.metrics == there.metrics and "validation_mse_ridge_map" in here.metrics
