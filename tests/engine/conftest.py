@@ -30,6 +30,7 @@ def ray_local() -> Iterator[object]:
     parts = (str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", ""))
     path = os.pathsep.join(p for p in parts if p)
     ray.init(
+        address="local",  # a Ray of its own, never one another user started on this machine
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,

@@ -174,7 +174,8 @@ print(json.dumps({"bundle": outcome.bundle}))
 
 def test_two_nodes_of_a_cluster_train_one_member_each(local, plant, tmp_path) -> None:
     """``ray.cluster_utils.Cluster``: a head and a second node of one CPU each, joined by
-    address (in a process of its own: this one runs the session's local Ray)."""
+    address (in a process of its own: this one runs the session's local Ray). 25-40 s on
+    two shared cores: slow, as the whole module is."""
     import json
     import subprocess
     import sys
