@@ -62,6 +62,8 @@ def test_the_contracts_hold_on_main(copy) -> None:
         ("jobfile/prepare.py", "from mfgtx.jobs import sinks", "layers only point down"),
         ("kinds/sensor.py", "import mfgtx.jobfile", "layers only point down"),
         ("nn/attention.py", "import mfgtx.jobfile", "mfgtx.nn imports nothing else"),
+        # the engine runs tasks for the kinds and the jobs, below them all
+        ("engine/_spec.py", "import mfgtx.kinds", "layers only point down"),
     ],
 )
 def test_a_deliberate_violation_breaks_its_contract(copy, module, line, contract) -> None:

@@ -1,0 +1,171 @@
+"""The engine seam: the local engine is a ``for`` loop, the Ray engine gives the same results
+in item order, errors name the task, and ``import mfgtx`` never imports Ray."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from mfgtx.engine import EngineError, EngineSpec, LocalEngine, open_engine
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _scaled(item: int, *, factor: int) -> tuple[int, int]:
+    return item * factor, torch.get_num_threads()
+
+
+def _fails_on_two(item: int) -> int:
+    if item == 2:
+        raise ValueError(f"lot L{item} has no rows")
+    return item
+
+
+def test_importing_mfgtx_does_not_import_ray() -> None:
+    code = (
+        "import sys, mfgtx, mfgtx.engine, mfgtx.kinds, mfgtx.jobs, mfgtx.cli; "
+        "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"name": "spark"}, "'spark' is not an engine"),
+        ({"name": "local", "address": "auto"}, "use engine ray"),
+        ({"name": "ray", "workers": 0}, "workers: expected a whole number of at least 1, found 0"),
+        ({"name": "ray", "threads": 1.5}, "threads: expected a whole number"),
+        ({"name": "local", "workers": 2}, "the local engine runs one task at a time"),
+    ],
+)
+def test_a_spec_that_cannot_be_used_says_why(kwargs, words) -> None:
+    with pytest.raises(ValueError, match=words):
+        EngineSpec(**kwargs)
+
+
+def test_the_local_engine_is_a_loop_and_restores_torch_threads() -> None:
+    before = torch.get_num_threads()
+    engine = LocalEngine(EngineSpec(threads=1))
+    assert engine.map(_scaled, [3, 1, 2], shared={"factor": 10}) == [(30, 1), (10, 1), (20, 1)]
+    assert torch.get_num_threads() == before
+
+
+def test_a_failed_task_is_named_with_its_error() -> None:
+    with open_engine(EngineSpec()) as engine:
+        with pytest.raises(EngineError, match=r"member 2 failed: lot L2 has no rows") as info:
+            engine.map(_fails_on_two, [1, 2, 3], names=["member 1", "member 2", "member 3"])
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_the_ray_engine_gives_the_local_results_in_order(ray_local) -> None:
+    spec = EngineSpec("ray", workers=2, threads=1)
+    with open_engine(spec) as engine:
+        got = engine.map(_scaled, [5, 4, 3, 2, 1], shared={"factor": 3})
+        with pytest.raises(EngineError, match=r"member 2 failed: lot L2 has no rows"):
+            engine.map(_fails_on_two, [1, 2, 3], names=["member 1", "member 2", "member 3"])
+    assert got == [(15, 1), (12, 1), (9, 1), (6, 1), (3, 1)]
+    assert ray_local.is_initialized()  # an engine leaves a Ray it did not start running
+
+
+def test_the_ray_extra_and_what_it_brings_are_pinned(ray_installed) -> None:
+    """constraints.txt pins Ray and everything ``ray[data,train]`` installs, as it pins the
+    rest: CI installs the extra from it, and an unpinned package would drift."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    def norm(name: str) -> str:
+        return name.lower().replace("_", "-")
+
+    lines = (ROOT / "constraints.txt").read_text().splitlines()
+    pinned = {norm(x.split("==")[0]) for x in lines if "==" in x and not x.startswith("#")}
+    seen: set[str] = set()
+    todo = [("ray", {"data", "train"})]
+    while todo:
+        name, extras = todo.pop()
+        if norm(name) in seen:
+            continue
+        seen.add(norm(name))
+        for text in metadata.requires(name) or []:
+            req = Requirement(text)
+            if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in extras | {""}):
+                todo.append((req.name, set(req.extras)))
+    assert "ray" in pinned
+    assert sorted(seen - pinned) == []
+
+
+def test_the_command_line_wins_over_the_job_files_engine(tmp_path, capsys) -> None:
+    from mfgtx.cli import main
+    from mfgtx.jobfile.config import engine_spec
+    from mfgtx.jobs import ConfigError, load_config
+
+    job = load_config(None, ["engine.name=ray", "engine.workers=3", "train.threads=2"])
+    assert engine_spec(job) == EngineSpec("ray", workers=3, threads=2)
+    assert engine_spec(job, workers=2, address="auto") == EngineSpec("ray", "auto", 2, 2)
+    assert engine_spec(job, name="local") == EngineSpec("local", threads=2)  # ray's keys dropped
+    with pytest.raises(ConfigError, match=r"config: engine: address: 'auto' is the address"):
+        engine_spec(job, name="local", address="auto")
+    with pytest.raises(ConfigError, match=r"config: train: threads must be at least 1, found 0"):
+        load_config(None, ["train.threads=0"])
+    path = tmp_path / "job.yaml"
+    path.write_text("bundle: never-written\n")
+    code = main(["train", "sensor", str(path), "--address", "head:6379"])
+    assert code == 2
+    assert "use engine ray (--engine ray)" in capsys.readouterr().err
+    assert not (tmp_path / "never-written").exists()
+    assert main(["score", str(path), "--workers", "0"]) == 2
+    assert "--workers: expected a whole number of at least 1, found '0'" in capsys.readouterr().err
+
+
+STARTS_ITS_OWN = """
+import signal, ray, torch
+from mfgtx.engine import EngineSpec, open_engine
+
+def ours(signum, frame):
+    raise KeyboardInterrupt
+
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(s, ours)
+threads = torch.get_num_threads()
+with open_engine(EngineSpec("ray", workers=1)) as engine:
+    during = [signal.getsignal(s) is ours for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)]
+    assert engine.map(abs, [-3]) == [3]
+    assert ray.is_initialized()
+after = [signal.getsignal(s) is ours for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)]
+print(during, after, ray.is_initialized(), torch.get_num_threads() == threads)
+"""
+
+
+def test_an_engine_that_starts_ray_shuts_it_down_and_keeps_the_jobs_stop_signals(
+    ray_installed,
+) -> None:
+    """Ray's start takes SIGTERM for itself; the job's handler (Ctrl-C, a scheduler's stop:
+    :mod:`mfgtx._signals`) must stay, during the run and after (in a process of its own:
+    this one runs the session's Ray)."""
+    done = subprocess.run(
+        [sys.executable, "-c", STARTS_ITS_OWN],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (
+        done.stdout.strip().splitlines()[-1] == "[True, True, True] [True, True, True] False True"
+    )
