@@ -98,8 +98,8 @@ def plan(source: SourceSection, workers: int, *, segmented: bool = False) -> lis
     return [
         Partition(
             index=k,
-            files=tuple(str(files[i]) for i in group),
-            before=str(files[group[0] - 1]) if group[0] > 0 else None,
+            files=tuple(str(files[i].resolve()) for i in group),
+            before=str(files[group[0] - 1].resolve()) if group[0] > 0 else None,
             last=k == len(groups) - 1,
         )
         for k, group in enumerate(groups)
@@ -127,9 +127,13 @@ def partition_frames(
     Raises:
         _Unsure: the lot carried over from ``part.before`` may have begun further back.
     """
-    if not part.files:
+    if not part.files:  # the whole source; a path as this node sees it, named as the job does
+        whole = None
+        if source.path is not None:
+            whole = read_chunks(replace(source, path=str(Path(source.path).resolve())), (),
+                                problems)  # fmt: skip
         yield from iter_lot_frames(source, lot, time, segment=segment, problems=problems,
-                                   time_format=time_format)  # fmt: skip
+                                   time_format=time_format, chunks=whole)  # fmt: skip
         return
     order = (lot,) if time is None else (lot, time)
     state = {"own": part.before is None, "ended": False, "mark": 0}
@@ -170,15 +174,15 @@ class PartitionScorer:
     problems, the lots it saw, and this worker's process id and peak memory.
     """
 
-    def __init__(self, config: JobConfig, source: Any, threads: int | None) -> None:
-        from mfgtx.jobs.score import load_predictor
+    def __init__(self, config: JobConfig, source: Any, bundle: str, threads: int | None) -> None:
+        from mfgtx.kinds import load
 
         if threads is not None:
             import torch
 
             torch.set_num_threads(threads)
         self.config = config
-        predictor = load_predictor(config)
+        predictor: Any = load(bundle)  # an absolute path: a worker's directory is not the job's
         self.predictor, self.source = predictor.kind.scoring(predictor, config, source)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -263,7 +267,12 @@ def _run(
         ds = ray.data.from_items(items, override_num_blocks=len(items))
         scored = ds.map_batches(
             PartitionScorer,
-            fn_constructor_kwargs={"config": config, "source": raw_source, "threads": threads},
+            fn_constructor_kwargs={
+                "config": config,
+                "source": raw_source,
+                "bundle": str(Path(str(config.bundle)).resolve()),
+                "threads": threads,
+            },
             batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=threads,

@@ -47,7 +47,7 @@ from mfgtx.jobfile.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, 
 from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs._sql import open_job_history
 from mfgtx.jobs.sinks import describe_sink, write_errors, write_scores
-from mfgtx.kinds import JobScores, Scored
+from mfgtx.kinds import JobScores, Scored, WindowKind
 from mfgtx.kinds._job import RowScorer
 
 __all__ = ["ScoreOutcome", "check_score_outputs", "load_predictor", "score"]
@@ -164,6 +164,9 @@ def score(config: JobConfig, *, engine: EngineSpec | None = None) -> ScoreOutcom
     kind = predictor.kind
     source, reads = kind.score_source(config)
     target, errors_path = check_score_outputs(config, reads)
+    if engine is not None and engine.name != "local" and not isinstance(kind, WindowKind):
+        log.warning("a %s bundle scores its images in this process: engine %s scores sensor "
+                    "rows", kind.name, engine.name)  # fmt: skip
     history = _HistoryRun.start(config, predictor.bundle_id, kind.name)
     t0 = time.perf_counter()
     try:

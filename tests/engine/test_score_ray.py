@@ -62,8 +62,11 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     return jobs
 
 
-def _score_both(job: list[str], out: Path, caplog: pytest.LogCaptureFixture) -> list[Path]:
-    """Score ``job`` in one process and on Ray into ``out``/{local,ray}: their folders."""
+def _score_both(
+    job: list[str], out: Path, caplog: pytest.LogCaptureFixture, *, on_ray: bool = True
+) -> list[Path]:
+    """Score ``job`` in one process and on Ray into ``out``/{local,ray}: their folders;
+    ``on_ray``: the Ray score scores in partitions (else it must fall back to one process)."""
     where = []
     for engine in ("local", "ray"):
         folder = out / engine
@@ -71,8 +74,9 @@ def _score_both(job: list[str], out: Path, caplog: pytest.LogCaptureFixture) -> 
         with caplog.at_level(logging.INFO, logger="mfgtx.jobs._ray_score"):
             score(load_config(job[0], job[1:] + keys), engine=RAY if engine == "ray" else None)
         where.append(folder)
-    assert "scored by worker" in caplog.text, "the Ray partitions were not used"
-    assert "instead" not in caplog.text, "the Ray score fell back to one process"
+    fell_back = "scoring in this process instead" in caplog.text
+    assert fell_back != on_ray, "the Ray score fell back to one process" if on_ray else caplog.text
+    assert ("scored by worker" in caplog.text) == on_ray
     return where
 
 
@@ -110,6 +114,18 @@ def test_a_bad_lot_is_listed_the_same_and_the_rest_is_scored(
     errors = pd.read_csv(ray / "scores.errors.csv")
     assert errors["lot"].tolist() == ["L2-0003"] and "n/a?" in errors["reason"].iloc[0]
     assert "L2-0004" in set(pd.read_csv(ray / "scores.csv")["lot"])
+    _same_files(local, ray)
+
+
+def test_a_lot_over_three_files_is_scored_in_process_the_same(
+    bundles, ray_local, tmp_path, caplog
+) -> None:
+    """A partition reads one file before its own for the lot it carries over; a lot that
+    began further back cannot be carried so: the job scores in process, with a warning."""
+    job = bundles["rul"]
+    folder = _folder(SAMPLE / "degradation.csv", tmp_path / "thin", 120)
+    local, ray = _score_both([*job, f"data.source.path={folder}"], tmp_path, caplog, on_ray=False)
+    assert "may begin before the file before it" in caplog.text
     _same_files(local, ray)
 
 
