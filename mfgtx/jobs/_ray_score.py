@@ -15,8 +15,12 @@ file before its first one (its frames not scored) to carry that lot over, and le
 open at its own end to the next partition. Where a partition cannot be sure of its frames (a
 lot over more than two files, an empty file before it, a lot that appears in two
 partitions, an input the reader refuses), the job scores the rows in this process instead,
-with a warning: the output is the same, only slower. A single file, a SQL source and a
-series without lots are one partition.
+with a warning: the output is the same, only slower.
+
+A source that is not a folder of files (one file, a SQL source, a series scored whole) is
+read whole by each worker's partition, which scores every n-th lot-complete frame of it
+(``source.chunk_rows`` rows a frame): reading is cheap beside scoring, and every partition
+sees the very frames of the one-process reader.
 
 Memory: an actor holds a chunk of the source and its partition's output rows, never the
 source; the driver holds the output, as the one-process score does.
@@ -58,18 +62,24 @@ class Partition:
 
     Attributes:
         index: its place in the source (the output keeps this order).
-        files: the files it scores (``()``: the whole source, one partition).
+        files: the files it scores (``()``: the whole source).
         before: the file before ``files``, read for the lot it carries over, not scored.
         last: the source's last partition (it scores the lot still open at its end).
+        every: the whole source only: the partition scores frames ``index``,
+            ``index + every``, ... of it, and reads it all.
     """
 
     index: int
     files: tuple[str, ...] = ()
     before: str | None = None
     last: bool = True
+    every: int = 1
 
     def words(self) -> str:
         if not self.files:
+            if self.every > 1:
+                k, n = self.index, self.every
+                return f"partition {k} (frames {k}, {k + n}, ... of the whole source)"
             return f"partition {self.index} (the whole source)"
         names = [Path(f).name for f in self.files]
         span = names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]}"
@@ -79,12 +89,12 @@ class Partition:
 def plan(source: SourceSection, workers: int, *, segmented: bool = False) -> list[Partition]:
     """The partitions of ``source``: runs of whole files about even in bytes, at least two
     per worker where there are files enough, none over :data:`PARTITION_BYTES` unless one
-    file is. Nothing is read but the folder's listing."""
-    if source.path is None or segmented:
-        return [Partition(0)]
-    files = plant_files(source.path)
+    file is. A source that is not a folder of files (one file, a SQL source, a series
+    scored whole) is read whole by each of ``workers`` partitions, each scoring every
+    ``workers``-th lot-complete frame. Nothing is read but the folder's listing."""
+    files = plant_files(source.path) if source.path is not None and not segmented else []
     if len(files) < 2:
-        return [Partition(0)]
+        return [Partition(k, every=workers) for k in range(workers)]
     sizes = [f.stat().st_size for f in files]
     total = sum(sizes)
     n = max(min(len(files), 2 * workers), -(-total // PARTITION_BYTES))
@@ -119,10 +129,11 @@ def partition_frames(
     segment: str | None,
     time_format: str | None,
     problems: list[dict[str, object]],
-) -> Iterator[pd.DataFrame]:
+) -> Iterator[tuple[int, pd.DataFrame]]:
     """The lot-complete frames of ``part``, exactly as the one-process reader cuts them
-    (:func:`~mfgtx.jobfile.sources.iter_lot_frames` over the whole source); its reading
-    problems go to ``problems``.
+    (:func:`~mfgtx.jobfile.sources.iter_lot_frames` over the whole source), each with its
+    number in what the partition reads (the frames of a whole source: in the source); its
+    reading problems go to ``problems``.
 
     Raises:
         _Unsure: the lot carried over from ``part.before`` may have begun further back.
@@ -132,8 +143,13 @@ def partition_frames(
         if source.path is not None:
             whole = read_chunks(replace(source, path=str(Path(source.path).resolve())), (),
                                 problems)  # fmt: skip
-        yield from iter_lot_frames(source, lot, time, segment=segment, problems=problems,
-                                   time_format=time_format, chunks=whole)  # fmt: skip
+        frames = iter_lot_frames(source, lot, time, segment=segment, problems=problems,
+                                 time_format=time_format, chunks=whole)  # fmt: skip
+        for i, frame in enumerate(frames):
+            if i % part.every == part.index:
+                yield i, frame
+        if part.index > 0:
+            problems.clear()  # each reads them all: the first partition lists them
         return
     order = (lot,) if time is None else (lot, time)
     state = {"own": part.before is None, "ended": False, "mark": 0}
@@ -153,7 +169,7 @@ def partition_frames(
     checked = part.before is None
     frames = iter_lot_frames(source, lot, time, segment=segment, problems=problems,
                              time_format=time_format, chunks=chunks())  # fmt: skip
-    for frame in frames:
+    for i, frame in enumerate(frames):
         if not state["own"] or (state["ended"] and not part.last):
             continue  # the file before's lots, or the lot the next partition carries over
         if not checked:
@@ -162,7 +178,7 @@ def partition_frames(
             if not first_before or start == first_before[0]:
                 raise _Unsure(f"the lot at the start of {Path(part.files[0]).name} may begin "
                               "before the file before it")  # fmt: skip
-        yield frame
+        yield i, frame
     del problems[: int(state["mark"])]  # the file before's: the partition before lists them
 
 
@@ -195,16 +211,16 @@ class PartitionScorer:
 
         cols = self.predictor.columns
         problems: list[dict[str, object]] = []
-        frames: list[Scored] = []
+        frames: list[tuple[int, Scored]] = []
         lots: list[str] = []
         out: dict[str, Any] = {"index": part.index, "pid": os.getpid()}
         try:
-            for frame in partition_frames(part, self.source, cols.lot, cols.time,
+            for number, frame in partition_frames(part, self.source, cols.lot, cols.time,
                                           segment=scoring_segment(self.config),
                                           time_format=cols.time_format,
                                           problems=problems):  # fmt: skip
                 lots += pd.unique(frame[cols.lot].astype(str)).tolist()
-                frames.append(score_frame(self.config, self.predictor, frame))
+                frames.append((number, score_frame(self.config, self.predictor, frame)))
         except (_Unsure, DataError, ConfigError) as e:  # the one-process reader decides
             out["unsure"] = str(e)
         lots += [str(p["lot"]) for p in problems if p.get("lot") is not None]
@@ -238,7 +254,7 @@ def score_rows_on_ray(
         results = _run(config, raw_source, parts, spec)
     unsure = [f"{parts[r['index']].words()}: {r['unsure']}" for r in results if "unsure" in r]
     seen: dict[str, int] = {}
-    for r in results:
+    for r in results if parts[0].files else ():  # a whole source's partitions read it all
         for lot in dict.fromkeys(r["lots"]):
             if seen.setdefault(lot, r["index"]) != r["index"]:
                 unsure.append(f"lot {lot} is in {parts[seen[lot]].words()} and "
@@ -249,7 +265,10 @@ def score_rows_on_ray(
     for r in results:
         log.info("%s scored by worker %d (peak memory %.1f MiB)", parts[r["index"]].words(),
                  r["pid"], r["peak_kib"] / 1024)  # fmt: skip
-    frames = [f for r in results for f in r["frames"]]
+    # a run of files: its frames in partition order; a whole source: its frames' order in it
+    key = (lambda r, n: (r["index"], n)) if parts[0].files else (lambda r, n: (0, n))
+    numbered = [(key(r, n), f) for r in results for n, f in r["frames"]]
+    frames = [f for _, f in sorted(numbered, key=lambda t: t[0])]
     problems = [p for r in results for p in r["problems"]]
     return collect_scores(predictor, frames, problems)
 
