@@ -40,8 +40,11 @@ STAMP = "%Y-%m-%dT%H:%M:%S+00:00"
 SENSORS = ["temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a"]
 
 
-def generate(folder: Path, rows: int, lot_rows: int, file_rows: int, seed: int) -> None:
-    """``rows`` sensor rows in lots of ``lot_rows``, written ``file_rows`` rows a file."""
+def generate(
+    folder: Path, rows: int, lot_rows: int, file_rows: int, seed: int, *, one_file: bool = False
+) -> None:
+    """``rows`` sensor rows in lots of ``lot_rows``, written ``file_rows`` rows a file (or
+    appended to one file, ``one_file``)."""
     folder.mkdir(parents=True)
     rng = np.random.default_rng(seed)
     start = pd.Timestamp("2026-03-02T00:00:00Z")
@@ -58,7 +61,10 @@ def generate(folder: Path, rows: int, lot_rows: int, file_rows: int, seed: int) 
         values = base * (1 + 0.02 * rng.standard_normal((len(i), 4)))
         for c, name in enumerate(SENSORS):
             frame[name] = np.round(values[:, c], 3)
-        frame.to_csv(folder / f"export-{k:05d}.csv", index=False)
+        if one_file:
+            frame.to_csv(folder / "export.csv", index=False, header=k == 0, mode="a")
+        else:
+            frame.to_csv(folder / f"export-{k:05d}.csv", index=False)
 
 
 def score_once(job: list[str], engine: str, workers: int) -> dict[str, object]:
@@ -120,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lot-rows", type=int, default=480)
     p.add_argument("--file-rows", type=int, default=50_000)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument(
+        "--layout",
+        choices=["folder", "file"],
+        default="folder",
+        help="a folder of files (partitions: runs of files) or one file (every n-th frame)",
+    )
     p.add_argument("--work", type=Path, help="working folder (default: a temporary one)")
     p.add_argument("--child", choices=["local", "ray"], help=argparse.SUPPRESS)
     p.add_argument("--job", help=argparse.SUPPRESS)
@@ -144,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     for rows in (args.rows // 4, args.rows):
         source = work / f"source-{rows}"
         t0 = time.perf_counter()
-        generate(source, rows, args.lot_rows, args.file_rows, args.seed)
+        generate(source, rows, args.lot_rows, args.file_rows, args.seed,
+                 one_file=args.layout == "file")  # fmt: skip
         made = time.perf_counter() - t0
         mb = sum(f.stat().st_size for f in source.iterdir()) / 1e6
         got, digests = {}, {}
@@ -156,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         same = digests["local"] == digests["ray"]
         local, ray = got["local"], got["ray"]
         run.row("score", {
-            "rows": rows, "source MB": round(mb, 1), "output rows": local["rows_out"],
+            "layout": args.layout, "rows": rows, "source MB": round(mb, 1),
+            "output rows": local["rows_out"],
             "one process": round(local["wall"], 1), f"ray x{args.workers}": round(ray["wall"], 1),
             "speed-up": round(local["wall"] / ray["wall"], 2),
             "driver (one process)": round(local["driver_mib"]),

@@ -293,7 +293,8 @@ def _run(
                 "threads": threads,
             },
             batch_size=1,
-            compute=ray.data.ActorPoolStrategy(size=workers),
+            # one partition at a time per actor: the first actor up must not queue them all
+            compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
             num_cpus=threads,
         )
         rows = scored.take_all()
