@@ -145,7 +145,7 @@ def score(config: JobConfig, *, engine: EngineSpec | None = None) -> ScoreOutcom
     ``images.path``) for ViT bundles.
 
     ``engine``: where the sensor rows are scored (default: in this process); on Ray
-    (``EngineSpec("ray")``) the source's files are scored in partitions by Ray Data
+    (``EngineSpec("ray")``) the source is scored in partitions by Ray Data
     actors (:mod:`mfgtx.jobs._ray_score`), and the output, errors file and history are
     the ones this process would write, byte for byte.
 
@@ -369,7 +369,7 @@ def score_frame(config: JobConfig, predictor: Any, frame: pd.DataFrame) -> Score
 def collect_scores(
     predictor: Any, frames: Iterable[Scored], problems: list[dict[str, object]]
 ) -> JobScores:
-    """The job's scores from its frames' in reading order, and the reading ``problems``
+    """The job's scores from its frames in reading order, and the reading ``problems``
     (files that could not be read, lots too large or cut off) after them."""
     parts, errors = [], []
     n_lots = n_windows = n_warnings = 0
