@@ -41,8 +41,9 @@ def _folder(src: Path, out: Path, rows: int, bad: str | None = None) -> Path:
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
-    """Each sample job trained for one epoch: its overrides (job file first)."""
+def bundles(tmp_path_factory: pytest.TempPathFactory, ray_installed) -> dict[str, list[str]]:
+    """Each sample job trained for one epoch: its overrides (job file first); without Ray,
+    skipped before training."""
     out = tmp_path_factory.mktemp("ray_score")
     jobs = {}
     for name, (job, data, rows, chunk) in JOBS.items():
