@@ -19,7 +19,7 @@ out as a :class:`~mfgtx.data.DataError` naming the file and, where known, the li
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -284,6 +284,7 @@ def iter_lot_frames(
     segment: str | None = None,
     problems: list[dict[str, object]] | None = None,
     time_format: str | None = None,
+    chunks: Iterable[pd.DataFrame] | None = None,
 ) -> Iterator[pd.DataFrame]:
     """Frames of complete lots, about ``chunk_rows`` rows each (see the module docstring).
 
@@ -295,6 +296,9 @@ def iter_lot_frames(
     A lot of more than ``source.max_lot_rows`` rows is a :class:`~mfgtx.data.DataError`
     naming it; with ``problems`` it is listed there (``lot``, ``file``, ``line``,
     ``reason``) and its rows are passed over as they are read, the other lots still come.
+
+    ``chunks``: the chunks to cut, as :func:`read_chunks` yields them (default: read
+    ``source``), for a reader of some of its files (a partition of ``score --engine ray``).
     """
     done: set[str] = set()
     carry: pd.DataFrame | None = None
@@ -305,7 +309,7 @@ def iter_lot_frames(
         if time is None:
             raise ValueError("segment needs the time column")
         order = (time,)
-    for chunk in read_chunks(source, order, problems):
+    for chunk in read_chunks(source, order, problems) if chunks is None else chunks:
         if _CUT_OFF in chunk.attrs:  # the file stopped: its last lot may be incomplete
             if carry is not None and len(carry) and problems is not None:
                 lot_id = str(carry[lot].iloc[0])

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,13 +40,15 @@ import pandas as pd
 from mfgtx._files import remove_leftovers
 from mfgtx.alerts import notify, score_findings
 from mfgtx.data import DataError, DataWarning
+from mfgtx.engine import EngineSpec
 from mfgtx.history import HistoryError, HistoryStore, history_url, job_name
 from mfgtx.jobfile.config import ConfigError, JobConfig
 from mfgtx.jobfile.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, without_position
 from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs._sql import open_job_history
 from mfgtx.jobs.sinks import describe_sink, write_errors, write_scores
-from mfgtx.kinds import JobScores
+from mfgtx.kinds import JobScores, Scored, WindowKind
+from mfgtx.kinds._job import RowScorer
 
 __all__ = ["ScoreOutcome", "check_score_outputs", "load_predictor", "score"]
 
@@ -136,10 +139,15 @@ def check_score_outputs(config: JobConfig, source: Any) -> tuple[Path, Path]:
     return (target or errors), errors
 
 
-def score(config: JobConfig) -> ScoreOutcome:
+def score(config: JobConfig, *, engine: EngineSpec | None = None) -> ScoreOutcome:
     """Score new data with ``config.bundle``: sensor rows (``score.source``, default
     ``data.source``) for sensor and forecast bundles, images (``score.images``, default
     ``images.path``) for ViT bundles.
+
+    ``engine``: where the sensor rows are scored (default: in this process); on Ray
+    (``EngineSpec("ray")``) the source is scored in partitions by Ray Data
+    actors (:mod:`mfgtx.jobs._ray_score`), and the output, errors file and history are
+    the ones this process would write, byte for byte.
 
     Raises:
         ConfigError: a missing section, or columns other than the bundle's.
@@ -156,10 +164,15 @@ def score(config: JobConfig) -> ScoreOutcome:
     kind = predictor.kind
     source, reads = kind.score_source(config)
     target, errors_path = check_score_outputs(config, reads)
+    if engine is not None and engine.name != "local" and not isinstance(kind, WindowKind):
+        log.warning("a %s bundle scores its images in this process: engine %s scores sensor "
+                    "rows", kind.name, engine.name)  # fmt: skip
     history = _HistoryRun.start(config, predictor.bundle_id, kind.name)
     t0 = time.perf_counter()
     try:
-        scored, rows = _score_and_write(config, predictor, source, target, errors_path)
+        scored, rows = _score_and_write(
+            config, predictor, source, target, errors_path, _row_scorer(config, source, engine)
+        )
     except BaseException as e:
         history.fail(e, time.perf_counter() - t0)
         raise
@@ -210,8 +223,22 @@ def score(config: JobConfig) -> ScoreOutcome:
     )
 
 
+def _row_scorer(config: JobConfig, raw_source: Any, engine: EngineSpec | None) -> RowScorer:
+    """How the job's sensor rows are scored: in this process, or on Ray in partitions."""
+    if engine is None or engine.name == "local":
+        return lambda p, src: _score_rows(config, p, src)
+    from mfgtx.jobs._ray_score import score_rows_on_ray
+
+    return lambda p, src: score_rows_on_ray(config, p, src, raw_source, engine)
+
+
 def _score_and_write(
-    config: JobConfig, predictor: Any, source: Any, target: Path, errors_path: Path
+    config: JobConfig,
+    predictor: Any,
+    source: Any,
+    target: Path,
+    errors_path: Path,
+    score_rows: RowScorer,
 ) -> tuple[JobScores, int]:
     """Score ``source`` and write the output and the errors file under the output's lock."""
     sc = config.score
@@ -220,7 +247,7 @@ def _score_and_write(
     with output_lock(target):
         remove_leftovers(target)
         remove_leftovers(errors_path)
-        scored = kind.score(predictor, config, source, lambda p, src: _score_rows(config, p, src))
+        scored = kind.score(predictor, config, source, score_rows)
         if not len(scored.rows):
             write_errors(errors_path, scored.errors)
             if scored.unit == "images":
@@ -307,28 +334,46 @@ class _HistoryRun:
 def _score_rows(config: JobConfig, predictor: Any, source: Any) -> JobScores:
     """Score the sensor rows of ``source`` lot-complete chunk by chunk with a window
     predictor: every scored row, and an errors-file row per bad lot (and per warning)."""
+    problems: list[dict[str, object]] = []
+    frames = iter_lot_frames(source, predictor.columns.lot, predictor.columns.time,
+                             segment=scoring_segment(config), problems=problems,
+                             time_format=predictor.columns.time_format)  # fmt: skip
+    scored = (score_frame(config, predictor, frame) for frame in frames)
+    return collect_scores(predictor, scored, problems)
+
+
+def scoring_segment(config: JobConfig) -> str | None:
+    """How a job without lots is cut into lots for scoring: a segmented series is scored
+    whole (:data:`~mfgtx.jobfile.sources.WHOLE`), its latest window must not be cut off."""
+    return WHOLE if config.data is not None and config.data.segment else None
+
+
+def score_frame(config: JobConfig, predictor: Any, frame: pd.DataFrame) -> Scored:
+    """One lot-complete frame (:func:`~mfgtx.jobfile.sources.iter_lot_frames`) scored with
+    the job's ``score`` settings: the same frame gives the same rows wherever it is scored
+    (windows are batched within a frame, so the frames themselves must be the same)."""
     sc = config.score
     assert sc is not None
-    cols = predictor.columns
+    positions = frame[[FILE, LINE]].rename(columns={FILE: "file", LINE: "line"})
+    with warnings.catch_warnings():  # each is a row of the errors file, logged by collect
+        warnings.simplefilter("ignore", DataWarning)
+        return predictor.score(
+            without_position(frame),
+            stride=sc.stride,
+            last_per_lot=sc.last_per_lot,
+            batch_size=sc.batch_size,
+            positions=positions,
+        )
+
+
+def collect_scores(
+    predictor: Any, frames: Iterable[Scored], problems: list[dict[str, object]]
+) -> JobScores:
+    """The job's scores from its frames in reading order, and the reading ``problems``
+    (files that could not be read, lots too large or cut off) after them."""
     parts, errors = [], []
-    n_lots = n_windows = 0
-    # a segmented series is scored whole: its latest window must not be cut off
-    segment = WHOLE if config.data is not None and config.data.segment else None
-    problems: list[dict[str, object]] = []
-    frames = iter_lot_frames(source, cols.lot, cols.time, segment=segment, problems=problems,
-                             time_format=cols.time_format)  # fmt: skip
-    n_warnings = 0
-    for frame in frames:
-        positions = frame[[FILE, LINE]].rename(columns={FILE: "file", LINE: "line"})
-        with warnings.catch_warnings():  # each is a row of the errors file, logged below
-            warnings.simplefilter("ignore", DataWarning)
-            scored = predictor.score(
-                without_position(frame),
-                stride=sc.stride,
-                last_per_lot=sc.last_per_lot,
-                batch_size=sc.batch_size,
-                positions=positions,
-            )
+    n_lots = n_windows = n_warnings = 0
+    for scored in frames:
         for err in scored.errors:
             log.warning("lot %s not scored: %s", err["lot"], err["reason"])
         for note in scored.warnings:
