@@ -322,10 +322,13 @@ class EnsembleSection:
 @dataclass(frozen=True)
 class TrainSection:
     """The ``train`` section: the settings of :class:`~mfgtx.train.TrainConfig` (same names,
-    same meaning) but ``resume`` (the ``--resume`` flag), and ``ensemble``
-    (:class:`EnsembleSection`). ``checkpoint_dir`` defaults to ``<bundle>.ckpt`` next to the
-    bundle; ``batch_size`` to 32 (plant data sets are small: the one key whose job default is
-    not the library's); every other default is read from ``TrainConfig``.
+    same meaning) but ``resume`` (the ``--resume`` flag), ``ensemble``
+    (:class:`EnsembleSection`) and ``sweep``: a grid of values to try, by key of this
+    section or of the model's section (``{lr: [0.001, 0.003], d_model: [32, 64]}``), each
+    trial judged on the validation lots only (:mod:`mfgtx.jobs.sweep`, which checks the keys
+    and values against the job's model). ``checkpoint_dir`` defaults to ``<bundle>.ckpt``
+    next to the bundle; ``batch_size`` to 32 (plant data sets are small: the one key whose
+    job default is not the library's); every other default is read from ``TrainConfig``.
 
     Every value is known when the job file is read, so the section builds its
     :class:`~mfgtx.train.TrainConfig` then (validating it, once; :attr:`config`) and
@@ -354,8 +357,15 @@ class TrainSection:
     progress: Literal["auto", "bar", "log", "off"] = default_of(TrainConfig, "progress")
     log_every: int = default_of(TrainConfig, "log_every")
     ensemble: EnsembleSection | None = None
+    sweep: dict[str, tuple[Any, ...]] | None = None
 
     def __post_init__(self) -> None:
+        if self.sweep is not None:
+            if not self.sweep:
+                raise ValueError("sweep: name at least one key and its values, or leave it out")
+            empty = [k for k, v in self.sweep.items() if not v]
+            if empty:
+                raise ValueError(f"sweep.{empty[0]}: give at least one value to try")
         config = TrainConfig(
             epochs=self.epochs,
             batch_size=self.batch_size,

@@ -56,9 +56,12 @@ class TrainOutcome:
     standing: str = ""
     world_size: int = 1
     report_markdown: str = ""
+    sweep: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "report_markdown"}
+        if out["sweep"] is None:  # only a sweep's run has one
+            out.pop("sweep")
         return {"command": "train", **out}
 
 
@@ -180,8 +183,18 @@ def _train(
                 _write_left_out(config, left_out)
             elif bad_lots or _written_before(config):
                 _write_left_out(config, bad_lots, what="lot")
-            key = run_key(config, kind, *kind.fingerprint(config, data))
-            fitted = kind.train(data, config, FitSetup(train_cfg, key, on_step, judge))
+            found = kind.fingerprint(config, data)
+            key = run_key(config, kind, *found)
+            setup = FitSetup(train_cfg, key, on_step, judge)
+            if config.train.sweep:  # the chosen trial's model, and its job for the record
+                from mfgtx.jobs.sweep import sweep
+
+                def key_of(job: JobConfig) -> dict[str, Any]:
+                    return run_key(job, kind, *found)
+
+                fitted, config = sweep(kind, data, config, setup, key_of=key_of)
+            else:
+                fitted = kind.train(data, config, setup)
             if judge:
                 fitted = _with_profile(config, data, fitted, lot_keys)
         finally:
@@ -333,4 +346,5 @@ def _outcome(
         standing="" if report is None else report.standing().level,
         world_size=fit.world_size,
         report_markdown="" if report is None else report.to_markdown(),
+        sweep=None if report is None or report.sweep is None else report.sweep.to_dict(),
     )
