@@ -139,13 +139,13 @@ def _said(values: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in values.items())
 
 
-def _typed(cls: type, name: str, value: Any, where: str) -> Any:
-    """``value`` converted as the job file reads key ``name`` of section ``cls`` (a number
-    for ``lr``, a whole number for ``d_model`` ...), refused in the same words."""
-    hint = typing.get_type_hints(cls)[name]
-    probe = dataclasses.make_dataclass("probe", [(name, hint)], frozen=True)
-    file, _, key = where.partition(": ")
-    return getattr(build(probe, {name: value}, file=file, prefix=key.rpartition(".")[0]), name)
+def _typed(config: JobConfig, cls: type, key: str, name: str, value: Any) -> Any:
+    """``value`` of sweep key ``key`` converted as the job file reads key ``name`` of
+    section ``cls`` (a number for ``lr``, a whole number for ``d_model`` ...), refused in the
+    same words."""
+    probe = dataclasses.make_dataclass("probe", [(name, typing.get_type_hints(cls)[name])])
+    prefix = f"train.sweep.{key}".rpartition(".")[0]
+    return getattr(build(probe, {name: value}, file=config.source_file, prefix=prefix), name)
 
 
 def _with(config: JobConfig, section: str, values: Mapping[str, Any]) -> JobConfig:
@@ -176,8 +176,7 @@ def plan(config: JobConfig, kind: Kind[Any, Any, Any]) -> tuple[Trial, ...]:
     for key, options in grid.items():
         section, name = sections[key]
         cls = type(config.train) if section == "train" else kind.Section
-        values[key] = [_typed(cls, name, v, _where(config, f"{key}[{i}]"))
-                       for i, v in enumerate(options)]  # fmt: skip
+        values[key] = [_typed(config, cls, key, name, v) for v in options]  # fmt: skip
         repeated = [v for i, v in enumerate(values[key]) if v in values[key][:i]]
         if repeated:
             raise ConfigError(f"{_where(config, key)}: {repeated[0]!r} is listed twice")

@@ -149,6 +149,10 @@ def train(
     config.require("bundle")
     bundle = Path(str(config.bundle))
     check_train_outputs(config, kind)
+    if config.train.sweep:  # every trial's settings, before any data is read
+        from mfgtx.jobs.sweep import plan
+
+        plan(config, the_kind)
     from mfgtx.artifacts import signing_key
 
     signing_key()  # a bad key stops the job now, not when the first checkpoint is signed
