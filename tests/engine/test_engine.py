@@ -80,3 +80,33 @@ def test_the_ray_engine_gives_the_local_results_in_order(ray_local) -> None:
             engine.map(_fails_on_two, [1, 2, 3], names=["member 1", "member 2", "member 3"])
     assert got == [(15, 1), (12, 1), (9, 1), (6, 1), (3, 1)]
     assert ray_local.is_initialized()  # an engine leaves a Ray it did not start running
+
+
+def test_the_ray_extra_and_what_it_brings_are_pinned() -> None:
+    """constraints.txt pins Ray and everything ``ray[data,train]`` installs, as it pins the
+    rest: CI installs the extra from it, and an unpinned package would drift."""
+    metadata = pytest.importorskip("importlib.metadata")
+    from packaging.requirements import Requirement
+
+    def norm(name: str) -> str:
+        return name.lower().replace("_", "-")
+
+    lines = (ROOT / "constraints.txt").read_text().splitlines()
+    pinned = {norm(x.split("==")[0]) for x in lines if "==" in x and not x.startswith("#")}
+    try:
+        metadata.distribution("ray")
+    except metadata.PackageNotFoundError:
+        pytest.skip("Ray is not installed: pip install 'mfgtx[ray]'")
+    seen: set[str] = set()
+    todo = [("ray", {"data", "train"})]
+    while todo:
+        name, extras = todo.pop()
+        if norm(name) in seen:
+            continue
+        seen.add(norm(name))
+        for text in metadata.requires(name) or []:
+            req = Requirement(text)
+            if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in extras | {""}):
+                todo.append((req.name, set(req.extras)))
+    assert "ray" in pinned
+    assert sorted(seen - pinned) == []
