@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import math
 import time
 import typing
@@ -42,8 +43,11 @@ from mfgtx.engine import Engine, LocalEngine
 from mfgtx.jobfile._schema import build
 from mfgtx.jobfile.config import ConfigError, JobConfig, train_config
 from mfgtx.kinds import FitSetup, Fitted, Kind, kind_named
+from mfgtx.train import NonFiniteLossError
 
-__all__ = ["NOT_COMPARABLE", "TRAIN_KEYS", "Trial", "plan", "sweep", "trial_job"]
+__all__ = ["NOT_COMPARABLE", "TRAIN_KEYS", "Trial", "plan", "sweep"]
+
+log = logging.getLogger(__name__)
 
 #: ``train`` keys a sweep may try: those that change the weights a run ends with.
 TRAIN_KEYS = (
@@ -176,7 +180,7 @@ def plan(config: JobConfig, kind: Kind[Any, Any, Any]) -> tuple[Trial, ...]:
     for key, options in grid.items():
         section, name = sections[key]
         cls = type(config.train) if section == "train" else kind.Section
-        values[key] = [_typed(config, cls, key, name, v) for v in options]  # fmt: skip
+        values[key] = [_typed(config, cls, key, name, v) for v in options]
         repeated = [v for i, v in enumerate(values[key]) if v in values[key][:i]]
         if repeated:
             raise ConfigError(f"{_where(config, key)}: {repeated[0]!r} is listed twice")
@@ -198,11 +202,6 @@ def plan(config: JobConfig, kind: Kind[Any, Any, Any]) -> tuple[Trial, ...]:
     return tuple(trials)
 
 
-def trial_job(config: JobConfig, kind: Kind[Any, Any, Any], number: int) -> JobConfig:
-    """The job of trial ``number`` (1-based) of ``config``'s sweep."""
-    return plan(config, kind)[number - 1].job
-
-
 @dataclass(frozen=True)
 class _Task:
     """What one trial's task needs besides the data (sent once to every task)."""
@@ -213,17 +212,43 @@ class _Task:
 
 @dataclass(frozen=True)
 class _Done:
-    """What one trial's task gives back: small, so that it travels cheaply from a worker."""
+    """What one trial's task gives back: small, so that it travels cheaply from a worker.
+    ``fit`` is ``None`` for a trial whose training diverged (``diverged`` says how)."""
 
     number: int
     fit: Any
     seconds: float
+    diverged: str = ""
+
+    @property
+    def loss(self) -> float:
+        return math.nan if self.fit is None else float(self.fit.best_val_loss)
+
+
+def _diverged(error: BaseException) -> bool:
+    """Whether ``error`` is (or was caused by) a training whose loss became NaN or infinite
+    (an ensemble's member raises it through its engine)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, NonFiniteLossError):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def _train_trial(task: _Task, *, kind: str, data: Any) -> _Done:
-    """Train one trial without judging it (module level: a Ray task imports it by name)."""
+    """Train one trial without judging it (module level: a Ray task imports it by name). A
+    trial whose loss became NaN or infinite (a learning rate too high) is a result of the
+    sweep, not a failure of the job: it is listed without a validation loss."""
     t0 = time.perf_counter()
-    fitted = kind_named(kind).train(data, task.trial.job, task.setup)
+    try:
+        fitted = kind_named(kind).train(data, task.trial.job, task.setup)
+    except Exception as e:
+        if not _diverged(e):
+            raise
+        log.warning("sweep trial %d (%s) diverged: %s", task.trial.number,
+                    _said(task.trial.values), e)  # fmt: skip
+        return _Done(task.trial.number, None, round(time.perf_counter() - t0, 3), str(e))
     return _Done(task.trial.number, fitted.fit, round(time.perf_counter() - t0, 3))
 
 
@@ -284,6 +309,8 @@ def sweep(
             training diverged.
         EngineError: a trial failed (the message names it and its values).
     """
+    if setup.train.checkpoint_dir is None:
+        raise ValueError("a sweep needs a checkpoint_dir: the chosen trial is judged from it")
     trials = plan(config, kind)
     tasks = []
     for trial in trials:
@@ -292,11 +319,13 @@ def sweep(
         trial_setup = FitSetup(train, key_of(trial.job), None, judge=False)
         tasks.append(_Task(trial, trial_setup))
     done = _map(engine, tasks, kind.name, data)
-    losses = [d.fit.best_val_loss for d in done]
-    finite = [k for k, v in enumerate(losses) if not math.isnan(v) and math.isfinite(v)]
+    losses = [d.loss for d in done]
+    finite = [k for k, v in enumerate(losses) if math.isfinite(v)]
     if not finite:
         raise ConfigError(
-            f"{config.source_file}: train.sweep: no trial reached a finite validation loss"
+            f"{config.source_file}: train.sweep: every trial's training diverged (its loss "
+            f"became NaN or infinite), e.g. trial 1: {done[0].diverged}; try smaller "
+            "learning rates"
         )
     best = min(finite, key=lambda k: losses[k])  # the first of equals
     chosen = tasks[best]
@@ -312,9 +341,9 @@ def sweep(
             SweepTrial(
                 number=t.trial.number,
                 values=dict(t.trial.values),
-                val_loss=float(d.fit.best_val_loss),
-                best_epoch=int(d.fit.best_epoch),
-                epochs=len(d.fit.history),
+                val_loss=d.loss,
+                best_epoch=0 if d.fit is None else int(d.fit.best_epoch),
+                epochs=0 if d.fit is None else len(d.fit.history),
                 seconds=d.seconds,
             )
             for t, d in zip(tasks, done, strict=True)
