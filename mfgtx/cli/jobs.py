@@ -23,12 +23,21 @@ def job_config(args: argparse.Namespace) -> Any:
     return load_config(args.config, args.set or ())
 
 
+def engine_spec(args: argparse.Namespace, config: Any) -> Any:
+    """The :class:`~mfgtx.engine.EngineSpec` of ``--engine``, ``--address`` and ``--workers``
+    over the job's ``engine`` section (:func:`mfgtx.jobfile.config.engine_spec`)."""
+    from mfgtx.jobfile.config import engine_spec as spec_of
+
+    return spec_of(config, name=args.engine, address=args.address, workers=args.workers)
+
+
 def train(args: argparse.Namespace) -> int:
     from mfgtx.jobs import train as train_job
     from mfgtx.train import end_distributed
 
     config = job_config(args)
-    outcome = train_job(args.kind, config, resume=args.resume)  # rank 0 locks the bundle
+    engine = engine_spec(args, config)
+    outcome = train_job(args.kind, config, resume=args.resume, engine=engine)  # rank 0 locks
     end_distributed()
     if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
         return 0
@@ -41,7 +50,11 @@ def train(args: argparse.Namespace) -> int:
 def score(args: argparse.Namespace) -> int:
     from mfgtx.jobs.score import score as score_job
 
-    outcome = score_job(job_config(args))
+    config = job_config(args)
+    engine = engine_spec(args, config)
+    # score runs on its engine itself (mfgtx.jobs.score); the local one is its own process
+    extra: dict[str, Any] = {} if engine.name == "local" else {"engine": engine}
+    outcome = score_job(config, **extra)
     emit(outcome.message)
     summary({"ok": True, **outcome.summary()})
     return 0

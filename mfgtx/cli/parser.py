@@ -45,6 +45,40 @@ def _job_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _workers(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, found {text!r}")
+    return n
+
+
+def _engine_parent() -> argparse.ArgumentParser:
+    """``--engine``, ``--address``, ``--workers``: where a job's independent tasks run
+    (:mod:`mfgtx.engine`), the same flags for ``train`` and ``score``; each wins over the
+    job file's ``engine`` section (unset: the section's)."""
+    engine = argparse.ArgumentParser(add_help=False)
+    group = engine.add_argument_group("engine (where the work runs; default: the job's engine)")
+    group.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        help="local: in this process (the default); ray: as Ray tasks, on this machine or on "
+        "the cluster at --address (needs mfgtx[ray])",
+    )
+    group.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="the Ray cluster to join (auto, HEAD:6379, ray://HEAD:10001); default: start Ray "
+        "on this machine",
+    )
+    group.add_argument(
+        "--workers", type=_workers, metavar="N", help="Ray tasks at once (default: as many as fit)"
+    )
+    return engine
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``mfgtx`` parser; each command's handler is its ``func`` default."""
     parser = argparse.ArgumentParser(
@@ -62,8 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
     common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    engine = _engine_parent()
 
-    p = sub.add_parser("train", parents=[common], help="train a model and write its bundle")
+    p = sub.add_parser("train", parents=[common, engine], help="train a model and write its bundle")
     kind = p.add_argument(
         "kind",
         choices=_KINDS,
@@ -86,7 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", help="also write the report as JSON to this file")
     p.set_defaults(func=jobs.evaluate)
 
-    p = sub.add_parser("score", parents=[common], help="write a bundle's predictions for new data")
+    p = sub.add_parser(
+        "score", parents=[common, engine], help="write a bundle's predictions for new data"
+    )
     _job_args(p)
     p.set_defaults(func=jobs.score)
 

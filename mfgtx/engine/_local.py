@@ -54,7 +54,8 @@ class LocalEngine:
 
         Raises:
             EngineError: a task failed; the message names it (``names``) and gives its error,
-                which is chained as the cause. The tasks after it do not run.
+                which is chained as the cause and whose class it also is
+                (:meth:`EngineError.of`). The tasks after it do not run.
         """
         labels = task_names(items, names)
         kwargs = dict(shared or {})
@@ -63,5 +64,5 @@ class LocalEngine:
             try:
                 out.append(run_task(fn, item, self.spec.task_threads, kwargs))
             except Exception as exc:
-                raise EngineError(f"{label} failed: {exc}") from exc
+                raise EngineError.of(label, exc) from exc
         return out

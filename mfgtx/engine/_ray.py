@@ -86,7 +86,7 @@ class RayEngine:
                         results[i] = ray.get(ref)
                     except ray.exceptions.RayTaskError as exc:
                         cause = exc.cause if exc.cause is not None else exc
-                        raise EngineError(f"{labels[i]} failed: {cause}") from cause
+                        raise EngineError.of(labels[i], cause) from cause
                     except ray.exceptions.RayError as exc:
                         raise EngineError(
                             f"{labels[i]} failed: its Ray worker was lost ({exc}) after "

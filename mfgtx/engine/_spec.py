@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["EngineError", "EngineSpec"]
 
@@ -12,7 +12,65 @@ _NAMES = ("local", "ray")
 
 class EngineError(RuntimeError):
     """A task run by an engine failed (the message names the task, e.g. an ensemble member
-    and its lots, and gives its error), or the engine could not be started."""
+    and its lots, and gives its error), or the engine could not be started.
+
+    The error of a failed task (:meth:`of`) is also an instance of the task's own error's
+    class where Python allows it (as Ray's ``RayTaskError`` is), so that whoever handled
+    that error before still does: a member's ``ValueError`` is still a setting to fix, its
+    ``KeyboardInterrupt``-free stop still a stop. The task's error is its ``__cause__``.
+
+    Example:
+        >>> err = EngineError.of("ensemble member 2", KeyError("lot L7"))
+        >>> isinstance(err, EngineError), isinstance(err, KeyError), str(err)
+        (True, True, "ensemble member 2 failed: 'lot L7'")
+    """
+
+    @classmethod
+    def of(cls, task: str, cause: BaseException) -> EngineError:
+        """The error of the task named ``task`` that raised ``cause`` (chained as its
+        ``__cause__``; attributes of ``cause`` copied)."""
+        message = f"{task} failed: {cause}"
+        kind = _failed_as(type(cause))
+        err = kind(message)
+        try:
+            err.__dict__.update(vars(cause))
+        except TypeError:  # pragma: no cover - an error without a __dict__
+            pass
+        err.__cause__ = cause
+        return err
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple[Any, ...]:  # crosses processes as a plain EngineError
+        return (EngineError, (str(self),))
+
+
+#: The classes :func:`_failed_as` made, by the error class they also are.
+_FAILED_AS: dict[type[BaseException], type[EngineError]] = {}
+
+
+def _failed_as(base: type[BaseException]) -> type[EngineError]:
+    """An :class:`EngineError` class that is also a ``base``, or :class:`EngineError` where
+    the two cannot be combined (a base that needs more than a message to be made)."""
+    if base not in _FAILED_AS:
+        _FAILED_AS[base] = _combined(base)
+    return _FAILED_AS[base]
+
+
+def _combined(base: type[BaseException]) -> type[EngineError]:
+    if issubclass(base, EngineError) or not issubclass(base, Exception):
+        return EngineError
+    try:
+        kind = type(f"EngineError[{base.__qualname__}]", (EngineError, base), {})
+    except TypeError:
+        return EngineError
+    kind.__module__ = EngineError.__module__
+    try:
+        kind("probe")  # a base whose __new__/__init__ needs more than a message
+    except Exception:
+        return EngineError
+    return kind
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from mfgtx._files import expand_path
 from mfgtx.data import ColumnMap, RegimePlan, Windowing
 from mfgtx.data.io import CsvFormat
 from mfgtx.data.read_options import LabelWords, ReadOptions
+from mfgtx.engine import EngineSpec
 from mfgtx.jobfile._schema import (
     MAX_YAML_CHARS,
     ConfigError,
@@ -54,6 +55,7 @@ __all__ = [
     "ColumnsSection",
     "ConfigError",
     "DataSection",
+    "EngineSection",
     "EnsembleSection",
     "EvaluateSection",
     "JobConfig",
@@ -63,6 +65,7 @@ __all__ = [
     "SourceSection",
     "TrainSection",
     "TruthSection",
+    "engine_spec",
     "load_config",
     "recorded_job",
     "train_config",
@@ -320,15 +323,38 @@ class EnsembleSection:
 
 
 @dataclass(frozen=True)
+class EngineSection:
+    """``engine``: where the job's independent tasks run (an ensemble's members); the command
+    line's ``--engine``, ``--address`` and ``--workers`` win over it (:func:`engine_spec`).
+
+    Attributes:
+        name: ``local`` (in the job's process, one after another) or ``ray`` (as Ray tasks;
+            the ``mfgtx[ray]`` extra).
+        address: the Ray cluster to join (``auto``, ``head:6379``, ``ray://head:10001``);
+            default: start Ray on this machine. Every node must read the job's data paths
+            and run the same mfgtx.
+        workers: tasks at once; default: as many as the Ray cluster fits.
+    """
+
+    name: Literal["local", "ray"] = default_of(EngineSpec, "name")
+    address: str | None = default_of(EngineSpec, "address")
+    workers: int | None = default_of(EngineSpec, "workers")
+
+    def __post_init__(self) -> None:
+        EngineSpec(self.name, self.address, self.workers)  # the engine's own checks
+
+
+@dataclass(frozen=True)
 class TrainSection:
     """The ``train`` section: the settings of :class:`~mfgtx.train.TrainConfig` (same names,
     same meaning) but ``resume`` (the ``--resume`` flag), ``ensemble``
-    (:class:`EnsembleSection`) and ``sweep``: a grid of values to try, by key of this
-    section or of the model's section (``{lr: [0.001, 0.003], d_model: [32, 64]}``), each
-    trial judged on the validation lots only (:mod:`mfgtx.jobs.sweep`, which checks the keys
-    and values against the job's model). ``checkpoint_dir`` defaults to ``<bundle>.ckpt``
-    next to the bundle; ``batch_size`` to 32 (plant data sets are small: the one key whose
-    job default is not the library's); every other default is read from ``TrainConfig``.
+    (:class:`EnsembleSection`), ``threads`` (per model, set by the engine that trains it,
+    :mod:`mfgtx.engine`) and ``sweep``: a grid of values to try, by key of this section or
+    of the model's section (``{lr: [0.001, 0.003], d_model: [32, 64]}``), each trial judged
+    on the validation lots only (:mod:`mfgtx.jobs.sweep`, which checks the keys and values
+    against the job's model). ``checkpoint_dir`` defaults to ``<bundle>.ckpt`` next to the
+    bundle; ``batch_size`` to 32 (plant data sets are small: the one key whose job default is
+    not the library's); every other default is read from ``TrainConfig``.
 
     Every value is known when the job file is read, so the section builds its
     :class:`~mfgtx.train.TrainConfig` then (validating it, once; :attr:`config`) and
@@ -357,9 +383,29 @@ class TrainSection:
     progress: Literal["auto", "bar", "log", "off"] = default_of(TrainConfig, "progress")
     log_every: int = default_of(TrainConfig, "log_every")
     ensemble: EnsembleSection | None = None
-    sweep: dict[str, tuple[Any, ...]] | None = None
+    threads: int | None = field(
+        default=None,
+        metadata={
+            "doc": "torch threads each model (each ensemble member) trains with, set while "
+            "it trains and restored afterwards; default: torch's own in this process, 1 on "
+            "Ray (`--engine ray`), where two members then train at once on two cores. Not "
+            "part of what a `--resume` checks."
+        },
+    )
+    sweep: dict[str, tuple[Any, ...]] | None = field(
+        default=None,
+        metadata={
+            "doc": "values to try, by key of this section or of the model's "
+            "(`{lr: [0.001, 0.003], d_model: [32, 64]}`): every combination is one trial, "
+            "trained on the job's split and judged by its validation loss on the validation "
+            "lots alone; the lowest is the bundle's model, judged once on the test lots, and "
+            "every trial is in the report's Sweep table. Trials run on the job's engine."
+        },
+    )
 
     def __post_init__(self) -> None:
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be at least 1, found {self.threads}")
         if self.sweep is not None:
             if not self.sweep:
                 raise ValueError("sweep: name at least one key and its values, or leave it out")
@@ -396,6 +442,43 @@ class TrainSection:
         """The :class:`~mfgtx.train.TrainConfig` of this section (no ``--resume``)."""
         config: TrainConfig = self.__dict__["_config"]
         return config
+
+
+def engine_spec(
+    config: JobConfig,
+    *,
+    name: str | None = None,
+    address: str | None = None,
+    workers: int | None = None,
+) -> EngineSpec:
+    """The engine a run of ``config`` uses: the job's ``engine`` section with the command
+    line's ``--engine``, ``--address`` and ``--workers`` (``None``: not given) over it, and
+    ``train.threads``. An ``--engine`` other than the section's drops the section's address
+    and workers (they belong to its engine).
+
+    Raises:
+        ConfigError: a combination that cannot be used, in words (e.g. an address with the
+            local engine).
+
+    Example:
+        >>> job = load_config(None, ["engine.name=ray", "engine.workers=4"])
+        >>> engine_spec(job, workers=2)
+        EngineSpec(name='ray', address=None, workers=2, threads=None)
+        >>> engine_spec(job, name="local")
+        EngineSpec(name='local', address=None, workers=None, threads=None)
+    """
+    section = config.engine or EngineSection()
+    chosen = name or section.name
+    same = chosen == section.name
+    try:
+        return EngineSpec(
+            chosen,  # type: ignore[arg-type]  # EngineSpec checks the name
+            address if address is not None else section.address if same else None,
+            workers if workers is not None else section.workers if same else None,
+            config.train.threads,
+        )
+    except ValueError as e:
+        raise ConfigError(f"{config.source_file}: engine: {e}") from e
 
 
 def train_config(
@@ -650,6 +733,8 @@ class JobConfig:
             (:class:`~mfgtx.jobfile.alerts.AlertsSection`, Apprise URLs); needs the history,
             which sends each alert once.
         watch: the thresholds of ``mfgtx watch`` (:class:`~mfgtx.jobfile.watch.WatchSettings`).
+        engine: where an ensemble's members train (:class:`EngineSection`): in the job's
+            process (default) or on Ray; ``--engine``, ``--address``, ``--workers`` win.
     """
 
     data: DataSection | None = None
@@ -670,6 +755,7 @@ class JobConfig:
     limits: dict[str, Limit] = field(default_factory=dict)
     alerts: AlertsSection | None = None
     watch: WatchSettings = field(default_factory=WatchSettings)
+    engine: EngineSection | None = None
     #: sections of kinds registered beyond mfgtx's own (``(key, section)``, read by key)
     kind_sections: tuple[tuple[str, Any], ...] = ()
     source_file: str = field(default="config", compare=False)

@@ -17,7 +17,8 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,14 @@ from typing import Any
 import numpy as np
 
 from mfgtx.data import DataError
-from mfgtx.jobfile.config import ConfigError, JobConfig, train_config, with_absolute_paths
+from mfgtx.engine import Engine, EngineError, EngineSpec, open_engine
+from mfgtx.jobfile.config import (
+    ConfigError,
+    JobConfig,
+    engine_spec,
+    train_config,
+    with_absolute_paths,
+)
 from mfgtx.jobfile.prepare import read_windows
 from mfgtx.kinds import FitSetup, Fitted, Kind, job_kind, kind_named
 
@@ -135,17 +143,37 @@ def check_train_outputs(config: JobConfig, kind: str | None = None) -> None:
 
 
 def train(
-    kind: str, config: JobConfig, *, resume: bool = False, on_step: OnStep | None = None
+    kind: str,
+    config: JobConfig,
+    *,
+    resume: bool = False,
+    on_step: OnStep | None = None,
+    engine: EngineSpec | None = None,
 ) -> TrainOutcome:
     """Train the model of ``kind`` (``sensor``, ``forecast``, ``vit``) as ``config`` says.
+
+    An ensemble's members train on ``engine`` (default: the job's ``engine`` section,
+    :func:`~mfgtx.jobfile.config.engine_spec`): one after another in this process, or at
+    once as Ray tasks, each from its own seed, so that the bundle is the same (bit for bit
+    with ``train.deterministic``). One model trains in this process with ``train.threads``.
+    A member that fails fails the job (naming the member and its lots), before any bundle is
+    written.
 
     Raises:
         ConfigError: unknown kind, a missing section, settings that do not fit the data.
         DataError: unreadable data or a bad value.
         LeakageError: the split fails its audit.
         CheckpointError: ``resume`` met a checkpoint of another run.
+        EngineError: a member failed on Ray for a reason that is not a setting (also of its
+            own error's class, :meth:`~mfgtx.engine.EngineError.of`).
     """
     the_kind = kind_named(kind)
+    spec = engine if engine is not None else engine_spec(config)
+    if spec.name != "local" and os.environ.get("WORLD_SIZE", "1") not in ("", "0", "1"):
+        raise ConfigError(
+            f"{config.source_file}: engine: {spec.name} runs an ensemble's members as tasks; "
+            "under torchrun every process trains one model together, so use --engine local"
+        )
     config.require("bundle")
     bundle = Path(str(config.bundle))
     check_train_outputs(config, kind)
@@ -157,18 +185,44 @@ def train(
 
     signing_key()  # a bad key stops the job now, not when the first checkpoint is signed
     if rank() != 0:  # torchrun: rank 0 holds the lock and writes
-        return _train(the_kind, config, bundle, resume, on_step)
+        return _train(the_kind, config, bundle, resume, on_step, spec)
     from mfgtx._files import claimed_folder, remove_leftovers
     from mfgtx.jobs._lock import output_lock
 
     with output_lock(bundle), claimed_folder(_checkpoint_dir(config)):
         remove_leftovers(bundle)  # staging left by a killed run of this bundle
         remove_leftovers(left_out_path(config))
-        return _train(the_kind, config, bundle, resume, on_step)
+        return _train(the_kind, config, bundle, resume, on_step, spec)
+
+
+@contextmanager
+def _members_engine(config: JobConfig, spec: EngineSpec) -> Iterator[Engine]:
+    """The engine the members (or a sweep's trials) train on, open: ``spec``'s for an
+    ensemble or a sweep; one model trains in this process (with ``spec``'s threads), so Ray
+    is not started for it.
+
+    Raises:
+        ConfigError: the engine cannot be opened (Ray not installed, no cluster at the
+            address), in words.
+    """
+    if config.train.ensemble is None and not config.train.sweep and spec.name != "local":
+        log.info("one model (no train.ensemble): it trains in this process, not on %s", spec.name)
+        spec = EngineSpec(threads=spec.threads)
+    with ExitStack() as stack:
+        try:
+            engine = stack.enter_context(open_engine(spec))
+        except EngineError as e:
+            raise ConfigError(f"{config.source_file}: {e}") from e
+        yield engine
 
 
 def _train(
-    kind: Kind, config: JobConfig, bundle: Path, resume: bool, on_step: OnStep | None
+    kind: Kind,
+    config: JobConfig,
+    bundle: Path,
+    resume: bool,
+    on_step: OnStep | None,
+    spec: EngineSpec,
 ) -> TrainOutcome:
     t0 = time.perf_counter()
     ckpt = config.train.checkpoint_dir or f"{bundle}.ckpt"
@@ -189,16 +243,17 @@ def _train(
                 _write_left_out(config, bad_lots, what="lot")
             found = kind.fingerprint(config, data)
             key = run_key(config, kind, *found)
-            setup = FitSetup(train_cfg, key, on_step, judge)
-            if config.train.sweep:  # the chosen trial's model, and its job for the record
-                from mfgtx.jobs.sweep import sweep
+            with _members_engine(config, spec) as engine:
+                setup = FitSetup(train_cfg, key, on_step, judge, engine)
+                if config.train.sweep:  # the chosen trial's model, and its job for the record
+                    from mfgtx.jobs.sweep import sweep
 
-                def key_of(job: JobConfig) -> dict[str, Any]:
-                    return run_key(job, kind, *found)
+                    def key_of(job: JobConfig) -> dict[str, Any]:
+                        return run_key(job, kind, *found)
 
-                fitted, config = sweep(kind, data, config, setup, key_of=key_of)
-            else:
-                fitted = kind.train(data, config, setup)
+                    fitted, config = sweep(kind, data, config, setup, key_of=key_of, engine=engine)
+                else:
+                    fitted = kind.train(data, config, setup)
             if judge:
                 fitted = _with_profile(config, data, fitted, lot_keys)
         finally:

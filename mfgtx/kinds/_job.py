@@ -17,6 +17,7 @@ import pandas as pd
 
 from mfgtx.data import ColumnMap, RegimePlan, Windowing, Windows
 from mfgtx.data.read_options import ReadOptions
+from mfgtx.engine import Engine
 from mfgtx.split import SplitPlan
 from mfgtx.train import TrainConfig
 
@@ -49,12 +50,15 @@ class FitSetup:
         run_key: what the weights depend on (saved in checkpoints; ``--resume`` checks it).
         on_step: called with ``(step, loss)`` after every optimiser step, or ``None``.
         judge: calibrate and compare with the baselines (rank 0 under ``torchrun``).
+        engine: where an ensemble's members train (:mod:`mfgtx.engine`, open); ``None``:
+            one after another in this process.
     """
 
     train: TrainConfig
     run_key: dict[str, Any] | None = None
     on_step: Any = None
     judge: bool = True
+    engine: Engine | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,10 @@ class FitRequest(Generic[SectionT]):
         read: how the training source's files are written (CSV dialect, time format and
             zone, pass/fail words), saved in the bundle's input spec so that every entry
             point reads another file the same way.
+        engine: where the members train (an open :class:`~mfgtx.engine.Engine`: each
+            member one task, ``fn(member, **shared)``, with the engine's threads); ``None``:
+            one after another in this process. ``on_step`` then runs inside each task (on
+            Ray: in the worker process, so it must be a module-level function or picklable).
 
     Example:
         >>> from mfgtx.kinds import SensorSection
@@ -170,6 +178,7 @@ class FitRequest(Generic[SectionT]):
     members: int | None = None
     regimes: RegimePlan | None = None
     read: ReadOptions = field(default_factory=ReadOptions)
+    engine: Engine | None = None
 
 
 class JobSettings(Protocol):

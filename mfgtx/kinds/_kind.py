@@ -132,6 +132,7 @@ class Kind(ABC, Generic[SectionT, SpecT, DataT]):
             members=ensemble.members if ensemble is not None else None,
             regimes=job.data.regimes if job.data is not None else None,
             read=job.read_options(),
+            engine=setup.engine,
         )
 
     def check_train(self, job: JobSettings) -> None:

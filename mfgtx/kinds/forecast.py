@@ -38,9 +38,10 @@ from mfgtx.data import (
     Windows,
 )
 from mfgtx.data.read_options import ReadOptions
-from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
+from mfgtx.kinds._fitting import Fitted, merged_fit
 from mfgtx.kinds._intervals import Splits, interval_figures, judged_intervals
 from mfgtx.kinds._job import FitRequest, JobSettings
+from mfgtx.kinds._members import Member, member_names, members_of, run_members, start_member
 from mfgtx.kinds._onnx import Forecast, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
 from mfgtx.kinds._predictor import Trained, time_text
@@ -425,6 +426,47 @@ def _name(picks: list[dict[str, Any]]) -> str:
     return f"CausalForecaster ({n} of {len(picks)} members their ridge map, picked on validation)"
 
 
+def _train_member(
+    member: Member,
+    *,
+    windows: Windows,
+    scaler: SensorScaler,
+    config: ForecasterConfig,
+    covariates: bool,
+    ridge: bool,
+    on_step: Any,
+) -> tuple[CausalForecaster, Any]:
+    """One forecaster of the job (an ensemble member, or the one model) trained on its lots
+    from its own seed, after its frozen ridge map (``ridge``): the task an engine runs
+    (:func:`~mfgtx.kinds._members.run_members`), in this process or on a Ray worker.
+
+    Raises:
+        ValueError: ``ridge`` and no training window has its whole horizon recorded.
+    """
+    train = start_member(member)
+    torch.manual_seed(train.seed)
+    forecaster = CausalForecaster(config)
+    fit_on = ForecastWindows(windows, member.fit_on, scaler, covariates=covariates)
+    if ridge:  # the linear forecast first; training the rest
+        items = fit_on.batch(member.fit_on)
+        whole = torch.isfinite(items["y"]).flatten(1).all(1)  # horizons recorded
+        if not bool(whole.any()):
+            raise ValueError(
+                "forecast.linear_skip: ridge needs training windows whose whole "
+                "horizon is recorded; none has it"
+            )
+        forecaster.fit_linear_skip(items["x"][whole], items["y"][whole], items["observed"][whole])
+    result = fit(
+        forecaster,
+        fit_on,
+        ForecastWindows(windows, member.val, scaler, covariates=covariates),
+        train,
+        on_step=on_step,
+        run_key=member.run_key,
+    )
+    return forecaster, result
+
+
 class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
     """The ``forecast`` kind (see the module docstring)."""
 
@@ -512,9 +554,6 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
         except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
             raise ValueError(f"{self.section_key}: {e}") from e
 
-        def dataset(idx: np.ndarray) -> ForecastWindows:
-            return ForecastWindows(windows, idx, scaler, covariates=bool(covariates))
-
         spec = ForecastSpec(
             columns=columns,
             windowing=replace(windowing, stride=windows.stride),
@@ -526,33 +565,15 @@ class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):
             read=request.read,
         )
         labelled = windows.labelled()
-        trained, fits, picks = [], [], []
-        for k, (fit_on, val) in enumerate(splits):
-            member_train = member_config(request.train, k) if members else request.train
-            key = {**(request.run_key or {}), "member": k} if members else request.run_key
-            torch.manual_seed(member_train.seed)
-            forecaster = CausalForecaster(config)
-            if section.linear_skip == "ridge":  # the linear forecast first; training the rest
-                items = dataset(fit_on).batch(fit_on)
-                whole = torch.isfinite(items["y"]).flatten(1).all(1)  # horizons recorded
-                if not bool(whole.any()):
-                    raise ValueError(
-                        "forecast.linear_skip: ridge needs training windows whose whole "
-                        "horizon is recorded; none has it"
-                    )
-                forecaster.fit_linear_skip(
-                    items["x"][whole], items["y"][whole], items["observed"][whole]
-                )
-            fits.append(
-                fit(
-                    forecaster,
-                    dataset(fit_on),
-                    dataset(val),
-                    member_train,
-                    on_step=request.on_step,
-                    run_key=key,
-                )
-            )
+        ones = members_of(request, splits)
+        done = run_members(
+            request, _train_member, ones, member_names(windows.lot, ones),
+            shared={"windows": windows, "scaler": scaler, "config": config,
+                    "covariates": bool(covariates), "ridge": section.linear_skip == "ridge",
+                    "on_step": request.on_step},
+        )  # fmt: skip
+        trained, fits, picks = [], [f for _, f in done], []
+        for (forecaster, _), (_, val) in zip(done, splits, strict=True):
             if section.linear_skip == "ridge" and section.pick == "validation":
                 forecaster, pick = self._pick(
                     forecaster, spec, windows, np.intersect1d(val, labelled)

@@ -42,9 +42,10 @@ from mfgtx.data import (
     Windows,
 )
 from mfgtx.data.read_options import ReadOptions
-from mfgtx.kinds._fitting import Fitted, member_config, merged_fit
+from mfgtx.kinds._fitting import Fitted, merged_fit
 from mfgtx.kinds._intervals import Splits, interval_figures, judged_intervals
 from mfgtx.kinds._job import FitRequest
+from mfgtx.kinds._members import Member, member_names, members_of, run_members, start_member
 from mfgtx.kinds._onnx import Sensor, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
 from mfgtx.kinds._predictor import Trained, time_text
@@ -325,6 +326,33 @@ def _lower(predictor: SensorPredictor) -> tuple[float | None, ...] | None:
     return tuple(cal.lower) if cal is not None and cal.lower else None
 
 
+def _train_member(
+    member: Member,
+    *,
+    windows: Windows,
+    scaler: SensorScaler,
+    config: SensorEncoderConfig,
+    loss: ClassLoss,
+    target: Literal["class", "float"],
+    on_step: Any,
+) -> tuple[SensorEncoder, Any]:
+    """One encoder of the job (an ensemble member, or the one model) trained on its lots
+    from its own seed: the task an engine runs (:func:`~mfgtx.kinds._members.run_members`),
+    in this process or on a Ray worker."""
+    train = start_member(member)
+    torch.manual_seed(train.seed)
+    encoder = SensorEncoder(config, loss=loss)
+    result = fit(
+        encoder,
+        WindowDataset(windows, member.fit_on, scaler, target=target),
+        WindowDataset(windows, member.val, scaler, target=target),
+        train,
+        on_step=on_step,
+        run_key=member.run_key,
+    )
+    return encoder, result
+
+
 def _target_range(windows: Windows, idx: np.ndarray) -> tuple[tuple[float, float], ...]:
     y = target_values(windows)[idx]
     return tuple((float(np.nanmin(y[:, k])), float(np.nanmax(y[:, k]))) for k in range(y.shape[1]))
@@ -578,23 +606,13 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
         except ValueError as e:  # settings that do not fit the data, e.g. patch sizes
             raise ValueError(f"{self.section_key}: {e}") from e
         target: Literal["class", "float"] = "class" if task == "classification" else "float"
-        trained, fits = [], []
-        for k, (fit_on, val) in enumerate(splits):
-            member_train = member_config(request.train, k) if members else request.train
-            key = {**(request.run_key or {}), "member": k} if members else request.run_key
-            torch.manual_seed(member_train.seed)
-            encoder = SensorEncoder(config, loss=loss)
-            fits.append(
-                fit(
-                    encoder,
-                    WindowDataset(windows, fit_on, scaler, target=target),
-                    WindowDataset(windows, val, scaler, target=target),
-                    member_train,
-                    on_step=request.on_step,
-                    run_key=key,
-                )
-            )
-            trained.append(encoder)
+        ones = members_of(request, splits)
+        done = run_members(
+            request, _train_member, ones, member_names(windows.lot, ones),
+            shared={"windows": windows, "scaler": scaler, "config": config, "loss": loss,
+                    "target": target, "on_step": request.on_step},
+        )  # fmt: skip
+        trained, fits = [encoder for encoder, _ in done], [f for _, f in done]
         model = SensorEncoderEnsemble.of(trained).eval() if members else trained[0]
         spec = SensorSpec(
             columns=columns,

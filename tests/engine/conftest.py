@@ -40,3 +40,6 @@ def ray_local() -> Iterator[object]:
         yield ray
     finally:
         ray.shutdown()
+
+
+from tests.cli.conftest import plant  # noqa: E402,F401  # the small sample plant, per session

@@ -110,3 +110,64 @@ def test_the_ray_extra_and_what_it_brings_are_pinned() -> None:
                 todo.append((req.name, set(req.extras)))
     assert "ray" in pinned
     assert sorted(seen - pinned) == []
+
+
+def test_the_command_line_wins_over_the_job_files_engine(tmp_path, capsys) -> None:
+    from mfgtx.cli import main
+    from mfgtx.jobfile.config import engine_spec
+    from mfgtx.jobs import ConfigError, load_config
+
+    job = load_config(None, ["engine.name=ray", "engine.workers=3", "train.threads=2"])
+    assert engine_spec(job) == EngineSpec("ray", workers=3, threads=2)
+    assert engine_spec(job, workers=2, address="auto") == EngineSpec("ray", "auto", 2, 2)
+    assert engine_spec(job, name="local") == EngineSpec("local", threads=2)  # ray's keys dropped
+    with pytest.raises(ConfigError, match=r"config: engine: address: 'auto' is the address"):
+        engine_spec(job, name="local", address="auto")
+    with pytest.raises(ConfigError, match=r"config: train: threads must be at least 1, found 0"):
+        load_config(None, ["train.threads=0"])
+    path = tmp_path / "job.yaml"
+    path.write_text("bundle: never-written\n")
+    code = main(["train", "sensor", str(path), "--address", "head:6379"])
+    assert code == 2
+    assert "use engine ray (--engine ray)" in capsys.readouterr().err
+    assert not (tmp_path / "never-written").exists()
+    assert main(["score", str(path), "--workers", "0"]) == 2
+    assert "--workers: expected a whole number of at least 1, found '0'" in capsys.readouterr().err
+
+
+STARTS_ITS_OWN = """
+import signal, ray, torch
+from mfgtx.engine import EngineSpec, open_engine
+
+def ours(signum, frame):
+    raise KeyboardInterrupt
+
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(s, ours)
+threads = torch.get_num_threads()
+with open_engine(EngineSpec("ray", workers=1)) as engine:
+    during = [signal.getsignal(s) is ours for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)]
+    assert engine.map(abs, [-3]) == [3]
+    assert ray.is_initialized()
+after = [signal.getsignal(s) is ours for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)]
+print(during, after, ray.is_initialized(), torch.get_num_threads() == threads)
+"""
+
+
+def test_an_engine_that_starts_ray_shuts_it_down_and_keeps_the_jobs_stop_signals() -> None:
+    """Ray's start takes SIGTERM for itself; the job's handler (Ctrl-C, a scheduler's stop:
+    :mod:`mfgtx._signals`) must stay, during the run and after (in a process of its own:
+    this one runs the session's Ray)."""
+    pytest.importorskip("ray")
+    done = subprocess.run(
+        [sys.executable, "-c", STARTS_ITS_OWN],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (
+        done.stdout.strip().splitlines()[-1] == "[True, True, True] [True, True, True] False True"
+    )

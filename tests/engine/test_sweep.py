@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 import mfgtx
+from mfgtx.engine import EngineSpec
 from mfgtx.jobfile.config import ConfigError
 from mfgtx.jobs import load_config, train
 from mfgtx.kinds.sensor import SensorKind
@@ -53,6 +54,7 @@ def rul_job(data: Path, out: Path, **train: Any) -> dict[str, Any]:
             "patience": None,
             "progress": "off",
             "precision": "fp32",
+            "threads": 1,  # per trial, here as on Ray: the same sums, the same figures
             "sweep": GRID,
             **train,
         },
@@ -151,6 +153,15 @@ def test_the_test_lots_never_decide(swept, tmp_path) -> None:
     assert [t["val_loss"] for t in after["trials"]] == [t["val_loss"] for t in before["trials"]]
 
 
+def test_a_trial_that_diverges_is_listed_and_never_chosen(tmp_path) -> None:
+    job = rul_job(SAMPLE / "degradation.csv", tmp_path, grad_clip=None)
+    job["train"]["sweep"] = {"lr": [1e9, 0.01]}  # the first's loss overflows at once
+    outcome = train("sensor", load_config(write(tmp_path / "job.yaml", job)))
+    table = outcome.summary()["sweep"]
+    assert [t["val_loss"] is None for t in table["trials"]] == [True, False]
+    assert table["chosen"] == 2 and mfgtx.load(outcome.bundle).report.sweep.chosen == 2
+
+
 @pytest.mark.parametrize(
     ("sweep", "words"),
     [
@@ -170,3 +181,26 @@ def test_a_sweep_that_cannot_run_is_refused_before_any_data_is_read(
     job["train"]["sweep"] = sweep
     with pytest.raises(ConfigError, match=re.escape(words)):
         train("sensor", load_config(write(tmp_path / "job.yaml", job)))
+
+
+def test_a_sweep_on_ray_makes_the_local_choice_with_the_local_figures(
+    ray_local, swept, tmp_path
+) -> None:
+    """The trials as Ray tasks (two at once, one thread each): the same trials, validation
+    losses, choice and test report as the run in this process, with one thread per trial."""
+    _, local = swept
+    job = write(tmp_path / "job.yaml", rul_job(SAMPLE / "degradation.csv", tmp_path))
+    here = []  # the kind's training in this process (a Ray worker does not see the spy)
+    trains = SensorKind.train
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(
+            SensorKind, "train", lambda kind, *a, **k: here.append(1) or trains(kind, *a, **k)
+        )
+        on_ray = train("sensor", load_config(job), engine=EngineSpec("ray", workers=2))
+    assert len(here) == 1  # the chosen trial judged here; the four trials trained on Ray
+    assert on_ray.summary()["sweep"]["chosen"] == local.summary()["sweep"]["chosen"]
+    for a, b in zip(on_ray.summary()["sweep"]["trials"], local.summary()["sweep"]["trials"],
+                    strict=True):  # fmt: skip
+        assert (a["values"], a["val_loss"], a["best_epoch"]) == (
+            b["values"], b["val_loss"], b["best_epoch"])  # fmt: skip
+    assert on_ray.metrics == local.metrics
