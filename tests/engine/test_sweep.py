@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 import mfgtx
@@ -204,3 +205,6 @@ def test_a_sweep_on_ray_makes_the_local_choice_with_the_local_figures(
         assert (a["values"], a["val_loss"], a["best_epoch"]) == (
             b["values"], b["val_loss"], b["best_epoch"])  # fmt: skip
     assert on_ray.metrics == local.metrics
+    ours, theirs = mfgtx.load(local.bundle).model, mfgtx.load(on_ray.bundle).model
+    assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(),
+               theirs.state_dict().values(), strict=True))  # fmt: skip
