@@ -13,9 +13,11 @@ sensor (a tenth of its spread), so no two engines are the same; then each cycle 
 FD002's six operating conditions, as there. The job is the shipped
 ``pipelines/configs/cmapss_fd001.yaml`` copied with its paths changed and the ``regimes``
 line added (:func:`cmapss_conditions.job_file`), the ten-member ensemble as shipped (or
-``--members``, ``--epochs`` for a short run) and ``train.threads`` per member
-(``--member-threads``, 1 by default: each member then trains the same way in either run,
-so the two bundles are the same).
+``--members``, ``--epochs`` for a short run), ``train.threads`` per member
+(``--member-threads``, 1 by default) and ``precision: fp32`` with ``deterministic: true``
+(``--precision``; the recipe's ``auto`` times both precisions on the machine it runs on, so
+a loaded machine can pick bf16 in one run and fp32 in the other): each member then trains
+the same way in either run, so the two bundles are the same.
 
 Both runs are ``mfgtx train sensor`` in a fresh process (``--engine ray --workers N`` for
 the second, Ray started on this machine), timed from start to the bundle written; each
@@ -91,6 +93,9 @@ def job_for(base: dict, out: Path, run: str, args) -> Path:
         job["train"]["epochs"] = args.epochs
     if args.member_threads:
         job["train"]["threads"] = args.member_threads
+    if args.precision != "as-shipped":  # auto times both on the machine: runs may differ
+        job["train"]["precision"] = args.precision
+        job["train"]["deterministic"] = True
     path = out / f"job_{run}.yaml"
     path.write_text(yaml.safe_dump(job, sort_keys=False))
     return path
@@ -130,6 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--member-threads", type=int, default=1,
         help="train.threads, torch threads per member in both runs (default 1; 0: torch's own)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--precision", choices=["fp32", "bf16", "as-shipped"], default="fp32",
+        help="train.precision in both runs, with deterministic: true (default fp32; "
+        "as-shipped: the recipe's auto, which times both on the machine and may choose "
+        "differently in the two runs)",
     )  # fmt: skip
     args = ap.parse_args(argv)
     run = _harness.start("ray_fleet", args)
