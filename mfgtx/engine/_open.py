@@ -44,8 +44,10 @@ def open_engine(spec: EngineSpec | None = None) -> Iterator[Engine]:
     """The engine ``spec`` names, open for the ``with`` block.
 
     ``ray``: joins the running Ray if this process has one, else ``ray.init(address)``
-    (no address: Ray starts on this machine with ``workers x threads`` CPUs, or all of them)
-    and shuts it down on leaving the block; a Ray it did not start is left running.
+    (no address: a Ray of its own starts on this machine, ``address="local"``, with
+    ``workers x threads`` CPUs or all of them; never one another user started) and shuts it
+    down on leaving the block; a Ray it did not start is left running. Either way the
+    process's stop-signal handlers are left as they were (Ray's start takes SIGTERM).
 
     Raises:
         EngineError: Ray is not installed (``pip install mfgtx[ray]``) or cannot be reached.
@@ -76,7 +78,8 @@ def open_engine(spec: EngineSpec | None = None) -> Iterator[Engine]:
         handlers = _stop_handlers()
         try:
             ray.init(
-                address=spec.address,
+                # no address: a Ray of its own, never one another user started on this machine
+                address=spec.address or "local",
                 num_cpus=cpus,
                 include_dashboard=False,
                 log_to_driver=False,

@@ -33,12 +33,12 @@ def hold(marker):
     time.sleep(120)  # the signal arrives here (or before: anywhere in the job)
 
 real_train = mfgtx.jobs.train
-def train(kind, config, *, resume=False, on_step=None):
+def train(kind, config, *, resume=False, on_step=None, engine=None):
     ckpt = Path(f"{config.bundle}.ckpt") / "last.ckpt"
     def after_step(step, loss):
         if ckpt.exists():
             hold(sys.argv[1])
-    return real_train(kind, config, resume=resume, on_step=after_step)
+    return real_train(kind, config, resume=resume, on_step=after_step, engine=engine)
 mfgtx.jobs.train = train
 
 def write_scores(*args, **kwargs):

@@ -14,15 +14,23 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def ray_local() -> Iterator[object]:
-    """The ``ray`` module, initialised once with 2 CPUs on this machine and shut down at the
-    end of the session. Engines opened while it runs join it and leave it running."""
+def ray_installed() -> object:
+    """The ``ray`` module; skips where Ray is not installed, fails in CI (``$CI`` set: .ci/run
+    installs the extra, and a skip there would hide a break)."""
     try:
         import ray
     except ImportError:
-        if os.environ.get("CI"):  # .ci/run installs the extra: a skip there hides a break
+        if os.environ.get("CI"):
             raise
         pytest.skip("Ray is not installed: pip install 'mfgtx[ray]'")
+    return ray
+
+
+@pytest.fixture(scope="session")
+def ray_local(ray_installed) -> Iterator[object]:
+    """The ``ray`` module, initialised once with 2 CPUs on this machine and shut down at the
+    end of the session. Engines opened while it runs join it and leave it running."""
+    ray = ray_installed
     if ray.is_initialized():  # pragma: no cover - a test broke the rule above
         raise RuntimeError("Ray was already running before the ray_local fixture started it")
     # The workers import mfgtx from this checkout, and the test modules' functions the way
@@ -30,6 +38,7 @@ def ray_local() -> Iterator[object]:
     parts = (str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", ""))
     path = os.pathsep.join(p for p in parts if p)
     ray.init(
+        address="local",  # a Ray of its own, never one another user started on this machine
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,

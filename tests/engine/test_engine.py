@@ -82,10 +82,11 @@ def test_the_ray_engine_gives_the_local_results_in_order(ray_local) -> None:
     assert ray_local.is_initialized()  # an engine leaves a Ray it did not start running
 
 
-def test_the_ray_extra_and_what_it_brings_are_pinned() -> None:
+def test_the_ray_extra_and_what_it_brings_are_pinned(ray_installed) -> None:
     """constraints.txt pins Ray and everything ``ray[data,train]`` installs, as it pins the
     rest: CI installs the extra from it, and an unpinned package would drift."""
-    metadata = pytest.importorskip("importlib.metadata")
+    from importlib import metadata
+
     from packaging.requirements import Requirement
 
     def norm(name: str) -> str:
@@ -93,10 +94,6 @@ def test_the_ray_extra_and_what_it_brings_are_pinned() -> None:
 
     lines = (ROOT / "constraints.txt").read_text().splitlines()
     pinned = {norm(x.split("==")[0]) for x in lines if "==" in x and not x.startswith("#")}
-    try:
-        metadata.distribution("ray")
-    except metadata.PackageNotFoundError:
-        pytest.skip("Ray is not installed: pip install 'mfgtx[ray]'")
     seen: set[str] = set()
     todo = [("ray", {"data", "train"})]
     while todo:
@@ -154,11 +151,12 @@ print(during, after, ray.is_initialized(), torch.get_num_threads() == threads)
 """
 
 
-def test_an_engine_that_starts_ray_shuts_it_down_and_keeps_the_jobs_stop_signals() -> None:
+def test_an_engine_that_starts_ray_shuts_it_down_and_keeps_the_jobs_stop_signals(
+    ray_installed,
+) -> None:
     """Ray's start takes SIGTERM for itself; the job's handler (Ctrl-C, a scheduler's stop:
     :mod:`mfgtx._signals`) must stay, during the run and after (in a process of its own:
     this one runs the session's Ray)."""
-    pytest.importorskip("ray")
     done = subprocess.run(
         [sys.executable, "-c", STARTS_ITS_OWN],
         capture_output=True,

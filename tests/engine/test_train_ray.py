@@ -98,7 +98,7 @@ class KillOnce:
             os._exit(1)
 
 
-def test_ray_members_give_the_local_bundle_bit_for_bit(local, plant, ray_local, capsys) -> None:
+def test_ray_members_give_the_local_bundle_bit_for_bit(ray_local, local, plant, capsys) -> None:
     out, reference = local
     job = _job(plant, out, "ray")
     assert main(["train", "sensor", str(job), "--engine", "ray", "--workers", "2"]) == 0
@@ -111,7 +111,7 @@ def test_ray_members_give_the_local_bundle_bit_for_bit(local, plant, ray_local, 
 
 
 def test_a_failed_member_fails_the_job_by_name_and_writes_no_bundle(
-    local, plant, ray_local
+    ray_local, local, plant
 ) -> None:
     out, reference = local
     bundle = Path(str(reference.bundle))
@@ -127,7 +127,7 @@ def test_a_failed_member_fails_the_job_by_name_and_writes_no_bundle(
 
 
 def test_a_killed_worker_resumes_its_member_from_its_checkpoint(
-    local, plant, ray_local, tmp_path
+    ray_local, local, plant, tmp_path
 ) -> None:
     _, reference = local
     config = load_config(_job(plant, tmp_path, "killed"))
@@ -172,14 +172,16 @@ print(json.dumps({"bundle": outcome.bundle}))
 """
 
 
-def test_two_nodes_of_a_cluster_train_one_member_each(local, plant, tmp_path) -> None:
+def test_two_nodes_of_a_cluster_train_one_member_each(
+    ray_installed, local, plant, tmp_path
+) -> None:
     """``ray.cluster_utils.Cluster``: a head and a second node of one CPU each, joined by
-    address (in a process of its own: this one runs the session's local Ray)."""
+    address (in a process of its own: this one runs the session's local Ray). 25-40 s on
+    two shared cores: slow, as the whole module is."""
     import json
     import subprocess
     import sys
 
-    pytest.importorskip("ray")
     _, reference = local
     root = Path(__file__).resolve().parents[2]
     job = _job(plant, tmp_path, "cluster")
@@ -196,7 +198,7 @@ def test_two_nodes_of_a_cluster_train_one_member_each(local, plant, tmp_path) ->
 
 
 def test_a_forecast_ensemble_with_its_ridge_maps_trains_on_ray_as_in_process(
-    plant, ray_local, tmp_path
+    ray_local, plant, tmp_path
 ) -> None:
     from tests.cli.test_jobs_forecast_vit import forecast_job
 
