@@ -34,6 +34,7 @@ from mfgtx.baselines.regression import GradientBoosting, Ridge, TrainMean
 from mfgtx.baselines.report import Difference, EvaluationReport, ReportRow
 from mfgtx.baselines.standing import Standing, baseline_words, model_words, standing_of
 from mfgtx.baselines.suite import default_baselines, fit_baselines
+from mfgtx.baselines.sweep_table import SweepTable, SweepTrial
 
 __all__ = [
     "PRIMARY_METRIC",
@@ -53,6 +54,8 @@ __all__ = [
     "Ridge",
     "SeasonalNaive",
     "Standing",
+    "SweepTable",
+    "SweepTrial",
     "TrainMean",
     "TrainMeanForecast",
     "baseline_words",

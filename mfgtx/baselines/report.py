@@ -16,6 +16,7 @@ from typing import Any, Literal
 from mfgtx.baselines import standing as rule
 from mfgtx.baselines._base import check_task
 from mfgtx.baselines.standing import Standing, baseline_words, metric_words, model_words
+from mfgtx.baselines.sweep_table import SweepTable
 from mfgtx.calibration.coverage import Coverage
 from mfgtx.metrics import HIGHER_IS_BETTER, plain_meanings, plain_name
 
@@ -188,6 +189,8 @@ class EvaluationReport:
             interval), nominal vs realized coverage on the test lots with its binomial
             interval and the mean width (:class:`~mfgtx.calibration.coverage.Coverage`;
             empty for a model without a band).
+        sweep: the trials of ``train.sweep`` and the one this report judges
+            (:class:`~mfgtx.baselines.sweep_table.SweepTable`), or ``None`` without a sweep.
 
     Example:
         >>> rows = (ReportRow("model", "model", {"rmse": 14.1, "r2": 0.52}),
@@ -213,6 +216,7 @@ or retrain.'
     unit: str = "windows"
     differences: tuple[Difference, ...] = ()
     intervals: tuple[Coverage, ...] = ()
+    sweep: SweepTable | None = None
 
     def __post_init__(self) -> None:
         check_task(self.task)
@@ -306,7 +310,7 @@ or retrain.'
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible form (``nan`` as ``None``); includes the verdict for readers."""
-        return {
+        out = {
             "task": self.task,
             "n_test": self.n_test,
             "n_train": self.n_train,
@@ -320,6 +324,9 @@ or retrain.'
             "differences": [d.to_dict() for d in self.differences],
             "intervals": [c.to_dict() for c in self.intervals],
         }
+        if self.sweep is not None:  # only with a sweep: reports without one read as before
+            out["sweep"] = self.sweep.to_dict()
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         """The report as JSON text (strict JSON: no NaN)."""
@@ -341,6 +348,7 @@ or retrain.'
             unit=str(state.get("unit", "windows")),
             differences=tuple(Difference.from_dict(d) for d in state.get("differences", ())),
             intervals=tuple(Coverage.from_dict(c) for c in state.get("intervals", ())),
+            sweep=None if state.get("sweep") is None else SweepTable.from_dict(state["sweep"]),
         )
 
     @classmethod
@@ -384,6 +392,8 @@ or retrain.'
             lines += ["", f"How sure: {self.how_sure}"]
         if self.intervals:
             lines += ["", *_interval_table(self.intervals, set(self.baselines))]
+        if self.sweep is not None:
+            lines += ["", *self.sweep.to_markdown()]
         if self.notes:
             lines += ["", "Notes:", *(f"- {n}" for n in self.notes)]
         return "\n".join(lines) + "\n"

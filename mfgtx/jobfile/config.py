@@ -347,9 +347,12 @@ class EngineSection:
 @dataclass(frozen=True)
 class TrainSection:
     """The ``train`` section: the settings of :class:`~mfgtx.train.TrainConfig` (same names,
-    same meaning) but ``resume`` (the ``--resume`` flag), and ``ensemble``
-    (:class:`EnsembleSection`) and ``threads`` (per model, set by the engine that trains it,
-    :mod:`mfgtx.engine`). ``checkpoint_dir`` defaults to ``<bundle>.ckpt`` next to the
+    same meaning) but ``resume`` (the ``--resume`` flag), ``ensemble``
+    (:class:`EnsembleSection`), ``threads`` (per model, set by the engine that trains it,
+    :mod:`mfgtx.engine`) and ``sweep``: a grid of values to try, by key of this section or
+    of the model's section (``{lr: [0.001, 0.003], d_model: [32, 64]}``), each trial judged
+    on the validation lots only (:mod:`mfgtx.jobs.sweep`, which checks the keys and values
+    against the job's model). ``checkpoint_dir`` defaults to ``<bundle>.ckpt`` next to the
     bundle; ``batch_size`` to 32 (plant data sets are small: the one key whose job default is
     not the library's); every other default is read from ``TrainConfig``.
 
@@ -389,10 +392,26 @@ class TrainSection:
             "part of what a `--resume` checks."
         },
     )
+    sweep: dict[str, tuple[Any, ...]] | None = field(
+        default=None,
+        metadata={
+            "doc": "values to try, by key of this section or of the model's "
+            "(`{lr: [0.001, 0.003], d_model: [32, 64]}`): every combination is one trial, "
+            "trained on the job's split and judged by its validation loss on the validation "
+            "lots alone; the lowest is the bundle's model, judged once on the test lots, and "
+            "every trial is in the report's Sweep table. Trials run on the job's engine."
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be at least 1, found {self.threads}")
+        if self.sweep is not None:
+            if not self.sweep:
+                raise ValueError("sweep: name at least one key and its values, or leave it out")
+            empty = [k for k, v in self.sweep.items() if not v]
+            if empty:
+                raise ValueError(f"sweep.{empty[0]}: give at least one value to try")
         config = TrainConfig(
             epochs=self.epochs,
             batch_size=self.batch_size,

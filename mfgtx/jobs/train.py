@@ -64,9 +64,12 @@ class TrainOutcome:
     standing: str = ""
     world_size: int = 1
     report_markdown: str = ""
+    sweep: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "report_markdown"}
+        if out["sweep"] is None:  # only a sweep's run has one
+            out.pop("sweep")
         return {"command": "train", **out}
 
 
@@ -174,6 +177,10 @@ def train(
     config.require("bundle")
     bundle = Path(str(config.bundle))
     check_train_outputs(config, kind)
+    if config.train.sweep:  # every trial's settings, before any data is read
+        from mfgtx.jobs.sweep import plan
+
+        plan(config, the_kind)
     from mfgtx.artifacts import signing_key
 
     signing_key()  # a bad key stops the job now, not when the first checkpoint is signed
@@ -190,14 +197,15 @@ def train(
 
 @contextmanager
 def _members_engine(config: JobConfig, spec: EngineSpec) -> Iterator[Engine]:
-    """The engine the members train on, open: ``spec``'s for an ensemble; one model trains
-    in this process (with ``spec``'s threads), so Ray is not started for it.
+    """The engine the members (or a sweep's trials) train on, open: ``spec``'s for an
+    ensemble or a sweep; one model trains in this process (with ``spec``'s threads), so Ray
+    is not started for it.
 
     Raises:
         ConfigError: the engine cannot be opened (Ray not installed, no cluster at the
             address), in words.
     """
-    if config.train.ensemble is None and spec.name != "local":
+    if config.train.ensemble is None and not config.train.sweep and spec.name != "local":
         log.info("one model (no train.ensemble): it trains in this process, not on %s", spec.name)
         spec = EngineSpec(threads=spec.threads)
     with ExitStack() as stack:
@@ -233,10 +241,19 @@ def _train(
                 _write_left_out(config, left_out)
             elif bad_lots or _written_before(config):
                 _write_left_out(config, bad_lots, what="lot")
-            key = run_key(config, kind, *kind.fingerprint(config, data))
+            found = kind.fingerprint(config, data)
+            key = run_key(config, kind, *found)
             with _members_engine(config, spec) as engine:
                 setup = FitSetup(train_cfg, key, on_step, judge, engine)
-                fitted = kind.train(data, config, setup)
+                if config.train.sweep:  # the chosen trial's model, and its job for the record
+                    from mfgtx.jobs.sweep import sweep
+
+                    def key_of(job: JobConfig) -> dict[str, Any]:
+                        return run_key(job, kind, *found)
+
+                    fitted, config = sweep(kind, data, config, setup, key_of=key_of, engine=engine)
+                else:
+                    fitted = kind.train(data, config, setup)
             if judge:
                 fitted = _with_profile(config, data, fitted, lot_keys)
         finally:
@@ -388,4 +405,5 @@ def _outcome(
         standing="" if report is None else report.standing().level,
         world_size=fit.world_size,
         report_markdown="" if report is None else report.to_markdown(),
+        sweep=None if report is None or report.sweep is None else report.sweep.to_dict(),
     )
