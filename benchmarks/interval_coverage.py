@@ -103,7 +103,7 @@ def _rows(
 
 def run(
     job: Path, methods: tuple[str, ...], epochs: int | None, datasets: Path | None,
-    extra: list[str],
+    extra: list[str], keep: Path | None = None,
 ) -> list[dict[str, object]]:  # fmt: skip
     logging.disable(logging.INFO)
     base = load_config(job)
@@ -111,7 +111,7 @@ def run(
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for method in methods:
-            bundle = Path(tmp) / method
+            bundle = (Path(tmp) if keep is None else keep / job.stem) / method
             overrides = [
                 *_data_path(job, datasets),
                 f"calibration.intervals={method}",
@@ -150,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--epochs", type=int, default=None, help="train.epochs (default: job's)")
     parser.add_argument("--set", action="append", default=[], help="job-file override")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="write the bundles under this folder (kept)"
+    )
     args = parser.parse_args(argv)
     methods = tuple(m for m in args.methods.split(",") if m)
     unknown = sorted(set(methods) - set(METHODS))
@@ -158,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     variant = ", ".join(job.stem for job in args.jobs)
     record = _harness.start("interval_coverage", args, variant=variant)
     for job in args.jobs:
-        for row in run(job, methods, args.epochs, args.datasets, args.set):
+        for row in run(job, methods, args.epochs, args.datasets, args.set, args.keep):
             record.row("Coverage on the test lots", row, units={"mean width": "target units"})
     record.note(
         "realized coverage: mean over test lots of each lot's share of values inside the band; "

@@ -187,16 +187,36 @@ def lot_quantile(scores: np.ndarray, lots: np.ndarray, coverage: float) -> float
     return float(s[order][min(i, s.size - 1)])
 
 
-def bins_for(lots: int, coverage: float, most: int = 4) -> int:
-    """The default Mondrian ``bins`` of a regressor calibrated on ``lots`` validation lots:
-    one bin per :func:`min_lots` lots (4 at 80 %), at least 1, at most ``most``, so every bin
-    can still hold the guarantee when each lot has windows in every bin.
+def bins_for(point: np.ndarray, lots: np.ndarray, coverage: float, most: int = 4) -> int:
+    """The default Mondrian ``bins`` of a regressor: the most (up to ``most``) equal shares of
+    its validation predictions ``point`` (``(N,)`` or ``(N, T)``) in which every bin of every
+    target still holds :func:`min_lots` lots (4 at 80 %), so each bin's margin keeps the
+    guarantee; 1 where even two bins would not.
+
+    A lot whose windows span the whole range (a machine run from new to failure) counts in
+    every bin; lots that each sit in one range split the lots between the bins.
 
     Example:
-        >>> bins_for(1, 0.8), bins_for(10, 0.8), bins_for(40, 0.8)
-        (1, 2, 4)
+        >>> spanning = np.tile(np.arange(10.0), 10); machines = np.repeat(np.arange(10), 10)
+        >>> bins_for(spanning, machines, 0.8), bins_for(np.arange(8.0), np.arange(8), 0.8)
+        (4, 2)
+        >>> bins_for(np.arange(5.0), np.zeros(5), 0.8)  # one lot: one margin
+        1
     """
-    return max(1, min(most, lots // min_lots(coverage)))
+    g = np.asarray(lots)
+    p = np.asarray(point, dtype=np.float64).reshape(len(g), -1)
+    need = min_lots(coverage)
+    for b in range(most, 1, -1):
+        fits = True
+        for k in range(p.shape[1]):
+            edges = np.quantile(p[:, k], np.arange(1, b) / b)
+            which = (p[:, k, None] > edges[None]).sum(axis=1)  # as margin_for
+            if any(np.unique(g[which == j]).size < need for j in range(b)):
+                fits = False
+                break
+        if fits:
+            return b
+    return 1
 
 
 def horizon_block_for(steps: int, lots: int) -> int:

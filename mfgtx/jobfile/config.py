@@ -520,8 +520,8 @@ class CalibrationSection:
             calibration; the validation predictions cut into this many equal shares), so the
             band holds within each range instead of on average over them (a machine predicted
             at 20 cycles is judged among machines predicted near 20, not mostly among young
-            machines whose remaining life is easy); 1: one margin; default: one bin per 4
-            validation lots at 80 % (the fewest for a guarantee), at most 4.
+            machines whose remaining life is easy); 1: one margin; default: the most bins,
+            up to 4, in which every bin still holds the lots a guarantee needs (4 at 80 %).
     """
 
     cost_ratio: float = 5.0

@@ -719,14 +719,13 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             lots.append(windows.lot[val])
         y, g = np.concatenate(ys), np.concatenate(lots)
         coverage = settings.coverage_for(quantiles)
-        labelled = np.isfinite(y).any(axis=1)
-        bins = settings.bins or bins_for(len(np.unique(g[labelled])), coverage)
+        point, labelled = np.concatenate(points), np.isfinite(y).all(axis=1)
+        bins = settings.bins or bins_for(point[labelled], g[labelled], coverage)
         if method == "cqr":
             return fit_cqr(
                 y, np.concatenate(lows), np.concatenate(highs), g, coverage,
-                lower=lower, upper=upper, bins=bins, point=np.concatenate(points),
+                lower=lower, upper=upper, bins=bins, point=point,
             )  # fmt: skip
-        point = np.concatenate(points)
         return fit_split(y, point, g, coverage, lower=lower, upper=upper, bins=bins)
 
     def judge(

@@ -309,4 +309,9 @@ def test_binned_margins_apply_by_the_point_and_round_trip():
         fit_cqr(np.zeros(8), np.zeros(8) - 1, np.zeros(8) + 1, np.arange(8), 0.8, bins=2)
     old = IntervalCalibration("cqr", 0.8, (1.0,), (1,), 12).to_dict()
     assert "edges" not in old and IntervalCalibration.from_dict(old).bins == 1  # older bundles
-    assert [bins_for(n, 0.8) for n in (1, 4, 8, 10, 16, 100)] == [1, 1, 2, 2, 4, 4]
+    # machines run to failure span every range: 10 of them fill 4 bins; lots that each sit
+    # in one range share the bins out (16 lots: 4 bins of 4; 12: 3 bins of 4; 3: one margin)
+    machines, life = np.repeat(np.arange(10), 30), np.tile(np.linspace(100, 0, 30), 10)
+    assert bins_for(life, machines, 0.8) == 4
+    assert [bins_for(np.arange(n * 1.0), np.arange(n), 0.8) for n in (16, 12, 3)] == [4, 3, 1]
+    assert bins_for(np.c_[life, np.zeros_like(life)], machines, 0.8) == 1  # per target: all
