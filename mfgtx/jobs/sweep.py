@@ -44,26 +44,14 @@ from mfgtx.jobfile._schema import build
 from mfgtx.jobfile.config import ConfigError, JobConfig, train_config
 from mfgtx.kinds import FitSetup, Fitted, Kind, kind_named
 from mfgtx.train import NonFiniteLossError
+from mfgtx.train.config import WEIGHT_FIELDS
 
 __all__ = ["NOT_COMPARABLE", "TRAIN_KEYS", "Trial", "plan", "sweep"]
 
 log = logging.getLogger(__name__)
 
 #: ``train`` keys a sweep may try: those that change the weights a run ends with.
-TRAIN_KEYS = (
-    "epochs",
-    "batch_size",
-    "lr",
-    "weight_decay",
-    "betas",
-    "warmup_fraction",
-    "min_lr_ratio",
-    "grad_clip",
-    "ema_decay",
-    "patience",
-    "min_delta",
-    "seed",
-)
+TRAIN_KEYS = WEIGHT_FIELDS
 
 #: Model keys a sweep refuses: they change what the validation loss measures (its task,
 #: its quantile heads, the scale of its targets, how far it forecasts), so trials with

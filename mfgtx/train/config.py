@@ -6,9 +6,27 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-__all__ = ["Precision", "TrainConfig"]
+__all__ = ["WEIGHT_FIELDS", "Precision", "TrainConfig"]
 
 Precision = Literal["auto", "fp32", "bf16"]
+
+#: The :class:`TrainConfig` fields that change the weights a run ends with: a checkpoint
+#: resumes only under the same values (``mfgtx.train.loop``), and a sweep may try them
+#: (``mfgtx.jobs.sweep``).
+WEIGHT_FIELDS = (
+    "ema_decay",
+    "epochs",
+    "batch_size",
+    "lr",
+    "weight_decay",
+    "betas",
+    "warmup_fraction",
+    "min_lr_ratio",
+    "grad_clip",
+    "patience",
+    "min_delta",
+    "seed",
+)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from mfgtx.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from mfgtx.train.compiling import CompileSwitch
-from mfgtx.train.config import TrainConfig
+from mfgtx.train.config import WEIGHT_FIELDS, TrainConfig
 from mfgtx.train.distributed import DistEnv, ShardSampler, setup_distributed
 from mfgtx.train.ema import WeightAverage
 from mfgtx.train.heap import keep_freed_memory
@@ -661,27 +661,11 @@ def _restore(run: _Run, path: Path) -> _RunState:
     )
 
 
-_RESUME_FIELDS = (
-    "ema_decay",
-    "epochs",
-    "batch_size",
-    "lr",
-    "weight_decay",
-    "betas",
-    "warmup_fraction",
-    "min_lr_ratio",
-    "grad_clip",
-    "patience",
-    "min_delta",
-    "seed",
-)
-
-
 def _resume_key(config: TrainConfig) -> dict[str, Any]:
     return {
         k: (list(v) if isinstance(v, tuple) else v)
         for k, v in config.to_dict().items()
-        if k in _RESUME_FIELDS
+        if k in WEIGHT_FIELDS
     }
 
 
