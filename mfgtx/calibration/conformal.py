@@ -419,8 +419,7 @@ class IntervalCalibration:
             raise ValueError("a split-conformal calibration needs the point prediction")
         m = self.margin_for(point)
         if self.method == "conformal":
-            if point is None:
-                raise ValueError("a split-conformal calibration needs the point prediction")
+            assert point is not None  # refused above
             p = self._check(point, "point")
             lo, hi = p - m, p + m
         else:
