@@ -187,6 +187,14 @@ def lot_quantile(scores: np.ndarray, lots: np.ndarray, coverage: float) -> float
     return float(s[order][min(i, s.size - 1)])
 
 
+def _bin_of(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The Mondrian bin of each value: how many of its edges it exceeds. ``values`` ``(n,)``
+    with ``edges`` ``(B - 1,)``, or ``(n, P)`` with ``(B - 1, P)`` (one set per cell); the one
+    rule for fitting (:func:`bins_for`, :func:`_mondrian`) and applying
+    (:meth:`IntervalCalibration.margin_for`)."""
+    return (values[:, None, ...] > edges[None]).sum(axis=1)
+
+
 def bins_for(point: np.ndarray, lots: np.ndarray, coverage: float, most: int = 4) -> int:
     """The default Mondrian ``bins`` of a regressor: the most (up to ``most``) equal shares of
     its validation predictions ``point`` (``(N,)`` or ``(N, T)``) in which every bin of every
@@ -210,7 +218,7 @@ def bins_for(point: np.ndarray, lots: np.ndarray, coverage: float, most: int = 4
         fits = True
         for k in range(p.shape[1]):
             edges = np.quantile(p[:, k], np.arange(1, b) / b)
-            which = (p[:, k, None] > edges[None]).sum(axis=1)  # as margin_for
+            which = _bin_of(p[:, k], edges)
             if any(np.unique(g[which == j]).size < need for j in range(b)):
                 fits = False
                 break
@@ -387,7 +395,7 @@ class IntervalCalibration:
         cells = math.prod(self.shape)
         flat = p.reshape(-1, cells)  # (n, P)
         edges = np.reshape(self.edges, (self.bins - 1, cells))  # (B - 1, P)
-        which = (flat[:, None, :] > edges[None]).sum(axis=1)  # (n, P) the bin of each cell
+        which = _bin_of(flat, edges)  # (n, P) the bin of each cell
         m = self.margins.reshape(self.bins, cells)[which, np.arange(cells)]
         return m.reshape(p.shape)
 
@@ -617,7 +625,7 @@ def _mondrian(
     for k in range(cells):
         seen = np.isfinite(scores[:, k])
         edges[:, k] = np.quantile(point[seen, k], np.arange(1, bins) / bins)
-        which = (point[:, k, None] > edges[None, :, k]).sum(axis=1)  # as margin_for
+        which = _bin_of(point[:, k], edges[:, k])
         everything = None
         for b in range(bins):
             here = (which == b) & seen
