@@ -35,8 +35,9 @@ class RayEngine:
     Each task declares ``num_cpus=threads`` (1 by default) and runs with that many torch
     threads; at most ``workers`` run at once (``None``: as many as the cluster fits). A task
     whose worker dies (killed, out of memory, node lost) is run again up to :data:`RETRIES`
-    times; a task that raises fails the map: the others are cancelled and
-    :class:`EngineError` names the task.
+    times; a task that raises fails the map: the others are cancelled, their worker
+    processes ended (never reused half-way through an import), and :class:`EngineError`
+    names the task.
     """
 
     def __init__(self, spec: EngineSpec) -> None:
@@ -93,6 +94,9 @@ class RayEngine:
                             f"{RETRIES} retries"
                         ) from exc
         finally:
+            # force=True ends the worker process, not only the task: a task interrupted while
+            # it imports (torch imports torch._dynamo lazily, for seconds) leaves half-loaded
+            # modules behind, and the next task Ray gave that worker failed on them.
             for ref in pending:
-                ray.cancel(ref)
+                ray.cancel(ref, force=True)
         return [results[i] for i in range(len(items))]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,26 @@ def _fails_on_two(item: int) -> int:
     if item == 2:
         raise ValueError(f"lot L{item} has no rows")
     return item
+
+
+def _pid_then_wait(item: int, *, folder: str) -> int:
+    """Item 0 fails once item 1 has written its worker's pid; item 1 then waits, cancelled."""
+    if item == 0:
+        deadline = time.monotonic() + 30
+        while not Path(folder, "1.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        raise ValueError("lot L0 has no rows")
+    Path(folder, f"{item}.pid").write_text(str(os.getpid()))
+    time.sleep(60)
+    return item
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_importing_mfgtx_does_not_import_ray() -> None:
@@ -80,6 +101,21 @@ def test_the_ray_engine_gives_the_local_results_in_order(ray_local) -> None:
             engine.map(_fails_on_two, [1, 2, 3], names=["member 1", "member 2", "member 3"])
     assert got == [(15, 1), (12, 1), (9, 1), (6, 1), (3, 1)]
     assert ray_local.is_initialized()  # an engine leaves a Ray it did not start running
+
+
+def test_a_cancelled_task_ends_its_worker_so_no_later_task_inherits_it(ray_local, tmp_path) -> None:
+    """A task cancelled mid-way (another failed) may be inside an import: a worker reused after
+    that fails its next task on half-loaded modules (CI saw ``partially initialized module
+    'torch._dynamo'``). The cancelled task's worker process must be gone."""
+    spec = EngineSpec("ray", workers=2, threads=1)
+    with open_engine(spec) as engine:
+        with pytest.raises(EngineError, match="lot L0 has no rows"):
+            engine.map(_pid_then_wait, [1, 0], shared={"folder": str(tmp_path)})
+    pid = int((tmp_path / "1.pid").read_text())
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(pid), f"the cancelled task's worker (pid {pid}) is still running"
 
 
 def test_the_ray_extra_and_what_it_brings_are_pinned(ray_installed) -> None:
