@@ -21,7 +21,12 @@ from mfgtx.baselines.classification import (
     MajorityClass,
 )
 from mfgtx.baselines.compare import PRIMARY_METRIC, bootstrap_differences, compare
-from mfgtx.baselines.features import SUMMARY_STATS, summary_feature_names, summary_features
+from mfgtx.baselines.features import (
+    SUMMARY_STATS,
+    summary_cache,
+    summary_feature_names,
+    summary_features,
+)
 from mfgtx.baselines.forecast import (
     LinearRidge,
     Naive,
@@ -67,6 +72,7 @@ __all__ = [
     "hog_features",
     "model_words",
     "standing_of",
+    "summary_cache",
     "summary_feature_names",
     "summary_features",
 ]

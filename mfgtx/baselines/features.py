@@ -16,7 +16,9 @@ training windows (see :func:`summary_features`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -24,11 +26,36 @@ from mfgtx.baselines._base import as_indices, check_scaler
 from mfgtx.data.scaling import SensorScaler
 from mfgtx.data.windows import Windows
 
-__all__ = ["SUMMARY_STATS", "summary_feature_names", "summary_features"]
+__all__ = ["SUMMARY_STATS", "summary_cache", "summary_feature_names", "summary_features"]
 
 SUMMARY_STATS: tuple[str, ...] = ("last", "mean", "std", "min", "max", "slope", "missing")
 #: Values of one window chunk in :func:`summary_features` (8 bytes each in float64).
 _CHUNK_VALUES = 1 << 23
+#: Positions (in :data:`SUMMARY_STATS`) of the statistics a wholly missing sensor fills in.
+_FILLED = (0, 1, 3, 4)
+
+#: What :func:`summary_cache` keeps: ``{(id(windows), id(scaler)): (windows, scaler,
+#: features (N, F), computed (N,))}``, ``None`` outside it.
+_CACHE: ContextVar[dict[tuple[int, int], tuple[Windows, object, np.ndarray, np.ndarray]] | None]
+_CACHE = ContextVar("mfgtx_summary_cache", default=None)
+
+
+@contextmanager
+def summary_cache() -> Iterator[None]:
+    """Within it, :func:`summary_features` computes each window's statistics once per
+    ``(windows, scaler)`` and reuses them, whatever the training set's ``fill``.
+
+    Judging a model fits several baselines on overlapping windows (each on the training
+    windows, a ridge per ensemble member on its own lots): without the cache a window of a
+    fleet was summarised a dozen times. The features (``N x F`` float64 for the ``N``
+    windows asked about) are freed when the block ends; the results are the same as
+    without it, bit for bit.
+    """
+    token = _CACHE.set({})
+    try:
+        yield
+    finally:
+        _CACHE.reset(token)
 
 
 def summary_feature_names(sensors: Sequence[str]) -> tuple[str, ...]:
@@ -91,18 +118,52 @@ def summary_features(
                 f"fill must hold one value per sensor ({n_sensors}: {list(windows.sensors)}), "
                 f"found shape {fill_arr.shape}"
             )
+    cache = _CACHE.get()
+    if cache is None:
+        raw = _unfilled(windows, index, scaler)
+    else:
+        key = (id(windows), id(scaler))
+        entry = cache.get(key)
+        if entry is None or entry[0] is not windows or entry[1] is not scaler:
+            width = n_sensors * len(SUMMARY_STATS)
+            entry = (windows, scaler, np.empty((len(windows), width)), np.zeros(len(windows), bool))
+            cache[key] = entry
+        _, _, store, done = entry
+        todo = np.unique(index[~done[index]])
+        if todo.size:
+            store[todo] = _unfilled(windows, todo, scaler)
+            done[todo] = True
+        raw = store[index]
+    return _fill(raw, n_sensors, fill_arr)
+
+
+def _unfilled(windows: Windows, index: np.ndarray, scaler: SensorScaler | None) -> np.ndarray:
+    """The features of the windows ``index``, a wholly missing sensor's left as NaN."""
     # a few thousand windows at a time: each (n, T, C) float64 temporary stays near 64 MB,
     # where a whole fleet of long history windows at once needs gigabytes
-    chunk = max(1, _CHUNK_VALUES // max(1, windows.window * n_sensors))
-    parts = [_summary(windows, index[a : a + chunk], scaler, fill_arr)
+    chunk = max(1, _CHUNK_VALUES // max(1, windows.window * len(windows.sensors)))
+    if len(index) == 0:
+        return np.empty((0, len(windows.sensors) * len(SUMMARY_STATS)))
+    parts = [_summary(windows, index[a : a + chunk], scaler)
              for a in range(0, len(index), chunk)]  # fmt: skip
     return np.concatenate(parts)
 
 
-def _summary(
-    windows: Windows, index: np.ndarray, scaler: SensorScaler | None, fill_arr: np.ndarray
-) -> np.ndarray:
-    """:func:`summary_features` of the windows ``index`` (validated there), at once."""
+def _fill(raw: np.ndarray, n_sensors: int, fill_arr: np.ndarray) -> np.ndarray:
+    """``raw`` (owned: changed in place) with ``fill_arr`` where a sensor had no observed value
+    in its window (``missing`` is 1 exactly there: no observed value of ``T``)."""
+    stats = raw.reshape(len(raw), n_sensors, len(SUMMARY_STATS))
+    none = stats[:, :, -1] == 1.0  # (n, C)
+    if none.any():
+        fill = np.broadcast_to(fill_arr, none.shape)[none]
+        for k in _FILLED:
+            stats[:, :, k][none] = fill
+    return raw
+
+
+def _summary(windows: Windows, index: np.ndarray, scaler: SensorScaler | None) -> np.ndarray:
+    """The features of the windows ``index`` (validated), at once; NaN where :func:`_fill`
+    fills."""
     n_sensors = len(windows.sensors)
     x32, obs = windows.features(index, scaler)  # (n, T, C), missing already 0 in x
     x = x32.astype(np.float64)
@@ -124,7 +185,7 @@ def _summary(
     slope = np.divide((t_dev * dev).sum(axis=1), t_var, out=np.zeros_like(t_var), where=t_var > 0)
     missing = 1.0 - count / length
     for stat in (last, mean, low, high):  # std and slope are already 0 there
-        stat[none] = np.broadcast_to(fill_arr, stat.shape)[none]
+        stat[none] = np.nan
     stats = np.stack([last, mean, std, low, high, slope, missing], axis=2)  # (n, C, 7)
     return stats.reshape(len(index), n_sensors * len(SUMMARY_STATS))  # (n, F) sensor-major
 

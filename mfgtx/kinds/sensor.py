@@ -28,7 +28,7 @@ import torch
 
 from mfgtx._config import default_of
 from mfgtx.artifacts import Bundle, BundleError
-from mfgtx.baselines import compare, fit_baselines
+from mfgtx.baselines import compare, fit_baselines, summary_cache
 from mfgtx.calibration import class_probabilities, fit_calibration
 from mfgtx.calibration.conformal import IntervalCalibration, bins_for, fit_cqr, fit_split
 from mfgtx.data import (
@@ -755,19 +755,22 @@ class SensorKind(WindowKind[SensorSection, SensorSpec]):
             cols = predictor.columns_of(out, q)
             pred = np.stack([cols[t] for t in predictor.input_spec.targets], axis=1)
             raw = _uncalibrated_band(predictor, out, q)
-        baselines = fit_baselines(windows, train_idx, task, scaler=scaler)
-        rul = any("rul" in t.lower() for t in windows.targets)
-        report = compare(task, windows, test_idx, pred, baselines, model_name=model_name, rul=rul)
-        band = _band(predictor, cols)
-        if band is None:
-            return report, {}
-        low, high, nominal, method, lots = band
-        found = judged_intervals(
-            name=model_name, task=task, windows=windows, test_idx=test_idx,
-            y=target_values(windows)[test_idx], low=low, high=high, nominal=nominal,
-            method=method, calibration_lots=lots, splits=splits, scaler=scaler,
-            lower=_lower(predictor), uncalibrated=raw,
-        )  # fmt: skip
+        with summary_cache():  # the baselines summarise overlapping windows: once each
+            baselines = fit_baselines(windows, train_idx, task, scaler=scaler)
+            rul = any("rul" in t.lower() for t in windows.targets)
+            report = compare(
+                task, windows, test_idx, pred, baselines, model_name=model_name, rul=rul
+            )
+            band = _band(predictor, cols)
+            if band is None:
+                return report, {}
+            low, high, nominal, method, lots = band
+            found = judged_intervals(
+                name=model_name, task=task, windows=windows, test_idx=test_idx,
+                y=target_values(windows)[test_idx], low=low, high=high, nominal=nominal,
+                method=method, calibration_lots=lots, splits=splits, scaler=scaler,
+                lower=_lower(predictor), uncalibrated=raw,
+            )  # fmt: skip
         return replace(report, intervals=found), interval_figures(found)
 
     def spec_from_bundle(self, bundle: Bundle) -> SensorSpec:

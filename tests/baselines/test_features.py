@@ -128,3 +128,45 @@ def test_features_taken_a_few_windows_at_a_time_equal_all_at_once(
         monkeypatch.setattr(features, "_CHUNK_VALUES", windows_per_chunk * 8 * 3)
         part = summary_features(w, idx, scaler, fill=[0.5, -1.0, 2.0])
         np.testing.assert_array_equal(part, whole)
+
+
+def test_the_cache_summarises_each_window_once_and_changes_no_bit(
+    make_hand_windows, monkeypatch
+) -> None:
+    """Inside ``summary_cache`` every window is summarised once per (windows, scaler), however
+    many baselines ask, with whatever training fill; the features are those computed without
+    it, bit for bit, in the order asked."""
+    import mfgtx.baselines.features as features
+    from mfgtx.baselines import summary_cache
+
+    rng = np.random.default_rng(4)
+    values = rng.normal(size=(80, 3))
+    values[rng.random(values.shape) < 0.3] = NAN
+    values[10:40, 2] = NAN  # windows that never observe s2: the fill
+    w = make_hand_windows(values, list(range(0, 72)), 8, None)
+    scaler = SensorScaler.fit(w, np.arange(len(w)))
+    asks = [  # (indices, fill, scaler): overlapping sets, as the baselines of a judge ask
+        (rng.permutation(len(w))[:40], [0.5, -1.0, 2.0], scaler),
+        (rng.permutation(len(w))[:50], [0.1, 0.2, -7.0], scaler),
+        (np.arange(len(w)), None, scaler),
+        (np.arange(20, 30), None, None),
+        (np.arange(25, 35), [1.0, 1.0, 1.0], None),
+    ]
+    plain = [summary_features(w, idx, sc, fill=fill) for idx, fill, sc in asks]
+    summarised: list[int] = []
+    inner = features._summary
+
+    def counting(windows, index, scaler):
+        summarised.extend(index.tolist())
+        return inner(windows, index, scaler)
+
+    monkeypatch.setattr(features, "_summary", counting)
+    with summary_cache():
+        cached = [summary_features(w, idx, sc, fill=fill) for idx, fill, sc in asks]
+    for a, b in zip(plain, cached, strict=True):
+        np.testing.assert_array_equal(b, a)
+    # each window once with the scaler, and windows 20-34 once more without it
+    assert sorted(summarised) == sorted(list(range(len(w))) + list(range(20, 35)))
+    summarised.clear()
+    summary_features(w, np.arange(5), scaler)  # outside the block: computed again
+    assert summarised == [0, 1, 2, 3, 4]
