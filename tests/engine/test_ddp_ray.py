@@ -189,3 +189,17 @@ def test_more_workers_than_the_cluster_has_cpus_is_refused(ray_local, tmp_path) 
     with pytest.raises(ConfigError, match=r"ddp 2 needs 4 CPUs \(2 workers of 2 thread\(s\)"):
         train("sensor", config, engine=EngineSpec("ray", threads=2, ddp=2))
     assert not (tmp_path / "models" / "too-many").exists()
+
+
+def test_the_worker_that_failed_is_named_not_the_one_that_lost_it(ray_installed) -> None:
+    """When worker 1 fails, worker 0's all-reduce breaks too; the job names worker 1."""
+    from ray.train import WorkerGroupError
+
+    from mfgtx.jobs._ray_ddp import _failed
+
+    lost = torch.distributed.DistBackendError("[gloo/transport/tcp/pair.cc] Connection closed")
+    found = _failed(WorkerGroupError("2 workers failed", {0: lost, 1: KeyError("lot L7")}), 2)
+    assert str(found) == "data-parallel worker 1 of 2 failed: 'lot L7'"
+    assert isinstance(found, KeyError) and isinstance(found.__cause__, KeyError)
+    only = _failed(WorkerGroupError("1 worker failed", {0: lost}), 2)
+    assert str(only).startswith("data-parallel worker 0 of 2 failed: [gloo/")
