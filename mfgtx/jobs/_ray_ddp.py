@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import signal
 import tempfile
 from contextlib import ExitStack, suppress
@@ -122,6 +123,7 @@ def _fit(
             "resume": resume,
             "on_step": on_step,
             "threads": threads,
+            "cwd": os.getcwd(),
         },
         scaling_config=ScalingConfig(
             num_workers=n, use_gpu=False, resources_per_worker={"CPU": threads}
@@ -163,20 +165,28 @@ def _stop_signals() -> list[signal.Signals]:
 
 def _worker(setup: dict[str, Any]) -> dict[str, Any] | None:
     """One Ray Train worker: the job as a ``torchrun`` process of its rank runs it (Ray Train
-    set ``RANK``, ``WORLD_SIZE`` and the process group). Worker 0 returns its outcome."""
+    set ``RANK``, ``WORLD_SIZE`` and the process group), in the job's working directory:
+    Ray Train moves each worker into a folder of its own, and a job file's relative paths
+    (the bundle, the data) are relative to the working directory. Worker 0 returns its
+    outcome."""
     import torch.distributed as dist
 
     from mfgtx.jobs.train import _train
     from mfgtx.kinds import kind_named
 
-    outcome = _train(
-        kind_named(setup["kind"]),
-        setup["config"],
-        Path(setup["bundle"]),
-        setup["resume"],
-        setup["on_step"],
-        EngineSpec(threads=setup["threads"]),  # the one model, in this worker, these threads
-    )
+    ray_folder = os.getcwd()
+    os.chdir(setup["cwd"])  # OSError: not visible from this node (docs/ray.md says it must)
+    try:
+        outcome = _train(
+            kind_named(setup["kind"]),
+            setup["config"],
+            Path(setup["bundle"]),
+            setup["resume"],
+            setup["on_step"],
+            EngineSpec(threads=setup["threads"]),  # the one model, here, these threads
+        )
+    finally:
+        os.chdir(ray_folder)
     if dist.is_initialized() and dist.get_rank() != 0:
         return None
     return dataclasses.asdict(outcome)

@@ -83,12 +83,17 @@ def torchrun(plant, tmp_path_factory) -> Iterator[Callable[[], dict]]:
 
 @pytest.mark.slow
 def test_ddp_on_ray_writes_the_bundle_torchrun_writes_bit_for_bit(
-    ray_local, torchrun, plant, tmp_path, capsys
+    ray_local, torchrun, plant, tmp_path, capsys, monkeypatch
 ) -> None:
     before = _leftovers()
     job = _job(plant, tmp_path, "ray")
-    assert main(["train", "sensor", str(job), "--engine", "ray", "--ddp", "2"]) == 0
+    # the bundle's path relative to the working directory, as a job file may give it: Ray
+    # Train starts its workers elsewhere
+    monkeypatch.chdir(tmp_path)
+    flags = ["--engine", "ray", "--ddp", "2", "--set", "bundle=models/ray"]
+    assert main(["train", "sensor", str(job), *flags]) == 0
     found = summary(capsys.readouterr().out)
+    assert Path(found["bundle"]).resolve() == tmp_path / "models" / "ray"
     torchrun = torchrun()
     assert found["world_size"] == 2  # one model, trained by two processes together
     a, b = _weights(found["bundle"]), _weights(torchrun["bundle"])
