@@ -25,10 +25,13 @@ import signal
 import tempfile
 from contextlib import ExitStack, suppress
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mfgtx.engine import EngineError, EngineSpec, open_engine
 from mfgtx.jobfile.config import ConfigError, JobConfig
+
+if TYPE_CHECKING:
+    from mfgtx.jobs.train import TrainOutcome
 
 __all__ = ["train_ddp"]
 
@@ -42,7 +45,7 @@ def train_ddp(
     resume: bool,
     on_step: Any,
     spec: EngineSpec,
-) -> Any:
+) -> TrainOutcome:
     """Train ``config``'s one model over ``spec.ddp`` Ray Train workers; worker 0 writes
     ``bundle``. Returns worker 0's :class:`~mfgtx.jobs.train.TrainOutcome`.
 

@@ -200,8 +200,7 @@ def train(
         if spec.ddp is not None:  # the workers run _train; worker 0 writes, this job holds
             from mfgtx.jobs._ray_ddp import train_ddp
 
-            outcome: TrainOutcome = train_ddp(the_kind.name, config, bundle, resume, on_step, spec)
-            return outcome
+            return train_ddp(the_kind.name, config, bundle, resume, on_step, spec)
         return _train(the_kind, config, bundle, resume, on_step, spec)
 
 
