@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import platform
 import signal
 import tempfile
 from contextlib import ExitStack, suppress
@@ -178,7 +179,14 @@ def _worker(setup: dict[str, Any]) -> dict[str, Any] | None:
     from mfgtx.kinds import kind_named
 
     ray_folder = os.getcwd()
-    os.chdir(setup["cwd"])  # OSError: not visible from this node (docs/ray.md says it must)
+    try:
+        os.chdir(setup["cwd"])
+    except OSError as e:
+        raise FileNotFoundError(
+            f"the job's working directory {setup['cwd']} cannot be entered on node "
+            f"{platform.node()} ({e.strerror}); run mfgtx from a folder every node sees at "
+            "the same path (docs/ray.md: Paths must be the same on every node)"
+        ) from e
     try:
         outcome = _train(
             kind_named(setup["kind"]),

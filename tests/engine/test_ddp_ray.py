@@ -208,3 +208,15 @@ def test_the_worker_that_failed_is_named_not_the_one_that_lost_it(ray_installed)
     assert isinstance(found, KeyError) and isinstance(found.__cause__, KeyError)
     only = _failed(WorkerGroupError("1 worker failed", {0: lost}), 2)
     assert str(only).startswith("data-parallel worker 0 of 2 failed: [gloo/")
+
+
+def test_a_worker_that_cannot_enter_the_jobs_folder_says_so(tmp_path) -> None:
+    """On a node that does not see the job's working directory (no Ray needed: the worker
+    function checks it before anything else)."""
+    from mfgtx.jobs._ray_ddp import _worker
+
+    here = os.getcwd()
+    gone = tmp_path / "not-mounted"
+    with pytest.raises(FileNotFoundError, match=r"working directory .*not-mounted cannot be"):
+        _worker({"cwd": str(gone)})
+    assert os.getcwd() == here
