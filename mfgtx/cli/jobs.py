@@ -24,11 +24,18 @@ def job_config(args: argparse.Namespace) -> Any:
 
 
 def engine_spec(args: argparse.Namespace, config: Any) -> Any:
-    """The :class:`~mfgtx.engine.EngineSpec` of ``--engine``, ``--address`` and ``--workers``
-    over the job's ``engine`` section (:func:`mfgtx.jobfile.config.engine_spec`)."""
+    """The :class:`~mfgtx.engine.EngineSpec` of ``--engine``, ``--address``, ``--workers``
+    (and ``--ddp``, train) over the job's ``engine`` section
+    (:func:`mfgtx.jobfile.config.engine_spec`)."""
     from mfgtx.jobfile.config import engine_spec as spec_of
 
-    return spec_of(config, name=args.engine, address=args.address, workers=args.workers)
+    return spec_of(
+        config,
+        name=args.engine,
+        address=args.address,
+        workers=args.workers,
+        ddp=getattr(args, "ddp", None),
+    )
 
 
 def train(args: argparse.Namespace) -> int:

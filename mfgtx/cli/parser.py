@@ -55,10 +55,10 @@ def _workers(text: str) -> int:
     return n
 
 
-def _engine_parent() -> argparse.ArgumentParser:
+def _engine_parent(*, ddp: bool = False) -> argparse.ArgumentParser:
     """``--engine``, ``--address``, ``--workers``: where a job's independent tasks run
     (:mod:`mfgtx.engine`), the same flags for ``train`` and ``score``; each wins over the
-    job file's ``engine`` section (unset: the section's)."""
+    job file's ``engine`` section (unset: the section's). ``ddp``: also ``--ddp`` (train)."""
     engine = argparse.ArgumentParser(add_help=False)
     group = engine.add_argument_group("engine (where the work runs; default: the job's engine)")
     group.add_argument(
@@ -76,6 +76,15 @@ def _engine_parent() -> argparse.ArgumentParser:
     group.add_argument(
         "--workers", type=_workers, metavar="N", help="Ray tasks at once (default: as many as fit)"
     )
+    if ddp:
+        group.add_argument(
+            "--ddp",
+            type=_workers,
+            metavar="N",
+            help="train the one model (no train.ensemble or train.sweep) data-parallel over N "
+            "Ray Train workers, each with train.threads threads (1 unless set), as N torchrun "
+            "processes would; needs --engine ray (default: one process)",
+        )
     return engine
 
 
@@ -98,7 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     engine = _engine_parent()
 
-    p = sub.add_parser("train", parents=[common, engine], help="train a model and write its bundle")
+    p = sub.add_parser(
+        "train",
+        parents=[common, _engine_parent(ddp=True)],
+        help="train a model and write its bundle",
+    )
     kind = p.add_argument(
         "kind",
         choices=_KINDS,

@@ -85,9 +85,12 @@ class EngineSpec:
         workers: tasks run at once; ``None``: as many as the cluster offers (``ray``) or one
             (``local``).
         threads: torch threads per task; ``None``: torch's default in process, 1 on Ray.
+        ddp: train one model (no ensemble, no sweep) data-parallel over this many Ray Train
+            workers, each with ``threads`` torch threads; ``None``: no data-parallel run.
 
     Raises:
-        ValueError: a name, address, worker or thread count that cannot be used (in words).
+        ValueError: a name, address, worker, thread or process count that cannot be used, or
+            ``ddp`` without Ray (in words).
 
     Example:
         >>> EngineSpec("ray", workers=2).workers
@@ -102,6 +105,7 @@ class EngineSpec:
     address: str | None = None
     workers: int | None = None
     threads: int | None = None
+    ddp: int | None = None
 
     def __post_init__(self) -> None:
         if self.name not in _NAMES:
@@ -117,7 +121,7 @@ class EngineSpec:
                     f"address: {self.address!r} is the address of a Ray cluster, and the engine "
                     f"is {self.name}; use engine ray (--engine ray) to run on it"
                 )
-        for key in ("workers", "threads"):
+        for key in ("workers", "threads", "ddp"):
             value = getattr(self, key)
             if value is None:
                 continue
@@ -128,6 +132,12 @@ class EngineSpec:
                 f"workers: the local engine runs one task at a time in this process, and "
                 f"{self.workers} were asked; use engine ray (--engine ray) to run "
                 f"{self.workers} at once"
+            )
+        if self.name == "local" and self.ddp is not None:
+            raise ValueError(
+                f"ddp: {self.ddp} processes training one model together run as Ray Train "
+                f"workers, and the engine is local; use engine ray (--engine ray --ddp "
+                f"{self.ddp}), or torchrun with the local engine"
             )
 
     @property

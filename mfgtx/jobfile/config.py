@@ -334,14 +334,18 @@ class EngineSection:
             default: start Ray on this machine. Every node must read the job's data paths
             and run the same mfgtx.
         workers: tasks at once; default: as many as the Ray cluster fits.
+        ddp: train the one model (no ``train.ensemble``, no ``train.sweep``) data-parallel
+            over this many Ray Train workers, each with ``train.threads`` threads (``ray``
+            only; ``--ddp`` wins); default: in one process.
     """
 
     name: Literal["local", "ray"] = default_of(EngineSpec, "name")
     address: str | None = default_of(EngineSpec, "address")
     workers: int | None = default_of(EngineSpec, "workers")
+    ddp: int | None = default_of(EngineSpec, "ddp")
 
     def __post_init__(self) -> None:
-        EngineSpec(self.name, self.address, self.workers)  # the engine's own checks
+        EngineSpec(self.name, self.address, self.workers, ddp=self.ddp)  # the engine's checks
 
 
 @dataclass(frozen=True)
@@ -450,11 +454,12 @@ def engine_spec(
     name: str | None = None,
     address: str | None = None,
     workers: int | None = None,
+    ddp: int | None = None,
 ) -> EngineSpec:
     """The engine a run of ``config`` uses: the job's ``engine`` section with the command
-    line's ``--engine``, ``--address`` and ``--workers`` (``None``: not given) over it, and
-    ``train.threads``. An ``--engine`` other than the section's drops the section's address
-    and workers (they belong to its engine).
+    line's ``--engine``, ``--address``, ``--workers`` and ``--ddp`` (``None``: not given) over
+    it, and ``train.threads``. An ``--engine`` other than the section's drops the section's
+    address, workers and ddp (they belong to its engine).
 
     Raises:
         ConfigError: a combination that cannot be used, in words (e.g. an address with the
@@ -463,9 +468,9 @@ def engine_spec(
     Example:
         >>> job = load_config(None, ["engine.name=ray", "engine.workers=4"])
         >>> engine_spec(job, workers=2)
-        EngineSpec(name='ray', address=None, workers=2, threads=None)
+        EngineSpec(name='ray', address=None, workers=2, threads=None, ddp=None)
         >>> engine_spec(job, name="local")
-        EngineSpec(name='local', address=None, workers=None, threads=None)
+        EngineSpec(name='local', address=None, workers=None, threads=None, ddp=None)
     """
     section = config.engine or EngineSection()
     chosen = name or section.name
@@ -476,6 +481,7 @@ def engine_spec(
             address if address is not None else section.address if same else None,
             workers if workers is not None else section.workers if same else None,
             config.train.threads,
+            ddp if ddp is not None else section.ddp if same else None,
         )
     except ValueError as e:
         raise ConfigError(f"{config.source_file}: engine: {e}") from e
@@ -745,7 +751,8 @@ class JobConfig:
             which sends each alert once.
         watch: the thresholds of ``mfgtx watch`` (:class:`~mfgtx.jobfile.watch.WatchSettings`).
         engine: where an ensemble's members train (:class:`EngineSection`): in the job's
-            process (default) or on Ray; ``--engine``, ``--address``, ``--workers`` win.
+            process (default) or on Ray, where one model may also train data-parallel
+            (``ddp``); ``--engine``, ``--address``, ``--workers``, ``--ddp`` win.
     """
 
     data: DataSection | None = None

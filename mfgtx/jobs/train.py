@@ -8,7 +8,7 @@ Training checkpoints go to ``train.checkpoint_dir`` (default ``<bundle>.ckpt``) 
 epoch; ``resume=True`` continues from the last one (refusing one of another run), and a
 successful run removes them (only what mfgtx wrote there, :func:`mfgtx._files.remove_written`).
 Under ``torchrun`` every process trains its shard and only rank 0 calibrates, judges and
-writes.
+writes; ``--engine ray --ddp N`` runs the same N processes as Ray Train workers.
 """
 
 from __future__ import annotations
@@ -155,7 +155,9 @@ def train(
     An ensemble's members train on ``engine`` (default: the job's ``engine`` section,
     :func:`~mfgtx.jobfile.config.engine_spec`): one after another in this process, or at
     once as Ray tasks, each from its own seed, so that the bundle is the same (bit for bit
-    with ``train.deterministic``). One model trains in this process with ``train.threads``.
+    with ``train.deterministic``). One model trains in this process with ``train.threads``,
+    or data-parallel over ``engine.ddp`` Ray Train workers (:mod:`mfgtx.jobs._ray_ddp`; the
+    weights ``torchrun`` with as many processes writes), this process holding the lock.
     A member that fails fails the job (naming the member and its lots), before any bundle is
     written.
 
@@ -164,11 +166,14 @@ def train(
         DataError: unreadable data or a bad value.
         LeakageError: the split fails its audit.
         CheckpointError: ``resume`` met a checkpoint of another run.
-        EngineError: a member failed on Ray for a reason that is not a setting (also of its
-            own error's class, :meth:`~mfgtx.engine.EngineError.of`).
+        EngineError: a member (or a data-parallel worker, by rank) failed on Ray for a
+            reason that is not a setting (also of its own error's class,
+            :meth:`~mfgtx.engine.EngineError.of`).
     """
     the_kind = kind_named(kind)
     spec = engine if engine is not None else engine_spec(config)
+    if spec.ddp is not None:
+        _check_ddp(config, spec)
     if spec.name != "local" and os.environ.get("WORLD_SIZE", "1") not in ("", "0", "1"):
         raise ConfigError(
             f"{config.source_file}: engine: {spec.name} runs an ensemble's members as tasks; "
@@ -192,7 +197,40 @@ def train(
     with output_lock(bundle), claimed_folder(_checkpoint_dir(config)):
         remove_leftovers(bundle)  # staging left by a killed run of this bundle
         remove_leftovers(left_out_path(config))
+        if spec.ddp is not None:  # the workers run _train; worker 0 writes, this job holds
+            from mfgtx.jobs._ray_ddp import train_ddp
+
+            return train_ddp(the_kind.name, config, bundle, resume, on_step, spec)
         return _train(the_kind, config, bundle, resume, on_step, spec)
+
+
+def _check_ddp(config: JobConfig, spec: EngineSpec) -> None:
+    """Refuse, in words, a data-parallel run (``--ddp N``) of what is not one model in one
+    command: an ensemble, a sweep, a process of ``torchrun``.
+
+    Raises:
+        ConfigError: what to do instead.
+    """
+    where, n = config.source_file, spec.ddp
+    if os.environ.get("WORLD_SIZE", "1") not in ("", "0", "1"):
+        raise ConfigError(
+            f"{where}: engine: ddp {n} starts its own {n} processes through Ray Train, and "
+            "this command already runs under torchrun, which does the same; drop --ddp and "
+            "--engine ray under torchrun, or run the command once, without torchrun"
+        )
+    ensemble = config.train.ensemble
+    if ensemble is not None:
+        raise ConfigError(
+            f"{where}: engine: ddp {n} trains one model over {n} workers, and train.ensemble "
+            f"asks for {ensemble.members} models; drop --ddp to train the members side by side "
+            "as Ray tasks (--workers), or drop train.ensemble to train one model data-parallel"
+        )
+    if config.train.sweep:
+        raise ConfigError(
+            f"{where}: engine: ddp {n} trains one model over {n} workers, and train.sweep "
+            "asks for one model per trial; drop --ddp to run the trials side by side as Ray "
+            "tasks (--workers), then train the chosen settings without train.sweep with --ddp"
+        )
 
 
 @contextmanager

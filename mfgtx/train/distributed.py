@@ -44,25 +44,32 @@ class DistEnv:
 
 
 def setup_distributed(device_type: str) -> DistEnv:
-    """Join the process group that ``torchrun`` describes in the environment, if any.
+    """Join the process group that ``torchrun`` describes in the environment, if any, or
+    take the one the caller already started (Ray Train's workers: :mod:`mfgtx.jobs._ray_ddp`).
 
-    gloo on CPU, nccl on CUDA. Without ``WORLD_SIZE > 1`` nothing is initialised. A gloo
+    An initialised default group is used as it is: its rank and size are this process's
+    (``LOCAL_RANK`` from the environment, 0 without). Otherwise gloo on CPU, nccl on CUDA,
+    from ``torchrun``'s variables; without ``WORLD_SIZE > 1`` nothing is initialised. A gloo
     group this function creates is destroyed when the interpreter exits (unless the script
     did it first): left to interpreter teardown, it can abort a finished run with
     "terminate called without an active exception". Destroying an nccl group can block
     while another rank has failed, so that one, like any group the caller created, is the
     script's to destroy (:func:`end_distributed` after training succeeded on every rank).
     """
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if dist.is_available() and dist.is_initialized():  # started by the caller: it owns it
+        world = dist.get_world_size()
+        if world <= 1:
+            return DistEnv()
+        return DistEnv(rank=dist.get_rank(), world_size=world, local_rank=local_rank)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         return DistEnv()
     rank = int(os.environ["RANK"])
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if not dist.is_initialized():
-        backend = "nccl" if device_type == "cuda" else "gloo"
-        dist.init_process_group(backend=backend)
-        if backend == "gloo":
-            atexit.register(end_distributed)
+    backend = "nccl" if device_type == "cuda" else "gloo"
+    dist.init_process_group(backend=backend)
+    if backend == "gloo":
+        atexit.register(end_distributed)
     return DistEnv(rank=rank, world_size=world, local_rank=local_rank)
 
 
