@@ -58,10 +58,7 @@ def score(args: argparse.Namespace) -> int:
     from mfgtx.jobs.score import score as score_job
 
     config = job_config(args)
-    engine = engine_spec(args, config)
-    # score runs on its engine itself (mfgtx.jobs.score); the local one is its own process
-    extra: dict[str, Any] = {} if engine.name == "local" else {"engine": engine}
-    outcome = score_job(config, **extra)
+    outcome = score_job(config, engine=engine_spec(args, config))  # the command line wins
     emit(outcome.message)
     summary({"ok": True, **outcome.summary()})
     return 0

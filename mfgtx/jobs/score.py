@@ -42,7 +42,7 @@ from mfgtx.alerts import notify, score_findings
 from mfgtx.data import DataError, DataWarning
 from mfgtx.engine import EngineSpec
 from mfgtx.history import HistoryError, HistoryStore, history_url, job_name
-from mfgtx.jobfile.config import ConfigError, JobConfig
+from mfgtx.jobfile.config import ConfigError, JobConfig, engine_spec
 from mfgtx.jobfile.sources import FILE, LINE, WHOLE, describe, iter_lot_frames, without_position
 from mfgtx.jobs._lock import output_lock
 from mfgtx.jobs._sql import open_job_history
@@ -144,7 +144,8 @@ def score(config: JobConfig, *, engine: EngineSpec | None = None) -> ScoreOutcom
     ``data.source``) for sensor and forecast bundles, images (``score.images``, default
     ``images.path``) for ViT bundles.
 
-    ``engine``: where the sensor rows are scored (default: in this process); on Ray
+    ``engine``: where the sensor rows are scored (default: the job's ``engine`` section,
+    :func:`~mfgtx.jobfile.config.engine_spec`; without one, in this process); on Ray
     (``EngineSpec("ray")``) the source is scored in partitions by Ray Data
     actors (:mod:`mfgtx.jobs._ray_score`), and the output, errors file and history are
     the ones this process would write, byte for byte.
@@ -159,6 +160,7 @@ def score(config: JobConfig, *, engine: EngineSpec | None = None) -> ScoreOutcom
     sc = config.score
     if sc is None:  # narrowed for type checkers; require() raised already
         raise ConfigError(f"{config.source_file}: score: required")
+    engine = engine if engine is not None else engine_spec(config)
     check_score_outputs(config, None)  # before the bundle is even read
     predictor = load_predictor(config)
     kind = predictor.kind

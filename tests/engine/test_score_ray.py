@@ -72,8 +72,10 @@ def _score_both(
     for engine in ("local", "ray"):
         folder = out / engine
         keys = [f"score.output.path={folder / 'scores.csv'}", "alerts=null"]
+        if engine == "ray":  # the job file's engine section, as `import mfgtx` users give it
+            keys += [f"engine.name={RAY.name}", f"engine.workers={RAY.workers}"]
         with caplog.at_level(logging.INFO, logger="mfgtx.jobs._ray_score"):
-            score(load_config(job[0], job[1:] + keys), engine=RAY if engine == "ray" else None)
+            score(load_config(job[0], job[1:] + keys))
         where.append(folder)
     fell_back = "scoring in this process instead" in caplog.text
     assert fell_back != on_ray, "the Ray score fell back to one process" if on_ray else caplog.text
