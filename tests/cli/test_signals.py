@@ -161,7 +161,7 @@ def test_main_reports_a_stop_signal_in_process(plant, tmp_path, capsys, monkeypa
 
     target = tmp_path / "out.parquet"
 
-    def score(config) -> None:
+    def score(config, **_) -> None:  # as mfgtx.jobs.score.score, which the CLI calls with engine=
         with output_lock(target):
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(30)  # the handler raises here
@@ -192,7 +192,7 @@ def test_an_error_raised_while_stopping_is_reported_as_the_stop(
     import mfgtx.jobs.score  # noqa: F401 - the module, patched below
     from mfgtx.cli import main
 
-    def score(config) -> None:
+    def score(config, **_) -> None:  # as mfgtx.jobs.score.score, which the CLI calls with engine=
         try:
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(30)
