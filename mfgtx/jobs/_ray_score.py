@@ -33,6 +33,7 @@ import logging
 import os
 import resource
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -282,25 +283,48 @@ def _run(
     items = [{"partition": json.dumps(asdict(p))} for p in parts]
     workers = min(spec.workers or 1, len(parts))
     threads = spec.task_threads or 1
-    try:
-        ds = ray.data.from_items(items, override_num_blocks=len(items))
-        scored = ds.map_batches(
-            PartitionScorer,
-            fn_constructor_kwargs={
-                "config": config,
-                "source": raw_source,
-                "bundle": str(Path(str(config.bundle)).resolve()),
-                "threads": threads,
-            },
-            batch_size=1,
-            # one partition at a time per actor: the first actor up must not queue them all
-            compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
-            num_cpus=threads,
-        )
-        rows = scored.take_all()
-    except Exception as e:  # an actor that failed: Ray's error, with the actor's own
-        raise EngineError(f"score on Ray: a partition failed: {e}") from e
+    with _quiet_ray_data():  # the job's own log says what runs; Ray Data's lines are noise
+        try:
+            ds = ray.data.from_items(items, override_num_blocks=len(items))
+            scored = ds.map_batches(
+                PartitionScorer,
+                fn_constructor_kwargs={
+                    "config": config,
+                    "source": raw_source,
+                    "bundle": str(Path(str(config.bundle)).resolve()),
+                    "threads": threads,
+                },
+                batch_size=1,
+                # one partition at a time per actor: the first actor up must not queue them all
+                compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
+                num_cpus=threads,
+            )
+            rows = scored.take_all()
+        except Exception as e:  # an actor that failed: Ray's error, with the actor's own
+            raise EngineError(f"score on Ray: a partition failed: {e}") from e
     results = sorted((row["result"] for row in rows), key=lambda r: int(r["index"]))
     if [r["index"] for r in results] != list(range(len(parts))):
         raise EngineError(f"score on Ray: {len(results)} of {len(parts)} partitions came back")
     return results
+
+
+@contextmanager
+def _quiet_ray_data() -> Iterator[None]:
+    """Ray Data's progress bars and execution lines off while the block runs (on a
+    scheduler's stderr they are dozens of lines per run), and its settings as they were
+    afterwards: the process may run other Ray Data work of its own. Ray's core still prints
+    its own C++ warnings (an actor's constructor arguments in the object store)."""
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    logger = logging.getLogger("ray.data")
+    before = (context.enable_progress_bars, context.print_on_execution_start, logger.level)
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    # ERROR: turning the bars off is itself announced with a WARNING ("Progress bars disabled")
+    logger.setLevel(max(logging.ERROR, logger.getEffectiveLevel()))
+    try:
+        yield
+    finally:
+        context.enable_progress_bars, context.print_on_execution_start = before[:2]
+        logger.setLevel(before[2])

@@ -100,14 +100,25 @@ def _same_files(local: Path, ray: Path) -> None:
 
 @pytest.mark.parametrize("name", [*sorted(JOBS), "quality from one file"])
 def test_ray_score_writes_the_one_process_output_byte_for_byte(
-    name, bundles, ray_local, tmp_path, caplog
+    name, bundles, ray_local, tmp_path, caplog, capfd
 ) -> None:
     job = bundles[name.split()[0]]
     if name.endswith("one file"):  # the sample plant's export as shipped: every 2nd frame each
         job = [*job, f"data.source.path={SAMPLE / 'sensors.csv'}", "data.source.chunk_rows=2000"]
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    settings = (context.enable_progress_bars, logging.getLogger("ray.data").level)
+    capfd.readouterr()
     local, ray = _score_both(job, tmp_path, caplog)
     assert len(pd.read_csv(local / "scores.csv")) > 0
     _same_files(local, ray)
+    # Ray Data's own progress and execution lines stay off a scheduler's log, and its
+    # settings are left as they were
+    printed = capfd.readouterr().err
+    for words in ("Starting execution", "Running Dataset", "Progress", "execution finished"):
+        assert words not in printed, printed[-2000:]
+    assert (context.enable_progress_bars, logging.getLogger("ray.data").level) == settings
 
 
 def test_a_bad_lot_is_listed_the_same_and_the_rest_is_scored(
