@@ -22,7 +22,9 @@ loss. Every trial's settings are checked before any data is read (:func:`plan`).
 
 Trials run through the job's :class:`~mfgtx.engine.Engine` (``engine.map``): one after
 another in the process, or side by side as Ray tasks. Each trial keeps its checkpoints in
-``<checkpoint_dir>/trial-<n>`` (``--resume`` resumes each trial where it stopped).
+``<checkpoint_dir>/trial-<n>`` (``--resume`` resumes each trial where it stopped); on Ray a
+trial whose worker died is run again and resumes from its last checkpoint, as an ensemble's
+member does (:func:`~mfgtx.kinds._members.resume_on_retry`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import logging
 import math
 import time
 import typing
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,6 +46,7 @@ from mfgtx.engine import Engine, LocalEngine
 from mfgtx.jobfile._schema import build
 from mfgtx.jobfile.config import ConfigError, JobConfig, train_config
 from mfgtx.kinds import FitSetup, Fitted, Kind, kind_named
+from mfgtx.kinds._members import resume_on_retry
 from mfgtx.train import NonFiniteLossError
 from mfgtx.train.config import WEIGHT_FIELDS
 
@@ -196,6 +200,7 @@ class _Task:
 
     trial: Trial
     setup: FitSetup
+    attempt: str | None = None  # the sweep's run name on another engine: a retry resumes
 
 
 @dataclass(frozen=True)
@@ -229,8 +234,10 @@ def _train_trial(task: _Task, *, kind: str, data: Any) -> _Done:
     trial whose loss became NaN or infinite (a learning rate too high) is a result of the
     sweep, not a failure of the job: it is listed without a validation loss."""
     t0 = time.perf_counter()
+    who = f"sweep trial {task.trial.number}"
+    setup = replace(task.setup, train=resume_on_retry(task.setup.train, task.attempt, who))
     try:
-        fitted = kind_named(kind).train(data, task.trial.job, task.setup)
+        fitted = kind_named(kind).train(data, task.trial.job, setup)
     except Exception as e:
         if not _diverged(e):
             raise
@@ -300,12 +307,15 @@ def sweep(
     if setup.train.checkpoint_dir is None:
         raise ValueError("a sweep needs a checkpoint_dir: the chosen trial is judged from it")
     trials = plan(config, kind)
+    # on another engine a trial whose worker died runs again: it resumes from its checkpoint
+    remote = engine is not None and engine.spec.name != "local"
+    attempt = uuid.uuid4().hex if remote else None
     tasks = []
     for trial in trials:
         ckpt = _checkpoints(setup, trial.number)
         train = train_config(trial.job.train, ckpt, resume=setup.train.resume)
         trial_setup = FitSetup(train, key_of(trial.job), None, judge=False)
-        tasks.append(_Task(trial, trial_setup))
+        tasks.append(_Task(trial, trial_setup, attempt))
     done = _map(engine, tasks, kind.name, data)
     losses = [d.loss for d in done]
     finite = [k for k, v in enumerate(losses) if math.isfinite(v)]

@@ -88,24 +88,28 @@ def member_names(lots: np.ndarray, members: Sequence[Member], shown: int = 5) ->
 
 
 def start_member(member: Member) -> Any:
-    """The member's training config as its task starts: on a retry of the same run (its
-    checkpoint folder names this run, :data:`ATTEMPT`) it resumes from the member's last
-    checkpoint; a first attempt writes the run's name there first."""
-    train = member.train
-    if member.attempt is None or train.checkpoint_dir is None or train.resume:
+    """The member's training config as its task starts (:func:`resume_on_retry`)."""
+    who = "the model" if member.k is None else f"ensemble member {member.k}"
+    return resume_on_retry(member.train, member.attempt, who)
+
+
+def resume_on_retry(train: Any, attempt: str | None, who: str) -> Any:
+    """``train`` (a :class:`~mfgtx.train.TrainConfig`) as a task of run ``attempt`` starts:
+    on a retry of the same run (its checkpoint folder names this run, :data:`ATTEMPT`) it
+    resumes from the last checkpoint there; a first attempt writes the run's name there
+    first. ``attempt`` ``None`` (in this process, never run again), no checkpoint folder or
+    a resume asked already: ``train`` as it is. ``who`` names the task in the log."""
+    if attempt is None or train.checkpoint_dir is None or train.resume:
         return train
     from mfgtx._files import atomic_write_bytes
 
     folder = Path(train.checkpoint_dir)
     marker = folder / ATTEMPT
-    if marker.is_file() and marker.read_text() == member.attempt:
-        log.warning(
-            "%s: run again after its worker was lost; resuming from its checkpoint",
-            "the model" if member.k is None else f"ensemble member {member.k}",
-        )
+    if marker.is_file() and marker.read_text() == attempt:
+        log.warning("%s: run again after its worker was lost; resuming from its checkpoint", who)
         return replace(train, resume=True)
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(marker, member.attempt.encode())
+    atomic_write_bytes(marker, attempt.encode())
     return train
 
 

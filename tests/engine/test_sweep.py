@@ -208,3 +208,48 @@ def test_a_sweep_on_ray_makes_the_local_choice_with_the_local_figures(
     ours, theirs = mfgtx.load(local.bundle).model, mfgtx.load(on_ray.bundle).model
     assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(),
                theirs.state_dict().values(), strict=True))  # fmt: skip
+
+
+class LostOnce:
+    """An engine whose every task's first worker is lost after the task trained (its result
+    never came back), so the task runs again, as Ray runs it after a worker died."""
+
+    def __init__(self) -> None:
+        self.spec = EngineSpec("ray", workers=1)
+        self.resumed: list[int] = []
+
+    def map(self, fn, items, *, shared=None, names=None):
+        from mfgtx.engine._task import run_task  # each task as an engine runs it: 1 thread
+
+        out = []
+        for item in items:
+            run_task(fn, item, 1, shared or {})  # the first attempt: its worker dies after
+            done = run_task(fn, item, 1, shared or {})
+            self.resumed.append(done.fit.resumed_from_epoch)
+            out.append(done)
+        return out
+
+
+def test_a_trial_run_again_after_its_worker_died_resumes_from_its_checkpoint(
+    swept, tmp_path, monkeypatch
+) -> None:
+    """Ray runs a trial again when its worker dies: the retry resumes from the trial's last
+    checkpoint (as an ensemble member does) instead of training from the first epoch, and
+    the sweep makes the same choice with the same figures."""
+    import sys
+    from contextlib import contextmanager
+
+    train_job = sys.modules["mfgtx.jobs.train"]  # the module (mfgtx.jobs.train is the function)
+    engine = LostOnce()
+
+    @contextmanager
+    def opened(spec):
+        yield engine
+
+    monkeypatch.setattr(train_job, "open_engine", opened)
+    _, local = swept
+    job = write(tmp_path / "job.yaml", rul_job(SAMPLE / "degradation.csv", tmp_path))
+    again = train("sensor", load_config(job), engine=EngineSpec("ray", workers=1))
+    assert engine.resumed == [2, 2, 2, 2]  # every retry found its trial's two epochs done
+    assert again.summary()["sweep"]["chosen"] == local.summary()["sweep"]["chosen"]
+    assert again.metrics == local.metrics
