@@ -30,10 +30,34 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-__all__ = ["STOP_SIGNALS", "StopState", "Stopped", "stop_on_signals"]
+__all__ = [
+    "STOP_SIGNALS",
+    "StopState",
+    "Stopped",
+    "restore_handlers",
+    "stop_handlers",
+    "stop_on_signals",
+]
 
 #: the signals that stop a job; each ends it with exit code ``128 + signal number``
 STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+
+
+def stop_handlers() -> dict[int, Any]:
+    """This process's handlers of the stop signals (those this platform has), to put back
+    with :func:`restore_handlers` after code that installs its own (Ray's start, Ray Train)."""
+    found = (getattr(signal, name, None) for name in STOP_SIGNALS)
+    return {s: signal.getsignal(s) for s in found if s is not None}
+
+
+def restore_handlers(handlers: dict[int, Any]) -> None:
+    """Put back the handlers :func:`stop_handlers` returned, where they were replaced."""
+    for signum, handler in handlers.items():
+        if handler is not None and signal.getsignal(signum) is not handler:
+            try:
+                signal.signal(signum, handler)
+            except ValueError:  # pragma: no cover - not the main thread: none was replaced
+                pass
 
 
 class Stopped(KeyboardInterrupt):

@@ -4,11 +4,11 @@ shut down afterwards only if it was started here."""
 from __future__ import annotations
 
 import logging
-import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
+from mfgtx._signals import restore_handlers, stop_handlers
 from mfgtx.engine._local import LocalEngine
 from mfgtx.engine._spec import EngineError, EngineSpec
 
@@ -75,7 +75,7 @@ def open_engine(spec: EngineSpec | None = None) -> Iterator[Engine]:
         cpus = None
         if spec.address is None and spec.workers is not None:
             cpus = spec.workers * (spec.task_threads or 1)
-        handlers = _stop_handlers()
+        handlers = stop_handlers()
         try:
             ray.init(
                 # no address: a Ray of its own, never one another user started on this machine
@@ -91,32 +91,13 @@ def open_engine(spec: EngineSpec | None = None) -> Iterator[Engine]:
                 f"engine ray: could not start or reach Ray at {where}: {exc}"
             ) from exc
         finally:
-            _restore(handlers)  # ray.init takes SIGTERM for itself: the job's stop stays
+            restore_handlers(handlers)  # ray.init takes SIGTERM for itself: the job's stop stays
         started = True
         log.info("started Ray (%s)", spec.address or "on this machine")
     try:
         yield RayEngine(spec)
     finally:
         if started:
-            handlers = _stop_handlers()
+            handlers = stop_handlers()
             ray.shutdown()
-            _restore(handlers)
-
-
-_STOP = ("SIGTERM", "SIGINT", "SIGHUP")
-
-
-def _stop_handlers() -> dict[int, Any]:
-    """This process's handlers of the stop signals (:mod:`mfgtx._signals` sets them)."""
-    found = (getattr(signal, name, None) for name in _STOP)
-    return {s: signal.getsignal(s) for s in found if s is not None}
-
-
-def _restore(handlers: dict[int, Any]) -> None:
-    """Put the stop signals' handlers back (Ray's start installs its own, and leaves it)."""
-    for signum, handler in handlers.items():
-        if handler is not None and signal.getsignal(signum) is not handler:
-            try:
-                signal.signal(signum, handler)
-            except ValueError:  # pragma: no cover - not the main thread: Ray set none either
-                pass
+            restore_handlers(handlers)

@@ -22,12 +22,12 @@ import dataclasses
 import logging
 import os
 import platform
-import signal
 import tempfile
 from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from mfgtx._signals import restore_handlers, stop_handlers
 from mfgtx.engine import EngineError, EngineSpec, open_engine
 from mfgtx.jobfile.config import ConfigError, JobConfig
 
@@ -139,7 +139,7 @@ def _fit(
         ),
     )
     log.info("training one model over %d Ray Train workers, %d thread(s) each", n, threads)
-    handlers = {s: signal.getsignal(s) for s in _stop_signals()}
+    handlers = stop_handlers()
     try:
         result = trainer.fit()
     except TrainingFailedError as e:
@@ -151,20 +151,11 @@ def _fit(
                 ray.get(trainer.controller.abort.remote(), timeout=60)
         raise
     finally:
-        for signum, handler in handlers.items():
-            if handler is not None and signal.getsignal(signum) is not handler:
-                signal.signal(signum, handler)
+        restore_handlers(handlers)
     found = getattr(result, "return_value", None)  # Ray Train v2: worker 0's return
     if not isinstance(found, dict):  # pragma: no cover - worker 0 always returns its outcome
         raise EngineError(f"data-parallel worker 0 of {n} returned no outcome ({found!r})")
     return found
-
-
-def _stop_signals() -> list[signal.Signals]:
-    """The stop signals of :mod:`mfgtx._signals` this platform has."""
-    from mfgtx._signals import STOP_SIGNALS
-
-    return [getattr(signal, name) for name in STOP_SIGNALS if hasattr(signal, name)]
 
 
 def _worker(setup: dict[str, Any]) -> dict[str, Any] | None:

@@ -35,7 +35,6 @@ import logging
 import math
 import time
 import typing
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,7 +45,7 @@ from mfgtx.engine import Engine, LocalEngine
 from mfgtx.jobfile._schema import build
 from mfgtx.jobfile.config import ConfigError, JobConfig, train_config
 from mfgtx.kinds import FitSetup, Fitted, Kind, kind_named
-from mfgtx.kinds._members import resume_on_retry
+from mfgtx.kinds._members import resume_on_retry, run_name
 from mfgtx.train import NonFiniteLossError
 from mfgtx.train.config import WEIGHT_FIELDS
 
@@ -307,9 +306,7 @@ def sweep(
     if setup.train.checkpoint_dir is None:
         raise ValueError("a sweep needs a checkpoint_dir: the chosen trial is judged from it")
     trials = plan(config, kind)
-    # on another engine a trial whose worker died runs again: it resumes from its checkpoint
-    remote = engine is not None and engine.spec.name != "local"
-    attempt = uuid.uuid4().hex if remote else None
+    attempt = run_name(engine)  # on Ray a trial run again after its worker died resumes
     tasks = []
     for trial in trials:
         ckpt = _checkpoints(setup, trial.number)

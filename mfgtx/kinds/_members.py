@@ -58,6 +58,13 @@ class Member:
     attempt: str | None = None
 
 
+def run_name(engine: Any) -> str | None:
+    """A new name for this run's tasks on an engine that runs a task again after its worker
+    died (not the local one, ``None``), for :func:`resume_on_retry`; ``None`` otherwise."""
+    remote = engine is not None and engine.spec.name != "local"
+    return uuid.uuid4().hex if remote else None
+
+
 def members_of(
     request: FitRequest[Any], splits: Sequence[tuple[np.ndarray, np.ndarray]]
 ) -> list[Member]:
@@ -65,8 +72,7 @@ def members_of(
     folder (:func:`~mfgtx.kinds._fitting.member_config`) and run key, as the loop over the
     splits had them; on another engine than the local one, the run's name for a retry."""
     members = request.members
-    remote = request.engine is not None and request.engine.spec.name != "local"
-    attempt = uuid.uuid4().hex if remote else None
+    attempt = run_name(request.engine)
     out = []
     for k, (fit_on, val) in enumerate(splits):
         train = member_config(request.train, k) if members else request.train
