@@ -38,6 +38,15 @@ class DistEnv:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
         return t.tolist()
 
+    def all_gather(self, value: torch.Tensor) -> list[torch.Tensor]:
+        """Every process's ``value`` (the same shape on all), in rank order: ``[value]``
+        when not distributed. Under nccl, ``value`` must be on this process's GPU."""
+        if not self.is_distributed:
+            return [value]
+        out = [torch.empty_like(value) for _ in range(self.world_size)]
+        dist.all_gather(out, value)
+        return out
+
     def barrier(self) -> None:
         if self.is_distributed:
             dist.barrier()

@@ -163,6 +163,31 @@ def _set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def _rank_rng_states(env: DistEnv, device: torch.device) -> list[dict[str, Tensor]] | None:
+    """Every process's generator states (its CPU one, and its GPU's on CUDA), in rank order;
+    ``None`` in one process. Their draws differ where their batches do (dropout over a last
+    batch of another size), so a resumed process takes its own, not rank 0's."""
+    if not env.is_distributed:
+        return None
+    cpu = torch.get_rng_state()
+    mine = cpu if device.type != "cuda" else torch.cat([cpu, torch.cuda.get_rng_state(device)])
+    states = env.all_gather(mine.to(device))
+    n = cpu.numel()
+    return [
+        {"torch": s[:n].cpu(), **({"cuda": s[n:].cpu()} if device.type == "cuda" else {})}
+        for s in states
+    ]
+
+
+def _set_rank_rng_state(
+    states: list[dict[str, Tensor]], env: DistEnv, device: torch.device
+) -> None:
+    own = states[env.rank]
+    torch.set_rng_state(own["torch"])
+    if "cuda" in own and device.type == "cuda":
+        torch.cuda.set_rng_state(own["cuda"], device)
+
+
 def _loader(data: Dataset, batch_size: int, sampler: ShardSampler, workers: int) -> DataLoader:
     return DataLoader(
         data,
@@ -236,6 +261,7 @@ class _Run:
     run_key: dict[str, Any] = field(default_factory=dict)
     switch: CompileSwitch | None = None  # eager or compiled, per batch
     average: WeightAverage | None = None  # ema_decay: the weights validated and kept
+    steps_per_epoch: int = 0  # optimizer steps of every process: its largest shard's batches
 
 
 def fit(
@@ -327,7 +353,7 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
         t0 = time.perf_counter()
         train_loss, samples_per_s = _train_epoch(run, state, progress, on_step)
         run.net.eval()
-        judged = _LossModule(run.average.model) if run.average else run.net
+        judged = _LossModule(run.average.model) if run.average else _unwrapped(run.net)
         val_loss = _mean_loss(judged, run.val_loader, run.device, run.precision, run.env)
         state.epoch += 1
         if val_loss < state.best_loss - config.min_delta:
@@ -385,6 +411,15 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
     )
 
 
+def _unwrapped(net: nn.Module) -> nn.Module:
+    """``net`` without DistributedDataParallel: the same loss, no collective per batch.
+
+    Validation shards may differ by a batch, and DDP broadcasts the model's buffers before
+    every forward: a process with one batch more would wait on a broadcast the others never
+    send. The weights and buffers are the same on every process, so nothing is lost."""
+    return net.module if isinstance(net, DistributedDataParallel) else net
+
+
 def _out_of_time(run: _Run, state: _RunState) -> bool:
     """Whether another epoch, as long as the last, would end past ``max_minutes``.
 
@@ -424,12 +459,20 @@ def _build_run(
     optimizer = build_optimizer(model, config)
     average = WeightAverage(model, config.ema_decay) if config.ema_decay is not None else None
     rank, world_size = env.rank, env.world_size
+    if n_train < world_size:
+        raise ValueError(
+            f"train_data has {n_train} sample(s) for {world_size} processes: each process "
+            "needs at least one; train with fewer processes"
+        )
     train_sampler = ShardSampler(
         n_train, rank=rank, world_size=world_size, seed=config.seed, weights=sample_weights
     )
     val_sampler = ShardSampler(n_val, rank=rank, world_size=world_size, shuffle=False)
     train_loader = _loader(train_data, config.batch_size, train_sampler, config.num_workers)
-    total_steps = len(train_loader) * config.epochs
+    # every process takes as many steps as the largest shard has batches (rank 0's), so
+    # that their optimizers, schedules and weights stay the same (_train_epoch)
+    steps_per_epoch = math.ceil(len(range(0, n_train, world_size)) / config.batch_size)
+    total_steps = steps_per_epoch * config.epochs
     warmup = int(config.warmup_fraction * total_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: warmup_cosine(s, total_steps, warmup, config.min_lr_ratio)
@@ -449,6 +492,7 @@ def _build_run(
         ckpt_path=Path(config.checkpoint_dir) / CHECKPOINT_NAME if config.checkpoint_dir else None,
         run_key=run_key,
         average=average,
+        steps_per_epoch=steps_per_epoch,
     )
 
 
@@ -555,52 +599,68 @@ def _forward_backward(run: _Run, batch: Any, full: bool) -> float:
 def _train_epoch(
     run: _Run, state: _RunState, progress: Progress, on_step: Callable[[int, float], None] | None
 ) -> tuple[float, float]:
-    """One pass over this process's shard; returns (mean train loss, samples/s)."""
+    """One pass over this process's shard; returns (mean train loss, samples/s).
+
+    Shards may differ by one sample, and so by one batch. A process whose shard has fewer
+    batches than ``run.steps_per_epoch`` takes its missing steps on its last batch with the
+    loss times zero: it adds nothing to the gradients summed across processes, and every
+    process steps its optimizer, schedule and weight average with the same gradients, so
+    they stay the same on every process (and a checkpoint of rank 0's resumes them all).
+    """
     assert run.switch is not None  # set before the first epoch
     run.train_sampler.set_epoch(state.epoch)
     run.net.train()
     progress.start_epoch(state.epoch)
     total, count = 0.0, 0
     steps = len(run.train_loader)
-    uneven = (
-        run.net.join() if isinstance(run.net, DistributedDataParallel) else contextlib.nullcontext()
-    )
-    with uneven:  # shards may differ by one batch: DDP's join keeps the processes in step
-        for i, batch in enumerate(run.train_loader):
-            t0 = time.perf_counter()
-            batch = _to(batch, run.device)
-            full = _batch_len(batch) == run.config.batch_size
-            value = _forward_backward(run, batch, full)
-            if not math.isfinite(value):
-                kept = run.ckpt_path if run.ckpt_path and run.ckpt_path.exists() else None
-                raise NonFiniteLossError(
-                    f"loss became {value} at epoch {state.epoch + 1}, step {i + 1} of {steps} "
-                    f"(global step {state.global_step + 1})"
-                    + (f"; last good checkpoint: {kept}" if kept else "")
-                )
-            if run.config.grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.config.grad_clip)
-            run.optimizer.step()
-            if run.average is not None:
-                run.average.update(run.model, state.global_step + 1)
-            run.scheduler.step()
-            if run.switch.compiled is None and run.device.type == "cuda":
-                torch.cuda.synchronize(run.device)  # the switch is timing steps
-            run.switch.done(time.perf_counter() - t0, full)
-            state.global_step += 1
-            n = _batch_len(batch)
-            total, count = total + value * n, count + n
-            progress.step(i, value, n, float(run.scheduler.get_last_lr()[0]))
-            if on_step is not None:
-                on_step(state.global_step, value)
+    batch: Any = None
+    for i, batch in enumerate(run.train_loader):
+        t0 = time.perf_counter()
+        batch = _to(batch, run.device)
+        full = _batch_len(batch) == run.config.batch_size
+        value = _forward_backward(run, batch, full)
+        if not math.isfinite(value):
+            kept = run.ckpt_path if run.ckpt_path and run.ckpt_path.exists() else None
+            raise NonFiniteLossError(
+                f"loss became {value} at epoch {state.epoch + 1}, step {i + 1} of {steps} "
+                f"(global step {state.global_step + 1})"
+                + (f"; last good checkpoint: {kept}" if kept else "")
+            )
+        _step(run, state)
+        if run.switch.compiled is None and run.device.type == "cuda":
+            torch.cuda.synchronize(run.device)  # the switch is timing steps
+        run.switch.done(time.perf_counter() - t0, full)
+        n = _batch_len(batch)
+        total, count = total + value * n, count + n
+        progress.step(i, value, n, float(run.scheduler.get_last_lr()[0]))
+        if on_step is not None:
+            on_step(state.global_step, value)
+    for _ in range(run.steps_per_epoch - steps):  # this shard is a batch short
+        with _autocast(run.precision, run.device):
+            nothing = run.net(batch) * 0.0
+        run.optimizer.zero_grad(set_to_none=True)
+        nothing.backward()
+        _step(run, state)
     samples_per_s = progress.samples_per_s() * run.env.world_size
     total, count_f = run.env.all_sum([total, float(count)])
     return total / max(count_f, 1.0), samples_per_s
 
 
+def _step(run: _Run, state: _RunState) -> None:
+    """The optimizer step on the gradients in place: clipping, weight average, schedule."""
+    if run.config.grad_clip is not None:
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.config.grad_clip)
+    run.optimizer.step()
+    if run.average is not None:
+        run.average.update(run.model, state.global_step + 1)
+    run.scheduler.step()
+    state.global_step += 1
+
+
 def _save(run: _Run, state: _RunState) -> None:
     if run.ckpt_path is None:
         return
+    rank_rng = _rank_rng_states(run.env, run.device)  # every process takes part
     if run.env.is_main:
         save_checkpoint(
             run.ckpt_path,
@@ -609,6 +669,7 @@ def _save(run: _Run, state: _RunState) -> None:
                 "optimizer": run.optimizer.state_dict(),
                 "scheduler": run.scheduler.state_dict(),
                 "rng": _rng_state(),
+                "rank_rng": rank_rng,
                 "epoch": state.epoch,
                 "global_step": state.global_step,
                 "best_loss": state.best_loss,
@@ -646,6 +707,9 @@ def _restore(run: _Run, path: Path) -> _RunState:
     if run.average is not None:
         run.average.load_state_dict(_current(run.model, ckpt["average"]))
     _set_rng_state(ckpt["rng"])
+    rank_rng = ckpt.get("rank_rng")  # None: one process, or a checkpoint without them
+    if rank_rng is not None and len(rank_rng) == run.env.world_size:
+        _set_rank_rng_state(rank_rng, run.env, run.device)
     log.info("resumed from %s after epoch %d", path, int(ckpt["epoch"]))
     return _RunState(
         epoch=int(ckpt["epoch"]),

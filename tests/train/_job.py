@@ -1,6 +1,7 @@
 """A training job run as a subprocess by the tests (kill-and-resume, torchrun).
 
-usage: python _job.py OUT_DIR [--kill-at STEP] [--resume] [--epochs N]
+usage: python _job.py OUT_DIR [--kill-at STEP] [--resume] [--epochs N] [--train-size N]
+    [--val-size N] [--lr LR]
 Writes OUT_DIR/final_rank{r}.safetensors (final weights) and OUT_DIR/rank{r}.json.
 """
 
@@ -31,6 +32,8 @@ def main() -> None:
     p.add_argument("--resume", action="store_true")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--train-size", type=int, default=96)
+    p.add_argument("--val-size", type=int, default=32)
     args = p.parse_args()
     out = Path(args.out)
     rank = int(os.environ.get("RANK", "0"))
@@ -39,7 +42,7 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.manual_seed(1234)
     model = TinyRegressor()
-    train, val = WindowData(96, seed=1), WindowData(32, seed=2)
+    train, val = WindowData(args.train_size, seed=1), WindowData(args.val_size, seed=2)
     config = TrainConfig(
         epochs=args.epochs,
         batch_size=8,

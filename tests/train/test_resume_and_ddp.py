@@ -66,24 +66,29 @@ def test_killed_mid_epoch_and_resumed_ends_with_the_same_weights(tmp_path: Path)
     assert [h["val_loss"] for h in info["history"]] == [h["val_loss"] for h in history_full]
 
 
+TORCHRUN = ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2")
+# uneven shards: 97 training samples are 49 and 48 (7 and 6 batches of 8), 33 validation
+# samples 17 and 16 (3 and 2 batches)
+UNEVEN = ("--epochs", "6", "--lr", "1e-2", "--train-size", "97", "--val-size", "33")
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
 def test_torchrun_two_processes_converge_with_identical_weights(tmp_path: Path) -> None:
-    out = tmp_path / "ddp"
-    proc = run(
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node=2",
-        str(JOB),
-        str(out),
-        "--epochs",
-        "6",
-        "--lr",
-        "1e-2",
-        timeout=240,
+    out, broken = tmp_path / "ddp", tmp_path / "broken"
+    # the uninterrupted run and one killed at step 10 (7 steps an epoch: in epoch 2), side
+    # by side; then the killed one resumed
+    done = start(*TORCHRUN, str(JOB), str(out), *UNEVEN, log=tmp_path / "ddp.log")
+    killed = start(
+        *TORCHRUN, str(JOB), str(broken), *UNEVEN, "--kill-at", "10", log=tmp_path / "k.log"
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    for proc in (done, killed):
+        proc.wait(timeout=240)
+    assert done.returncode == 0, (tmp_path / "ddp.log").read_text()[-3000:]
+    assert killed.returncode != 0 and not (broken / "final_rank0.safetensors").exists()
+    resumed = run(*TORCHRUN, str(JOB), str(broken), *UNEVEN, "--resume", timeout=240)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+
     r0, r1 = (json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1))
     assert r0["world_size"] == r1["world_size"] == 2
     w0, w1 = weights(out / "final_rank0.safetensors"), weights(out / "final_rank1.safetensors")
@@ -97,9 +102,9 @@ def test_torchrun_two_processes_converge_with_identical_weights(tmp_path: Path) 
     ]
     # every training sample once per epoch, split between the two processes
     for epoch in range(6):
-        s0 = r0["seen"][epoch * 48 : (epoch + 1) * 48]
+        s0 = r0["seen"][epoch * 49 : (epoch + 1) * 49]
         s1 = r1["seen"][epoch * 48 : (epoch + 1) * 48]
-        assert sorted(s0 + s1) == list(range(96))
+        assert sorted(s0 + s1) == list(range(97))
     # the process group fit created was destroyed before interpreter teardown on both ranks
     # (left to teardown, gloo can abort a finished run with SIGABRT)
     for r in (0, 1):
@@ -110,3 +115,13 @@ def test_torchrun_two_processes_converge_with_identical_weights(tmp_path: Path) 
     assert isinstance(bundle.model, TinyRegressor)
     for k, v in bundle.model.state_dict().items():
         assert torch.equal(v, w0[k]), k
+
+    # resumed with uneven shards, both processes end with the uninterrupted run's weights:
+    # the short process steps with the others, and each resumes its own generator
+    for r in (0, 1):
+        info = json.loads((broken / f"rank{r}.json").read_text())
+        assert info["resumed_from_epoch"] == 1
+        assert [h["val_loss"] for h in info["history"]] == losses
+        again = weights(broken / f"final_rank{r}.safetensors")
+        for k in w0:
+            assert torch.equal(again[k], w0[k]), (r, k)
