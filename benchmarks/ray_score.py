@@ -1,7 +1,8 @@
 """``mfgtx score --engine ray`` against the one-process score on a generated plant export.
 
 A folder of CSV files like the sample plant's ``sensors.csv`` (lots of ``--lot-rows`` minute
-readings, ``--file-rows`` rows a file, cut mid-lot as hourly exports are) is scored by a tiny
+readings, ``--file-rows`` rows a file, cut mid-lot as hourly exports are; or, ``--layout``,
+one such file or a SQLite table of the same rows) is scored by a tiny
 quality model (the sample job, one epoch) in one process and with ``--engine ray --workers 2``,
 each run in a fresh process. The two outputs and errors files must be byte-identical; the
 table gives both times and the peak memory (RSS) of the driver and of each Ray worker, for a
@@ -24,6 +25,7 @@ import logging
 import os
 import resource
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -41,10 +43,11 @@ SENSORS = ["temperature_c", "pressure_bar", "vibration_mm_s", "motor_current_a"]
 
 
 def generate(
-    folder: Path, rows: int, lot_rows: int, file_rows: int, seed: int, *, one_file: bool = False
+    folder: Path, rows: int, lot_rows: int, file_rows: int, seed: int, *, layout: str = "folder"
 ) -> None:
-    """``rows`` sensor rows in lots of ``lot_rows``, written ``file_rows`` rows a file (or
-    appended to one file, ``one_file``)."""
+    """``rows`` sensor rows in lots of ``lot_rows``, written ``file_rows`` rows a file
+    (``layout`` ``folder``), appended to one file (``file``) or to the table ``sensors`` of
+    the SQLite database ``plant.db`` (``sqlite``)."""
     folder.mkdir(parents=True)
     rng = np.random.default_rng(seed)
     start = pd.Timestamp("2026-03-02T00:00:00Z")
@@ -61,7 +64,10 @@ def generate(
         values = base * (1 + 0.02 * rng.standard_normal((len(i), 4)))
         for c, name in enumerate(SENSORS):
             frame[name] = np.round(values[:, c], 3)
-        if one_file:
+        if layout == "sqlite":
+            with sqlite3.connect(folder / "plant.db") as db:
+                frame.to_sql("sensors", db, index=False, if_exists="append")
+        elif layout == "file":
             frame.to_csv(folder / "export.csv", index=False, header=k == 0, mode="a")
         else:
             frame.to_csv(folder / f"export-{k:05d}.csv", index=False)
@@ -128,9 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument(
         "--layout",
-        choices=["folder", "file"],
+        choices=["folder", "file", "sqlite"],
         default="folder",
-        help="a folder of files (partitions: runs of files) or one file (every n-th frame)",
+        help="a folder of files (partitions: runs of files), one file (every n-th frame) or "
+        "a SQLite table (ranges of its rows)",
     )
     p.add_argument("--work", type=Path, help="working folder (default: a temporary one)")
     p.add_argument("--child", choices=["local", "ray"], help=argparse.SUPPRESS)
@@ -157,13 +164,15 @@ def main(argv: list[str] | None = None) -> int:
         source = work / f"source-{rows}"
         t0 = time.perf_counter()
         generate(source, rows, args.lot_rows, args.file_rows, args.seed,
-                 one_file=args.layout == "file")  # fmt: skip
+                 layout=args.layout)  # fmt: skip
         made = time.perf_counter() - t0
         mb = sum(f.stat().st_size for f in source.iterdir()) / 1e6
         got, digests = {}, {}
         for engine in ("local", "ray"):
             out = work / f"out-{rows}-{engine}" / "scores.csv"
-            job = [*base, f"data.source.path={source}", f"score.output.path={out}"]
+            where = (f"data.source={{url: 'sqlite:///{source / 'plant.db'}', table: sensors}}"
+                     if args.layout == "sqlite" else f"data.source.path={source}")  # fmt: skip
+            job = [*base, where, f"score.output.path={out}"]
             got[engine] = _child(job, engine, args.workers)
             digests[engine] = (_digest(out), _digest(out.with_name("scores.errors.csv")))
         same = digests["local"] == digests["ray"]

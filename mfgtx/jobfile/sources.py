@@ -44,6 +44,7 @@ from mfgtx.data.io import csv_delimiter as _csv_delimiter
 from mfgtx.data.read_options import LabelWords
 from mfgtx.data.table import Where, pass_fail, read_times
 from mfgtx.jobfile.config import DataSection, SourceSection
+from mfgtx.jobfile.sql_rows import SqlRows, on_grid, plan_rows
 
 __all__ = [
     "FILE",
@@ -59,6 +60,7 @@ __all__ = [
     "read_chunks",
     "read_csv_bytes",
     "read_frame",
+    "sql_ranges",
     "without_position",
 ]
 
@@ -114,31 +116,83 @@ def _cmapss_chunks(file: Path, source: SourceSection) -> Iterator[pd.DataFrame]:
     yield out
 
 
-def _sql_chunks(source: SourceSection, order: tuple[str, ...]) -> Iterator[pd.DataFrame]:
+def _sql_from(source: SourceSection) -> Any:
+    """The source's ``table`` as an SQLAlchemy ``FROM`` clause, named as the database
+    resolves it."""
     import sqlalchemy as sa
 
-    from mfgtx.jobfile._sql import read_engine, resolve_table
+    from mfgtx.jobfile._sql import resolve_table
+
+    schema, name = resolve_table(str(source.table))
+    return sa.table(name, schema=schema)
+
+
+def _sql_engine(source: SourceSection) -> Any:
+    from mfgtx.jobfile._sql import read_engine
 
     try:
-        engine = read_engine(str(source.url))  # cannot write, whatever the query says
+        return read_engine(str(source.url))  # cannot write, whatever the query says
     except Exception as e:  # a missing driver, a URL SQLAlchemy cannot use
         raise DataError(f"{describe(source)}: cannot connect: {reason_of(e)}") from e
+
+
+def sql_ranges(
+    source: SourceSection, lot: str, time: str, parts: int, most_rows: int
+) -> list[SqlRows] | None:
+    """Lot-complete ranges of the source's ``table`` that cut the frames
+    :func:`iter_lot_frames` cuts of the whole table (:func:`~mfgtx.jobfile.sql_rows.plan_rows`:
+    at least ``parts``, of about ``most_rows`` rows at most); ``None`` for a ``query``, or
+    where ranges cannot be exact or the database cannot count (the whole read then says
+    what is wrong)."""
+    if source.url is None or source.table is None:
+        return None
+    engine = _sql_engine(source)
+    try:
+        return plan_rows(engine, _sql_from(source), lot, time, source.chunk_rows, parts, most_rows)
+    except Exception as e:  # the whole read names a missing column or table in words
+        log.info("%s: no ranges (%s); each partition reads it whole", describe(source),
+                 reason_of(e))  # fmt: skip
+        return None
+    finally:
+        engine.dispose()
+
+
+def _sql_chunks(
+    source: SourceSection, order: tuple[str, ...], rows: SqlRows | None = None
+) -> Iterator[pd.DataFrame]:
+    """The table (``ORDER BY order``) or the query's result in chunks of ``chunk_rows``;
+    with ``rows``, that range of the table, its chunks ending where the whole read's do."""
+    import sqlalchemy as sa
+
+    engine = _sql_engine(source)
     try:
         if source.query is not None:
             stmt: sa.TextClause | sa.Select[Any] = sa.text(source.query)
         else:
-            schema, name = resolve_table(str(source.table))  # as the database resolves it
-            table = sa.select(sa.text("*")).select_from(sa.table(name, schema=schema))
-            stmt = table.order_by(*(sa.column(c) for c in order))
+            stmt = sa.select(sa.text("*")).select_from(_sql_from(source))
+            if rows is not None:  # ranges are planned only for a table, ORDER BY lot, time
+                lot: sa.ColumnClause[Any] = sa.column(order[0])
+                if rows.low is not None:
+                    stmt = stmt.where(lot >= rows.low)
+                stmt = stmt.where(lot <= rows.high).limit(rows.count)
+            stmt = stmt.order_by(*(sa.column(c) for c in order))
+        first = 0 if rows is None else rows.start
         with engine.connect() as conn:
-            first = 0
-            for chunk in pd.read_sql(stmt, conn, chunksize=source.chunk_rows):
-                if first == 0:
+            chunks = pd.read_sql(stmt, conn, chunksize=source.chunk_rows)
+            if rows is not None:
+                chunks = on_grid(chunks, rows.start, source.chunk_rows)
+            for chunk in chunks:
+                if first == (0 if rows is None else rows.start):
                     check_column_names(list(chunk.columns), describe(source), "the result")
                 chunk[LINE] = range(first, first + len(chunk))
                 chunk[FILE] = source.table or "query"
                 first += len(chunk)
                 yield chunk
+        if rows is not None and first != rows.stop:
+            raise DataError(
+                f"{describe(source)}: rows {rows.start} to {rows.stop} were planned and "
+                f"{first - rows.start} read: the table changed while it was scored"
+            )
     except DataError:
         raise
     except sa.exc.SQLAlchemyError as e:
@@ -175,32 +229,35 @@ def read_chunks(
     source: SourceSection,
     order: tuple[str, ...] = (),
     problems: list[dict[str, object]] | None = None,
+    *,
+    rows: SqlRows | None = None,
 ) -> Iterator[pd.DataFrame]:
-    """Chunks of every file (or the SQL result). With ``problems`` a file that cannot be
-    read, or holds no rows, is listed there (``file``, ``line``, ``reason``) and the others
-    are still read; without it, that is a :class:`~mfgtx.data.DataError`."""
+    """Chunks of every file (or the SQL result; ``rows``: that range of the table, planned
+    by :func:`sql_ranges`). With ``problems`` a file that cannot be read, or holds no rows,
+    is listed there (``file``, ``line``, ``reason``) and the others are still read; without
+    it, that is a :class:`~mfgtx.data.DataError`."""
     if source.url is not None:
-        yield from _sql_chunks(source, order)
+        yield from _sql_chunks(source, order, rows)
         return
     for file in plant_files(source.path or ""):
-        rows = 0
+        count = 0
         try:
             for chunk in _file_chunks(file, source):
-                rows += len(chunk)
+                count += len(chunk)
                 if len(chunk):
                     yield chunk
         except DataError as e:
             if problems is None:
                 raise
             line = getattr(e, "line", None)
-            reason = str(e) if not rows or line else f"{e}; {rows} rows read before"
+            reason = str(e) if not count or line else f"{e}; {count} rows read before"
             problems.append({"file": file.name, "line": line, "reason": reason,
                              "problem": getattr(e, "problem", None)})  # fmt: skip
             log.warning("%s", reason)
-            if rows:  # the last lot read from it may be cut short: the reader must know
+            if count:  # the last lot read from it may be cut short: the reader must know
                 yield _cut_off(file.name)
             continue
-        if rows == 0:
+        if count == 0:
             reason = f"{file.name} holds no rows (a header only, or empty)"
             if problems is None and len(plant_files(source.path or "")) == 1:
                 raise DataError(f"{describe(source)}: no rows")

@@ -17,10 +17,14 @@ lot over more than two files, an empty file before it, a lot that appears in two
 partitions, an input the reader refuses), the job scores the rows in this process instead,
 with a warning: the output is the same, only slower.
 
-A source that is not a folder of files (one file, a SQL source, a series scored whole) is
-read whole by each worker's partition, which scores every n-th lot-complete frame of it
-(``source.chunk_rows`` rows a frame): reading is cheap beside scoring, and every partition
-sees the very frames of the one-process reader.
+A SQL table read by lot (``ORDER BY lot, time``) is cut into ranges of rows
+(:func:`~mfgtx.jobfile.sources.sql_ranges`): each begins with the lot the whole read carries
+over from a chunk and ends its chunks where the whole read does, so each partition reads
+only its rows (and the start of the next range's first lot) and cuts the very frames of the
+one-process reader. Any other source (one file, a query, a series scored whole, a table
+whose order is not total) is read whole by each worker's partition, which scores every n-th
+lot-complete frame of it (``source.chunk_rows`` rows a frame): every partition then sees
+the one-process reader's frames, at the cost of reading the source once per worker.
 
 Memory: an actor holds a chunk of the source and its partition's output rows, never the
 source; the driver holds the output, as the one-process score does.
@@ -45,7 +49,8 @@ from mfgtx.data import DataError
 from mfgtx.data.io import plant_files
 from mfgtx.engine import EngineError, EngineSpec, open_engine
 from mfgtx.jobfile.config import ConfigError, JobConfig, SourceSection
-from mfgtx.jobfile.sources import FILE, LINE, iter_lot_frames, read_chunks
+from mfgtx.jobfile.sources import FILE, LINE, iter_lot_frames, read_chunks, sql_ranges
+from mfgtx.jobfile.sql_rows import SqlRows
 from mfgtx.kinds import JobScores, Scored
 
 __all__ = ["Partition", "PartitionScorer", "plan", "score_rows_on_ray"]
@@ -55,6 +60,8 @@ log = logging.getLogger(__name__)
 #: Source bytes a partition holds at most (more than one file only below this); a source
 #: is cut into at least two partitions per worker where it has the files.
 PARTITION_BYTES = 128 << 20
+#: Rows of a SQL table a partition holds at most (about: a range ends at a chunk's end).
+PARTITION_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -63,11 +70,12 @@ class Partition:
 
     Attributes:
         index: its place in the source (the output keeps this order).
-        files: the files it scores (``()``: the whole source).
+        files: the files it scores (``()``: the whole source, or ``rows`` of it).
         before: the file before ``files``, read for the lot it carries over, not scored.
         last: the source's last partition (it scores the lot still open at its end).
         every: the whole source only: the partition scores frames ``index``,
             ``index + every``, ... of it, and reads it all.
+        rows: a range of a SQL table's rows, the only ones it reads.
     """
 
     index: int
@@ -75,8 +83,17 @@ class Partition:
     before: str | None = None
     last: bool = True
     every: int = 1
+    rows: SqlRows | None = None
+
+    @property
+    def own_part(self) -> bool:
+        """Whether it reads its own part of the source (files, rows), not the whole."""
+        return bool(self.files) or self.rows is not None
 
     def words(self) -> str:
+        if self.rows is not None:
+            r = self.rows
+            return f"partition {self.index} (rows {r.start} to {r.stop - 1} of the table)"
         if not self.files:
             if self.every > 1:
                 k, n = self.index, self.every
@@ -87,12 +104,26 @@ class Partition:
         return f"partition {self.index} ({span})"
 
 
-def plan(source: SourceSection, workers: int, *, segmented: bool = False) -> list[Partition]:
+def plan(
+    source: SourceSection,
+    workers: int,
+    *,
+    segmented: bool = False,
+    lot: str | None = None,
+    time: str | None = None,
+) -> list[Partition]:
     """The partitions of ``source``: runs of whole files about even in bytes, at least two
     per worker where there are files enough, none over :data:`PARTITION_BYTES` unless one
-    file is. A source that is not a folder of files (one file, a SQL source, a series
+    file is; or ranges of a SQL table's rows read ``ORDER BY lot, time``, as many, none
+    over about :data:`PARTITION_ROWS`. Any other source (one file, a query, a series
     scored whole) is read whole by each of ``workers`` partitions, each scoring every
-    ``workers``-th lot-complete frame. Nothing is read but the folder's listing."""
+    ``workers``-th lot-complete frame. Nothing is read but the folder's listing, or the
+    table's lots and their row counts."""
+    if source.url is not None and not segmented and lot is not None and time is not None:
+        ranges = sql_ranges(source, lot, time, 2 * workers, PARTITION_ROWS)
+        if ranges is not None:
+            n = len(ranges)
+            return [Partition(k, last=k == n - 1, rows=r) for k, r in enumerate(ranges)]
     files = plant_files(source.path) if source.path is not None and not segmented else []
     if len(files) < 2:
         return [Partition(k, every=workers) for k in range(workers)]
@@ -139,6 +170,9 @@ def partition_frames(
     Raises:
         _Unsure: the lot carried over from ``part.before`` may have begun further back.
     """
+    if part.rows is not None:
+        yield from _range_frames(part, part.rows, source, lot, time, time_format, problems)
+        return
     if not part.files:  # the whole source; a path as this node sees it, named as the job does
         whole = None
         if source.path is not None:
@@ -181,6 +215,39 @@ def partition_frames(
                               "before the file before it")  # fmt: skip
         yield i, frame
     del problems[: int(state["mark"])]  # the file before's: the partition before lists them
+
+
+def _range_frames(
+    part: Partition,
+    rows: SqlRows,
+    source: SourceSection,
+    lot: str,
+    time: str | None,
+    time_format: str | None,
+    problems: list[dict[str, object]],
+) -> Iterator[tuple[int, pd.DataFrame]]:
+    """The frames of a range of a table's rows: all the whole read cuts of them but the
+    next range's first lot, which this range reads only to carry it as the whole read does
+    (its frame and its problems are the next range's)."""
+    order = (lot,) if time is None else (lot, time)
+    ended = False
+
+    def chunks() -> Iterator[pd.DataFrame]:
+        nonlocal ended
+        yield from read_chunks(source, order, problems, rows=rows)
+        ended = True
+
+    frames = iter_lot_frames(source, lot, time, problems=problems, time_format=time_format,
+                             chunks=chunks())  # fmt: skip
+    for i, frame in enumerate(frames):
+        if ended and not part.last:
+            continue  # the next range's first lot
+        yield i, frame
+    problems[:] = [p for p in problems if not _at_or_after(p.get("line"), rows.leave)]
+
+
+def _at_or_after(line: object, row: int) -> bool:
+    return isinstance(line, int) and line >= row
 
 
 class PartitionScorer:
@@ -231,7 +298,8 @@ class PartitionScorer:
 
 def _parse(text: Any) -> dict[str, Any]:
     raw = json.loads(str(text))
-    return {**raw, "files": tuple(raw["files"])}
+    rows = None if raw.get("rows") is None else SqlRows(**raw["rows"])
+    return {**raw, "files": tuple(raw["files"]), "rows": rows}
 
 
 def score_rows_on_ray(
@@ -249,13 +317,15 @@ def score_rows_on_ray(
     from mfgtx.jobs.score import _score_rows, collect_scores, scoring_segment
 
     workers = spec.workers or 1
-    parts = plan(source, workers, segmented=scoring_segment(config) is not None)
+    cols = predictor.columns
+    parts = plan(source, workers, segmented=scoring_segment(config) is not None,
+                 lot=cols.lot, time=cols.time)  # fmt: skip
     log.info("scoring %d partition(s) on Ray with %d worker(s)", len(parts), workers)
     with open_engine(spec):
         results = _run(config, raw_source, parts, spec)
     unsure = [f"{parts[r['index']].words()}: {r['unsure']}" for r in results if "unsure" in r]
     seen: dict[str, int] = {}
-    for r in results if parts[0].files else ():  # a whole source's partitions read it all
+    for r in results if parts[0].own_part else ():  # a whole source's partitions read it all
         for lot in dict.fromkeys(r["lots"]):
             if seen.setdefault(lot, r["index"]) != r["index"]:
                 unsure.append(f"lot {lot} is in {parts[seen[lot]].words()} and "
@@ -266,8 +336,8 @@ def score_rows_on_ray(
     for r in results:
         log.info("%s scored by worker %d (peak memory %.1f MiB)", parts[r["index"]].words(),
                  r["pid"], r["peak_kib"] / 1024)  # fmt: skip
-    # a run of files: its frames in partition order; a whole source: its frames' order in it
-    key = (lambda r, n: (r["index"], n)) if parts[0].files else (lambda r, n: (0, n))
+    # files or rows: frames in partition order; a whole source: its frames' order in it
+    key = (lambda r, n: (r["index"], n)) if parts[0].own_part else (lambda r, n: (0, n))
     numbered = [(key(r, n), f) for r in results for n, f in r["frames"]]
     frames = [f for _, f in sorted(numbered, key=lambda t: t[0])]
     problems = [p for r in results for p in r["problems"]]

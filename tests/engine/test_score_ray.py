@@ -5,16 +5,20 @@ read from folders of files cut mid-lot (so lots carry over between files and par
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from mfgtx.engine import EngineSpec
+from mfgtx.jobfile.config import SourceSection
 from mfgtx.jobs import load_config, score, train
+from mfgtx.jobs.copy_sql import copy_to_sql
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_data"
@@ -144,6 +148,40 @@ def test_a_lot_over_three_files_is_scored_in_process_the_same(
     local, ray = _score_both([*job, f"data.source.path={folder}"], tmp_path, caplog, on_ray=False)
     assert "may begin before the file before it" in caplog.text
     _same_files(local, ray)
+
+
+def _postgres() -> str:
+    """The test PostgreSQL's URL (``MFGTX_TEST_PG_URL``, set by .ci/run, as for the
+    ``pg_schema`` fixture); skips without it."""
+    url = os.environ.get("MFGTX_TEST_PG_URL")
+    if not url:
+        pytest.skip("MFGTX_TEST_PG_URL is not set")
+    return url
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_a_sql_table_is_scored_in_ranges_of_its_rows_the_same(
+    database, bundles, ray_local, tmp_path, caplog
+) -> None:
+    """Each partition reads its own rows of the table (no worker reads it all), and the
+    output is the one-process output, byte for byte."""
+    url = f"sqlite:///{tmp_path / 'plant.db'}" if database == "sqlite" else _postgres()
+    table = f"sensors_{uuid.uuid4().hex[:8]}"
+    copy_to_sql(SourceSection(path=str(SAMPLE / "sensors.csv")), url, table, replace=True)
+    try:
+        source = f"data.source={{url: '{url}', table: {table}, chunk_rows: 700}}"
+        local, ray = _score_both([*bundles["quality"], source], tmp_path, caplog)
+        assert "rows 0 to" in caplog.text and "of the table) scored by worker" in caplog.text
+        assert "(frames 0, 2, ... of the whole source)" not in caplog.text
+        _same_files(local, ray)
+    finally:
+        if database == "postgresql":
+            import sqlalchemy as sa
+
+            engine = sa.create_engine(url)
+            with engine.begin() as conn:
+                conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
+            engine.dispose()
 
 
 def test_importing_mfgtx_and_its_score_job_does_not_import_ray() -> None:
