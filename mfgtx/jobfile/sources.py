@@ -177,6 +177,8 @@ def _sql_chunks(
                 stmt = stmt.where(lot <= rows.high).limit(rows.count)
             stmt = stmt.order_by(*(sa.column(c) for c in order))
         first = 0 if rows is None else rows.start
+        # a server-side cursor: psycopg's default fetches the whole result at once
+        stmt = stmt.execution_options(stream_results=True)
         with engine.connect() as conn:
             chunks = pd.read_sql(stmt, conn, chunksize=source.chunk_rows)
             if rows is not None:

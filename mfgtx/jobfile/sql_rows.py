@@ -86,6 +86,7 @@ def plan_rows(
         .select_from(table)
         .group_by(lot_c)
         .order_by(lot_c)
+        .execution_options(stream_results=True)  # a server-side cursor: lots at a time
     )
     with engine.connect() as conn:
         total = int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())

@@ -204,3 +204,42 @@ def test_kill_9_inside_the_transaction_leaves_the_table_as_it_was(
     assert main(args) == 0  # and the next run completes it, still without duplicates
     again = _rows(pg_url, f"SELECT * FROM {out} ORDER BY lot, window_end")
     assert len(again) == len(before) and not again.duplicated(["lot", "window_end"]).any()
+
+
+_FIRST_CHUNK = """
+import resource, sys
+from mfgtx.jobfile.config import SourceSection
+from mfgtx.jobfile.sources import read_chunks
+source = SourceSection(url=sys.argv[1], table=sys.argv[2], chunk_rows=1000)
+chunks = read_chunks(source, ("lot", "time"))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+first = next(chunks)
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+print(len(first), grown // 1024)
+"""
+
+
+def test_a_large_table_is_read_a_chunk_at_a_time(pg_url: str) -> None:
+    """A source's table is streamed through a server-side cursor: reading its first chunk of
+    1,000 rows takes a few MB, not the whole table's (psycopg's default cursor fetches every
+    row of the result at once: about 200 MB here)."""
+    table = f"big_{uuid.uuid4().hex[:8]}"
+    engine = sa.create_engine(pg_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(
+                f"CREATE TABLE {table} AS SELECT 'LOT-' || (i / 500) AS lot, i AS time, "
+                "random() AS temp, repeat('x', 40) AS note FROM generate_series(1, 1000000) i"
+            ))  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", _FIRST_CHUNK, pg_url, table],
+            capture_output=True, text=True, timeout=120, env=os.environ | {"PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        rows, grown_mib = map(int, done.stdout.split())
+        assert rows == 1000
+        assert grown_mib < 50, f"reading the first chunk took {grown_mib} MiB more"
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
+        engine.dispose()
