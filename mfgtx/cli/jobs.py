@@ -45,7 +45,7 @@ def train(args: argparse.Namespace) -> int:
     config = job_config(args)
     engine = engine_spec(args, config)
     outcome = train_job(args.kind, config, resume=args.resume, engine=engine)  # rank 0 locks
-    end_distributed()
+    end_distributed(together=True)  # the other ranks wait for rank 0's bundle
     if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
         return 0
     if outcome.report_markdown:

@@ -82,14 +82,19 @@ def setup_distributed(device_type: str) -> DistEnv:
     return DistEnv(rank=rank, world_size=world, local_rank=local_rank)
 
 
-def end_distributed() -> None:
+def end_distributed(*, together: bool = False) -> None:
     """Destroy the default process group, if one is up; a no-op otherwise.
 
     Call it once training has succeeded on every rank, as the last distributed step of a
     ``torchrun`` script (the ``mfgtx train`` command does). After a failure, leave it:
     ``torchrun`` stops the other ranks, and destroying an nccl group could block on them.
+    ``together``: first wait at a barrier until every rank calls it, so that no rank tears
+    its gloo group down while another still works (rank 0 judging and writing the bundle):
+    a rank that did was seen to abort with "terminate called without an active exception".
     """
     if dist.is_available() and dist.is_initialized():
+        if together:
+            dist.barrier()
         dist.destroy_process_group()
 
 
