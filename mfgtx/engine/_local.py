@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from mfgtx.engine._spec import EngineError, EngineSpec
-from mfgtx.engine._task import run_task
+from mfgtx.engine._task import Again, run_task
 
 __all__ = ["LocalEngine", "task_names"]
 
@@ -29,7 +29,8 @@ def task_names(items: Sequence[Any], names: Sequence[str] | None) -> list[str]:
 
 class LocalEngine:
     """Runs ``fn(item, **shared)`` for each item in this process, in order: exactly what a
-    ``for`` loop over the items does, with each task's torch threads set while it runs.
+    ``for`` loop over the items does, with each task's torch threads set while it runs (a
+    task that returns :class:`~mfgtx.engine.Again` runs its next turn at once).
 
     Example:
         >>> from mfgtx.engine import EngineSpec
@@ -62,7 +63,10 @@ class LocalEngine:
         out: list[R] = []
         for label, item in zip(labels, items, strict=True):
             try:
-                out.append(run_task(fn, item, self.spec.task_threads, kwargs))
+                result = run_task(fn, item, self.spec.task_threads, kwargs)
+                while isinstance(result, Again):
+                    result = run_task(fn, result.item, self.spec.task_threads, kwargs)
+                out.append(result)
             except Exception as exc:
                 raise EngineError.of(label, exc) from exc
         return out

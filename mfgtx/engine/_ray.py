@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from mfgtx.engine._local import task_names
 from mfgtx.engine._spec import EngineError, EngineSpec
-from mfgtx.engine._task import run_task
+from mfgtx.engine._task import Again, run_task
 
 __all__ = ["RayEngine"]
 
@@ -37,7 +37,8 @@ class RayEngine:
     whose worker dies (killed, out of memory, node lost) is run again up to :data:`RETRIES`
     times; a task that raises fails the map: the others are cancelled, their worker
     processes ended (never reused half-way through an import), and :class:`EngineError`
-    names the task.
+    names the task. A task that returns :class:`~mfgtx.engine.Again` goes to the back of the
+    queue with its next turn's item.
     """
 
     def __init__(self, spec: EngineSpec) -> None:
@@ -74,17 +75,18 @@ class RayEngine:
         limit = self.spec.workers or len(items)
         pending: dict[Any, int] = {}
         results: dict[int, R] = {}
+        now = list(items)  # each task's item for its next turn
         queue = list(range(len(items)))
         try:
             while queue or pending:
                 while queue and len(pending) < limit:
                     i = queue.pop(0)
-                    pending[task.remote(fn, items[i], threads, shared_ref)] = i
+                    pending[task.remote(fn, now[i], threads, shared_ref)] = i
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
                     i = pending.pop(ref)
                     try:
-                        results[i] = ray.get(ref)
+                        result = ray.get(ref)
                     except ray.exceptions.RayTaskError as exc:
                         cause = exc.cause if exc.cause is not None else exc
                         raise EngineError.of(labels[i], cause) from cause
@@ -93,6 +95,12 @@ class RayEngine:
                             f"{labels[i]} failed: its Ray worker was lost ({exc}) after "
                             f"{RETRIES} retries"
                         ) from exc
+                    if isinstance(result, Again):
+                        log.info("%s: turn ended; back in the queue", labels[i])
+                        now[i] = result.item
+                        queue.append(i)
+                    else:
+                        results[i] = result
         finally:
             # force=True ends the worker process, not only the task: a task interrupted while
             # it imports (torch imports torch._dynamo lazily, for seconds) leaves half-loaded

@@ -87,6 +87,12 @@ class EngineSpec:
         threads: torch threads per task; ``None``: torch's default in process, 1 on Ray.
         ddp: train one model (no ensemble, no sweep) data-parallel over this many Ray Train
             workers, each with ``threads`` torch threads; ``None``: no data-parallel run.
+        turn_seconds: on Ray, an ensemble member trains in turns of whole epochs, each turn
+            ending after the first epoch that ends this many seconds after the turn began
+            (its checkpoint written), and then waits at the back of the queue for its next
+            turn: the members share the workers, so none trains alone at the end while the
+            others wait done (``0``: a turn per epoch). ``None``: each member trains to its
+            end in one task. The weights are the same either way (a turn resumes exactly).
 
     Raises:
         ValueError: a name, address, worker, thread or process count that cannot be used, or
@@ -106,6 +112,7 @@ class EngineSpec:
     workers: int | None = None
     threads: int | None = None
     ddp: int | None = None
+    turn_seconds: float | None = 60.0
 
     def __post_init__(self) -> None:
         if self.name not in _NAMES:
@@ -127,6 +134,13 @@ class EngineSpec:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{key}: expected a whole number of at least 1, found {value!r}")
+        turn = self.turn_seconds
+        if turn is not None and (
+            isinstance(turn, bool) or not isinstance(turn, int | float) or not turn >= 0
+        ):
+            raise ValueError(
+                f"turn_seconds: expected seconds of at least 0 (or none: no turns), found {turn!r}"
+            )
         if self.name == "local" and self.workers is not None and self.workers > 1:
             raise ValueError(
                 f"workers: the local engine runs one task at a time in this process, and "

@@ -337,15 +337,22 @@ class EngineSection:
         ddp: train the one model (no ``train.ensemble``, no ``train.sweep``) data-parallel
             over this many Ray Train workers, each with ``train.threads`` threads (``ray``
             only; ``--ddp`` wins); default: in one process.
+        turn_seconds: on Ray, an ensemble member trains in turns of about this many seconds
+            (whole epochs), resuming from its checkpoint, so that the members share the
+            workers to the end (:class:`~mfgtx.engine.EngineSpec`); ``null``: each member in
+            one task. The weights are the same either way.
     """
 
     name: Literal["local", "ray"] = default_of(EngineSpec, "name")
     address: str | None = default_of(EngineSpec, "address")
     workers: int | None = default_of(EngineSpec, "workers")
     ddp: int | None = default_of(EngineSpec, "ddp")
+    turn_seconds: float | None = default_of(EngineSpec, "turn_seconds")
 
     def __post_init__(self) -> None:
-        EngineSpec(self.name, self.address, self.workers, ddp=self.ddp)  # the engine's checks
+        EngineSpec(  # the engine's checks
+            self.name, self.address, self.workers, ddp=self.ddp, turn_seconds=self.turn_seconds
+        )
 
 
 @dataclass(frozen=True)
@@ -468,9 +475,9 @@ def engine_spec(
     Example:
         >>> job = load_config(None, ["engine.name=ray", "engine.workers=4"])
         >>> engine_spec(job, workers=2)
-        EngineSpec(name='ray', address=None, workers=2, threads=None, ddp=None)
-        >>> engine_spec(job, name="local")
-        EngineSpec(name='local', address=None, workers=None, threads=None, ddp=None)
+        EngineSpec(name='ray', address=None, workers=2, threads=None, ddp=None, turn_seconds=60.0)
+        >>> engine_spec(job, name="local").name
+        'local'
     """
     section = config.engine or EngineSection()
     chosen = name or section.name
@@ -482,6 +489,7 @@ def engine_spec(
             workers if workers is not None else section.workers if same else None,
             config.train.threads,
             ddp if ddp is not None else section.ddp if same else None,
+            section.turn_seconds,
         )
     except ValueError as e:
         raise ConfigError(f"{config.source_file}: engine: {e}") from e

@@ -2,7 +2,9 @@
 (:class:`Member`: its lots, seed, checkpoint folder), how it is named in an error, and how
 the members run (:func:`run_members`): one after another in this process (the local
 engine, exactly the loop it replaces), or at once as Ray tasks with the same seeds, so the
-same weights.
+same weights. On Ray a member trains in turns (:attr:`~mfgtx.engine.EngineSpec.turn_seconds`,
+:func:`end_turn`): each turn resumes from the member's checkpoint where the last one ended,
+so the members share the workers to the end instead of the last one training alone.
 
 A member's task is a module-level function of its kind (``fn(member, **shared)``): the
 windows and the rest of what every member shares travel once (``shared``), the member
@@ -20,12 +22,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from mfgtx.engine import Engine, LocalEngine
+from mfgtx.engine import Again, Engine, LocalEngine
 from mfgtx.engine._task import run_task
 from mfgtx.kinds._fitting import member_config
 from mfgtx.kinds._job import FitRequest
 
-__all__ = ["Member", "member_names", "members_of", "run_members", "start_member"]
+__all__ = ["Member", "end_turn", "member_names", "members_of", "run_members", "start_member"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,11 @@ class Member:
         run_key: what its weights depend on (the job's, with ``member: k``).
         attempt: the run's name, written beside its checkpoints so that a task run again
             after its worker died resumes (``None``: in this process, never run again).
+        turn_seconds: train in turns of about this many seconds (``fit(turn_seconds=)``);
+            ``None``: in one task.
+        turn: the turns it trained before this one (a later turn resumes).
+        resumed_from: the epochs its first turn resumed from (what the job reports).
+        epochs: the epochs it has trained when this turn starts.
     """
 
     k: int | None
@@ -56,6 +63,10 @@ class Member:
     train: Any
     run_key: dict[str, Any] | None
     attempt: str | None = None
+    turn_seconds: float | None = None
+    turn: int = 0
+    resumed_from: int = 0
+    epochs: int = 0
 
 
 def run_name(engine: Any) -> str | None:
@@ -70,14 +81,19 @@ def members_of(
 ) -> list[Member]:
     """One :class:`Member` per ``(fit_on, val)`` split: each member's seed and checkpoint
     folder (:func:`~mfgtx.kinds._fitting.member_config`) and run key, as the loop over the
-    splits had them; on another engine than the local one, the run's name for a retry."""
+    splits had them; on another engine than the local one, the run's name for a retry and
+    the engine's turns (an ensemble's members with a checkpoint folder only)."""
     members = request.members
     attempt = run_name(request.engine)
+    turns = None
+    engine = request.engine
+    if engine is not None and attempt is not None and members and request.train.checkpoint_dir:
+        turns = engine.spec.turn_seconds
     out = []
     for k, (fit_on, val) in enumerate(splits):
         train = member_config(request.train, k) if members else request.train
         key = {**(request.run_key or {}), "member": k} if members else request.run_key
-        out.append(Member(k if members else None, fit_on, val, train, key, attempt))
+        out.append(Member(k if members else None, fit_on, val, train, key, attempt, turns))
     return out
 
 
@@ -94,9 +110,36 @@ def member_names(lots: np.ndarray, members: Sequence[Member], shown: int = 5) ->
 
 
 def start_member(member: Member) -> Any:
-    """The member's training config as its task starts (:func:`resume_on_retry`)."""
+    """The member's training config as its task starts: a later turn resumes from its
+    checkpoint; a first one as :func:`resume_on_retry` says."""
+    if member.turn > 0:
+        return replace(member.train, resume=True)
     who = "the model" if member.k is None else f"ensemble member {member.k}"
     return resume_on_retry(member.train, member.attempt, who)
+
+
+def end_turn(member: Member, model: Any, result: Any) -> Any:
+    """What a member's task returns after ``fit`` (``result``, a
+    :class:`~mfgtx.train.FitResult`): :class:`~mfgtx.engine.Again` with its next turn when
+    the turn ended with training still to go (``result.paused``), else ``(model, result)``
+    with the epochs its first turn resumed from.
+
+    Raises:
+        RuntimeError: a turn ended without training past where the last one ended (its
+            checkpoint was not resumed): run again, it would never end.
+    """
+    if result.paused:
+        done = len(result.history)
+        if done <= member.epochs:
+            raise RuntimeError(
+                f"a turn ended after epoch {done}, where the member's last turn ended "
+                f"({member.epochs}): its checkpoint was not resumed"
+            )
+        first = result.resumed_from_epoch if member.turn == 0 else member.resumed_from
+        return Again(replace(member, turn=member.turn + 1, resumed_from=first, epochs=done))
+    if member.turn > 0:
+        result = replace(result, resumed_from_epoch=member.resumed_from)
+    return model, result
 
 
 def resume_on_retry(train: Any, attempt: str | None, who: str) -> Any:

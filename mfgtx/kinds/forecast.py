@@ -46,7 +46,14 @@ from mfgtx.data.read_options import ReadOptions
 from mfgtx.kinds._fitting import Fitted, merged_fit
 from mfgtx.kinds._intervals import Splits, interval_figures, judged_intervals
 from mfgtx.kinds._job import FitRequest, JobSettings
-from mfgtx.kinds._members import Member, member_names, members_of, run_members, start_member
+from mfgtx.kinds._members import (
+    Member,
+    end_turn,
+    member_names,
+    members_of,
+    run_members,
+    start_member,
+)
 from mfgtx.kinds._onnx import Forecast, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
 from mfgtx.kinds._predictor import Trained, time_text
@@ -448,10 +455,12 @@ def _train_member(
     covariates: bool,
     ridge: bool,
     on_step: Any,
-) -> tuple[CausalForecaster, Any]:
+) -> Any:
     """One forecaster of the job (an ensemble member, or the one model) trained on its lots
     from its own seed, after its frozen ridge map (``ridge``): the task an engine runs
     (:func:`~mfgtx.kinds._members.run_members`), in this process or on a Ray worker.
+    ``(forecaster, fit result)``, or the member's next turn
+    (:func:`~mfgtx.kinds._members.end_turn`).
 
     Raises:
         ValueError: ``ridge`` and no training window has its whole horizon recorded.
@@ -476,8 +485,9 @@ def _train_member(
         train,
         on_step=on_step,
         run_key=member.run_key,
+        turn_seconds=member.turn_seconds,
     )
-    return forecaster, result
+    return end_turn(member, forecaster, result)
 
 
 class ForecastKind(WindowKind[ForecastSection, ForecastSpec]):

@@ -45,7 +45,14 @@ from mfgtx.data.read_options import ReadOptions
 from mfgtx.kinds._fitting import Fitted, merged_fit
 from mfgtx.kinds._intervals import Splits, interval_figures, judged_intervals
 from mfgtx.kinds._job import FitRequest
-from mfgtx.kinds._members import Member, member_names, members_of, run_members, start_member
+from mfgtx.kinds._members import (
+    Member,
+    end_turn,
+    member_names,
+    members_of,
+    run_members,
+    start_member,
+)
 from mfgtx.kinds._onnx import Sensor, masked_example
 from mfgtx.kinds._onnx import member_config as graph_config
 from mfgtx.kinds._predictor import Trained, time_text
@@ -350,10 +357,11 @@ def _train_member(
     loss: ClassLoss,
     target: Literal["class", "float"],
     on_step: Any,
-) -> tuple[SensorEncoder, Any]:
+) -> Any:
     """One encoder of the job (an ensemble member, or the one model) trained on its lots
     from its own seed: the task an engine runs (:func:`~mfgtx.kinds._members.run_members`),
-    in this process or on a Ray worker."""
+    in this process or on a Ray worker. ``(encoder, fit result)``, or the member's next
+    turn (:func:`~mfgtx.kinds._members.end_turn`)."""
     train = start_member(member)
     torch.manual_seed(train.seed)
     encoder = SensorEncoder(config, loss=loss)
@@ -364,8 +372,9 @@ def _train_member(
         train,
         on_step=on_step,
         run_key=member.run_key,
+        turn_seconds=member.turn_seconds,
     )
-    return encoder, result
+    return end_turn(member, encoder, result)
 
 
 def _target_range(windows: Windows, idx: np.ndarray) -> tuple[tuple[float, float], ...]:

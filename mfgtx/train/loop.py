@@ -80,6 +80,9 @@ class FitResult:
         checkpoint: path of ``last.ckpt`` or ``None``.
         resumed_trained: the checkpoint held a finished training (its phase ``trained``):
             no step ran, the weights are the checkpoint's best.
+        paused: the turn ended (``turn_seconds``) with training still to go: the model holds
+            the last epoch's weights, not the best, and ``resume=True`` goes on from the
+            checkpoint.
     """
 
     history: tuple[dict[str, float], ...]
@@ -94,6 +97,7 @@ class FitResult:
     checkpoint: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
     resumed_trained: bool = False
+    paused: bool = False
 
 
 class _LossModule(nn.Module):
@@ -273,6 +277,7 @@ def fit(
     on_step: Callable[[int, float], None] | None = None,
     run_key: Mapping[str, Any] | None = None,
     sample_weights: Sequence[float] | Tensor | None = None,
+    turn_seconds: float | None = None,
 ) -> FitResult:
     """Train ``model`` on ``train_data``, early-stopping on the loss over ``val_data``.
 
@@ -301,9 +306,15 @@ def fit(
             defects; :meth:`mfgtx.images.Balancing.sample_weights`), instead of one shuffled
             pass. The draws depend only on ``seed`` and the epoch, so a resumed run replays
             them (put what the weights come from in ``run_key``). ``None``: a shuffled pass.
+        turn_seconds: train in turns (needs ``checkpoint_dir``, one process): return after
+            the first epoch that ends this many seconds after the call began, its checkpoint
+            written, with ``paused=True`` when training would go on; call again with
+            ``resume=True`` for the next turn. The turns end with the weights of one
+            uninterrupted call. ``None``: train to the end.
 
     Returns:
-        :class:`FitResult`. The model ends with the best validation weights, in eval mode.
+        :class:`FitResult`. The model ends with the best validation weights, in eval mode
+        (``paused``: the last epoch's weights).
 
     Raises:
         NonFiniteLossError: the training loss became NaN or infinite (the message names
@@ -311,12 +322,24 @@ def fit(
         CheckpointError: ``resume=True`` met a corrupted checkpoint or one written with
             another training configuration.
     """
+    started = time.perf_counter()
     run = _build_run(model, train_data, val_data, config, dict(run_key or {}), sample_weights)
+    if turn_seconds is not None and (run.ckpt_path is None or run.env.world_size > 1):
+        raise ValueError(
+            "turn_seconds: training in turns resumes from the checkpoint in one process; give "
+            f"a checkpoint_dir and train in one process (found {run.env.world_size} processes)"
+        )
+    turn_ends = None if turn_seconds is None else started + turn_seconds
     with keep_freed_memory(run.device.type == "cpu"):  # a step reuses the last one's pages
-        return _fit(run, train_data, on_step)
+        return _fit(run, train_data, on_step, turn_ends)
 
 
-def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] | None) -> FitResult:
+def _fit(
+    run: _Run,
+    train_data: Dataset,
+    on_step: Callable[[int, float], None] | None,
+    turn_ends: float | None,
+) -> FitResult:
     model, config = run.model, run.config
     state = _RunState()
     if config.resume and run.ckpt_path is not None and run.ckpt_path.exists():
@@ -379,6 +402,10 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
             f"({samples_per_s:.0f} samples/s)"
         )
         _save(run, state)
+        if turn_ends is not None and time.perf_counter() >= turn_ends:
+            if state.epoch < config.epochs and state.bad_epochs < patience:
+                log.info("turn ended after epoch %d; the next turn resumes", state.epoch)
+                return _result(run, state, resumed_from, stopped_early=False, paused=True)
     stopped_early = state.epoch < config.epochs
     if out_of_time:
         log.info(
@@ -395,6 +422,19 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
     if state.best_state is not None:
         model.load_state_dict(state.best_state)
     model.eval()
+    return _result(run, state, resumed_from, stopped_early=stopped_early, trained=trained)
+
+
+def _result(
+    run: _Run,
+    state: _RunState,
+    resumed_from: int,
+    *,
+    stopped_early: bool,
+    trained: bool = False,
+    paused: bool = False,
+) -> FitResult:
+    assert run.switch is not None  # set before the first epoch
     return FitResult(
         history=tuple(state.history),
         best_epoch=state.best_epoch,
@@ -406,8 +446,9 @@ def _fit(run: _Run, train_data: Dataset, on_step: Callable[[int, float], None] |
         world_size=run.env.world_size,
         resumed_from_epoch=resumed_from,
         checkpoint=str(run.ckpt_path) if run.ckpt_path else None,
-        config=config.to_dict(),
+        config=run.config.to_dict(),
         resumed_trained=trained,
+        paused=paused,
     )
 
 

@@ -12,13 +12,22 @@ from pathlib import Path
 import pytest
 import torch
 
-from mfgtx.engine import EngineError, EngineSpec, LocalEngine, open_engine
+from mfgtx.engine import Again, EngineError, EngineSpec, LocalEngine, open_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _scaled(item: int, *, factor: int) -> tuple[int, int]:
     return item * factor, torch.get_num_threads()
+
+
+def _in_turns(item: tuple[str, int], *, folder: str) -> object:
+    """Task ``name`` with ``n`` turns to go: notes each turn's start in ``folder/turns``."""
+    name, left = item
+    with open(Path(folder) / "turns", "a") as f:
+        f.write(f"{name}{left} ")
+    time.sleep(0.3)  # a turn long enough for the other worker's turn to start meanwhile
+    return Again((name, left - 1)) if left > 1 else name
 
 
 def _fails_on_two(item: int) -> int:
@@ -72,6 +81,7 @@ def test_importing_mfgtx_does_not_import_ray() -> None:
         ({"name": "ray", "workers": 0}, "workers: expected a whole number of at least 1, found 0"),
         ({"name": "ray", "threads": 1.5}, "threads: expected a whole number"),
         ({"name": "local", "workers": 2}, "the local engine runs one task at a time"),
+        ({"name": "ray", "turn_seconds": -1}, "turn_seconds: expected seconds of at least 0"),
     ],
 )
 def test_a_spec_that_cannot_be_used_says_why(kwargs, words) -> None:
@@ -101,6 +111,24 @@ def test_the_ray_engine_gives_the_local_results_in_order(ray_local) -> None:
             engine.map(_fails_on_two, [1, 2, 3], names=["member 1", "member 2", "member 3"])
     assert got == [(15, 1), (12, 1), (9, 1), (6, 1), (3, 1)]
     assert ray_local.is_initialized()  # an engine leaves a Ray it did not start running
+
+
+def test_tasks_in_turns_share_the_workers_and_end_with_their_last_turn(ray_local, tmp_path) -> None:
+    """Three tasks of three turns on two workers: a task whose turn ended waits behind the
+    others, so the turns interleave (a: 3, 2, 1 in a row would be one task at a time)."""
+    items = [("a", 3), ("b", 3), ("c", 3)]
+    with open_engine(EngineSpec("ray", workers=2, threads=1)) as engine:
+        got = engine.map(_in_turns, items, shared={"folder": str(tmp_path)})
+    assert got == ["a", "b", "c"]
+    order = (tmp_path / "turns").read_text().split()
+    assert sorted(order) == ["a1", "a2", "a3", "b1", "b2", "b3", "c1", "c2", "c3"]
+    assert set(order[:3]) == {"a3", "b3", "c3"}  # c's first turn before anyone's second
+    assert set(order[-2:]) <= {"a1", "b1", "c1"}
+    (tmp_path / "turns").unlink()
+    assert LocalEngine().map(_in_turns, items, shared={"folder": str(tmp_path)}) == got
+    assert (tmp_path / "turns").read_text().split() == [
+        f"{n}{k}" for n in "abc" for k in (3, 2, 1)
+    ]  # in this process: each task's turns at once, in item order
 
 
 def test_a_cancelled_task_ends_its_worker_so_no_later_task_inherits_it(ray_local, tmp_path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,10 +100,18 @@ class KillOnce:
 
 
 def test_ray_members_give_the_local_bundle_bit_for_bit(ray_local, local, plant, capsys) -> None:
+    """In turns of one epoch (``engine.turn_seconds=0``): each member's second epoch is a
+    task of its own that resumes from the member's checkpoint."""
     out, reference = local
     job = _job(plant, out, "ray")
-    assert main(["train", "sensor", str(job), "--engine", "ray", "--workers", "2"]) == 0
-    found = summary(capsys.readouterr().out)
+    turns = ["--set", "engine.turn_seconds=0"]
+    assert main(["train", "sensor", str(job), "--engine", "ray", "--workers", "2", *turns]) == 0
+    printed = capsys.readouterr()
+    ended = re.findall(
+        r"INFO mfgtx\.engine\._ray: (ensemble member \d) .*: turn ended", printed.err
+    )
+    assert sorted(ended) == ["ensemble member 0", "ensemble member 1"]  # 2 epochs: 2 turns each
+    found = summary(printed.out)
     assert _same(found["bundle"], str(reference.bundle))
     assert found["metrics"] == reference.metrics and found["metrics"]
     assert found["verdict"] == reference.verdict

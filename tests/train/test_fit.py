@@ -274,3 +274,27 @@ def test_resume_leaves_out_tensors_the_model_retired(tmp_path: Path, ema) -> Non
         else:
             result = fit(model, WindowData(32, seed=1), WindowData(16, seed=2), run)
             assert len(result.history) == 2
+
+
+def test_turns_of_one_epoch_end_with_the_weights_of_one_call(tmp_path: Path) -> None:
+    """``turn_seconds=0``: every call trains one epoch, writes its checkpoint and says
+    ``paused``; the next resumes. The last turn ends exactly where one call ends."""
+    train, val = WindowData(48, seed=1), WindowData(16, seed=2)
+    torch.manual_seed(0)
+    whole = TinyRegressor()
+    one = fit(whole, train, val, cfg(epochs=4, checkpoint_dir=str(tmp_path / "whole")))
+    turns, epochs = [], []
+    config = cfg(epochs=4, checkpoint_dir=str(tmp_path / "turns"))
+    while not turns or turns[-1].paused:
+        torch.manual_seed(0)  # as the member task does; a later turn's weights are resumed
+        model = TinyRegressor()
+        turns.append(fit(model, train, val, config, turn_seconds=0))
+        epochs.append(len(turns[-1].history))
+        config = dataclasses.replace(config, resume=True)
+    assert epochs == [1, 2, 3, 4]  # one epoch a turn, then the end
+    assert [t.paused for t in turns] == [True, True, True, False]
+    got, want = model.state_dict(), whole.state_dict()
+    assert all(torch.equal(got[k], want[k]) for k in want)
+    assert turns[-1].best_epoch == one.best_epoch and turns[-1].best_val_loss == one.best_val_loss
+    with pytest.raises(ValueError, match="turn_seconds: .* give a checkpoint_dir"):
+        fit(TinyRegressor(), train, val, cfg(epochs=1), turn_seconds=0)
