@@ -176,7 +176,7 @@ def _sql_chunks(
                     stmt = stmt.where(lot >= rows.low)
                 stmt = stmt.where(lot <= rows.high).limit(rows.count)
             stmt = stmt.order_by(*(sa.column(c) for c in order))
-        first = 0 if rows is None else rows.start
+        start = first = 0 if rows is None else rows.start
         # a server-side cursor: psycopg's default fetches the whole result at once
         stmt = stmt.execution_options(stream_results=True)
         with engine.connect() as conn:
@@ -184,7 +184,7 @@ def _sql_chunks(
             if rows is not None:
                 chunks = on_grid(chunks, rows.start, source.chunk_rows)
             for chunk in chunks:
-                if first == (0 if rows is None else rows.start):
+                if first == start:
                     check_column_names(list(chunk.columns), describe(source), "the result")
                 chunk[LINE] = range(first, first + len(chunk))
                 chunk[FILE] = source.table or "query"

@@ -229,7 +229,8 @@ def _range_frames(
     """The frames of a range of a table's rows: all the whole read cuts of them but the
     next range's first lot, which this range reads only to carry it as the whole read does
     (its frame and its problems are the next range's)."""
-    order = (lot,) if time is None else (lot, time)
+    assert time is not None  # ranges are planned only for a table read in (lot, time) order
+    order = (lot, time)
     ended = False
 
     def chunks() -> Iterator[pd.DataFrame]:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -182,12 +180,3 @@ def test_a_sql_table_is_scored_in_ranges_of_its_rows_the_same(
             with engine.begin() as conn:
                 conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
             engine.dispose()
-
-
-def test_importing_mfgtx_and_its_score_job_does_not_import_ray() -> None:
-    code = (
-        "import sys, mfgtx, mfgtx.jobs.score, mfgtx.jobs._ray_score; "
-        "sys.exit('ray' in sys.modules or 'ray.data' in sys.modules)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr or "ray was imported"
