@@ -64,9 +64,6 @@ case "$task" in
     NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --site-dir "$site" \
       || { rm -rf "$site"; exit 1; }
     rm -rf "$site"
-    # bytecode of our own modules once, up front: where PYTHONDONTWRITEBYTECODE is set, every
-    # process a test starts (a CLI job, a Ray worker, a torchrun rank) would compile them again
-    PYTHONDONTWRITEBYTECODE= "$VENV/bin/python" -m compileall -q mfgtx app pipelines tests >/dev/null
     exec "$VENV/bin/python" -m pytest "$@" ;;
   bench)
     exec "$VENV/bin/python" benchmarks/attention.py "$@" ;;
