@@ -52,9 +52,9 @@ class Member:
             after its worker died resumes (``None``: in this process, never run again).
         turn_seconds: train in turns of about this many seconds (``fit(turn_seconds=)``);
             ``None``: in one task.
-        turn: the turns it trained before this one (a later turn resumes).
         resumed_from: the epochs its first turn resumed from (what the job reports).
-        epochs: the epochs it has trained when this turn starts.
+        epochs: the epochs its earlier turns trained (``0``: its first turn; a later turn
+            resumes).
     """
 
     k: int | None
@@ -64,7 +64,6 @@ class Member:
     run_key: dict[str, Any] | None
     attempt: str | None = None
     turn_seconds: float | None = None
-    turn: int = 0
     resumed_from: int = 0
     epochs: int = 0
 
@@ -112,7 +111,7 @@ def member_names(lots: np.ndarray, members: Sequence[Member], shown: int = 5) ->
 def start_member(member: Member) -> Any:
     """The member's training config as its task starts: a later turn resumes from its
     checkpoint; a first one as :func:`resume_on_retry` says."""
-    if member.turn > 0:
+    if member.epochs > 0:
         return replace(member.train, resume=True)
     who = "the model" if member.k is None else f"ensemble member {member.k}"
     return resume_on_retry(member.train, member.attempt, who)
@@ -126,7 +125,7 @@ def end_turn(member: Member, model: Any, result: Any) -> Any:
 
     Raises:
         RuntimeError: a turn ended without training past where the last one ended (its
-            checkpoint was not resumed): run again, it would never end.
+            checkpoint was not resumed): its turns would never end.
     """
     if result.paused:
         done = len(result.history)
@@ -135,9 +134,9 @@ def end_turn(member: Member, model: Any, result: Any) -> Any:
                 f"a turn ended after epoch {done}, where the member's last turn ended "
                 f"({member.epochs}): its checkpoint was not resumed"
             )
-        first = result.resumed_from_epoch if member.turn == 0 else member.resumed_from
-        return Again(replace(member, turn=member.turn + 1, resumed_from=first, epochs=done))
-    if member.turn > 0:
+        first = result.resumed_from_epoch if member.epochs == 0 else member.resumed_from
+        return Again(replace(member, resumed_from=first, epochs=done))
+    if member.epochs > 0:
         result = replace(result, resumed_from_epoch=member.resumed_from)
     return model, result
 
